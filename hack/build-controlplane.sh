@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# Build a real Kubernetes control plane (etcd, kube-apiserver, kube-scheduler, KWOK) from Go modules.
+#
+# This machine (and CI) has no Docker and cannot download release binaries, but it reaches the Go
+# module proxy, so we build the components the way envtest-style setups need them:
+#   - etcd and k8s.io/kubernetes carry replace directives in their go.mod, which `go install pkg@v`
+#     refuses; we build them as dependencies of small wrapper modules instead.
+#   - For k8s.io/kubernetes the wrapper must replace every staging module k8s.io/X (which upstream
+#     points at ./staging/src/k8s.io/X) with the published k8s.io/X v0.N.M. The list is derived from
+#     the target's own go.mod, so a version bump needs no edit here.
+#
+# Output: ${MINISCHED_CACHE:-$HOME/.cache/minisched}/controlplane/<key>/{bin/,stages.yaml,STAMP}
+# where <key> names all pinned versions, so a second run only checks the stamp and `--version`s.
+#
+# Environment:
+#   MINISCHED_CACHE          cache root (default ~/.cache/minisched)
+#   ETCD_VERSION, KUBERNETES_VERSION, KWOK_VERSION   override the pins
+#   MINISCHED_BUILD_JOBS     go build -p (default 2: the machine has 2 cores and others run tests)
+#   MINISCHED_FORCE_BUILD=1  ignore the stamp and rebuild
+# Prints the bin directory on the last line of stdout.
+set -euo pipefail
+
+ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
+KUBERNETES_VERSION="${KUBERNETES_VERSION:-v1.35.4}"
+KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
+BUILD_JOBS="${MINISCHED_BUILD_JOBS:-2}"
+
+CACHE_ROOT="${MINISCHED_CACHE:-$HOME/.cache/minisched}"
+KEY="etcd-${ETCD_VERSION}_k8s-${KUBERNETES_VERSION}_kwok-${KWOK_VERSION}"
+OUT="${CACHE_ROOT}/controlplane/${KEY}"
+BIN="${OUT}/bin"
+STAMP="${OUT}/STAMP"
+WORK="${OUT}/work"
+
+log() { printf '[build-controlplane %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
+die() { printf '[build-controlplane] ERROR: %s\n' "$*" >&2; exit 1; }
+
+command -v go >/dev/null 2>&1 || die "the Go toolchain ('go') is not on PATH. Install Go >= 1.25 (e.g. apt-get install golang-go, or https://go.dev/dl) and re-run 'make controlplane'."
+
+# Run go at low priority: the build takes minutes on 2 cores and must not starve other test runs.
+gorun() { nice -n 10 go "$@"; }
+
+# Each binary must exist and answer --version with the pinned version.
+binaries_ok() {
+  [[ -f "$STAMP" ]] || return 1
+  [[ "$(cat "$STAMP")" == "$KEY" ]] || return 1
+  [[ -s "${OUT}/stages.yaml" ]] || return 1
+  "${BIN}/etcd" --version 2>/dev/null | grep -q "etcd Version: ${ETCD_VERSION#v}" || return 1
+  "${BIN}/kube-apiserver" --version 2>/dev/null | grep -q "Kubernetes ${KUBERNETES_VERSION}" || return 1
+  "${BIN}/kube-scheduler" --version 2>/dev/null | grep -q "Kubernetes ${KUBERNETES_VERSION}" || return 1
+  "${BIN}/kwok" --version 2>/dev/null | grep -q "${KWOK_VERSION#v}" || return 1
+}
+
+if [[ "${MINISCHED_FORCE_BUILD:-0}" != "1" ]] && binaries_ok; then
+  log "up to date: ${BIN}"
+  echo "$BIN"
+  exit 0
+fi
+
+rm -f "$STAMP"
+mkdir -p "$BIN" "$WORK"
+export CGO_ENABLED=0
+export GOFLAGS="-mod=mod -buildvcs=false"
+# Go module proxy only; fail fast with a readable message rather than a wall of resolver output.
+modfetch_fail() { die "fetching Go module $1 failed (is the Go module proxy reachable? GOPROXY=$(go env GOPROXY)). See the output above."; }
+
+START=$(date +%s)
+
+# ---------------------------------------------------------------------------------------------- etcd
+build_etcd() {
+  local dir="${WORK}/etcd"
+  rm -rf "$dir" && mkdir -p "$dir"
+  log "etcd ${ETCD_VERSION}: resolving modules"
+  cat >"${dir}/go.mod" <<EOF
+module minisched.local/etcdwrapper
+
+go 1.25
+
+tool go.etcd.io/etcd/server/v3
+EOF
+  (cd "$dir" && gorun get "go.etcd.io/etcd/server/v3@${ETCD_VERSION}") || modfetch_fail "go.etcd.io/etcd/server/v3@${ETCD_VERSION}"
+  log "etcd ${ETCD_VERSION}: compiling"
+  (cd "$dir" && gorun build -p "$BUILD_JOBS" -trimpath -ldflags "-s -w" -o "${BIN}/etcd" go.etcd.io/etcd/server/v3) \
+    || die "building etcd failed"
+  log "etcd ${ETCD_VERSION}: done ($(( $(date +%s) - START ))s elapsed)"
+}
+
+# ------------------------------------------------------------------- kube-apiserver + kube-scheduler
+build_kubernetes() {
+  local dir="${WORK}/kubernetes"
+  rm -rf "$dir" && mkdir -p "$dir"
+  log "kubernetes ${KUBERNETES_VERSION}: downloading k8s.io/kubernetes go.mod"
+  local info gomod
+  info=$(cd "$dir" && GOFLAGS=-mod=mod gorun mod download -json "k8s.io/kubernetes@${KUBERNETES_VERSION}") \
+    || modfetch_fail "k8s.io/kubernetes@${KUBERNETES_VERSION}"
+  gomod=$(printf '%s' "$info" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')
+  [[ -f "$gomod" ]] || die "could not find go.mod of k8s.io/kubernetes@${KUBERNETES_VERSION} in: $info"
+
+  # Staging modules: lines such as `k8s.io/api => ./staging/src/k8s.io/api` in the target's go.mod.
+  local staging_version="v0.${KUBERNETES_VERSION#v1.}"
+  local staging
+  staging=$(sed -n 's#^[[:space:]]*\(k8s\.io/[A-Za-z0-9._/-]*\)[[:space:]]*=>[[:space:]]*\./staging/.*#\1#p' "$gomod" | sort -u)
+  [[ -n "$staging" ]] || die "no './staging/' replace lines found in $gomod"
+  log "kubernetes ${KUBERNETES_VERSION}: $(wc -l <<<"$staging") staging modules -> ${staging_version}"
+  local godebug
+  godebug=$(grep -E '^godebug[[:space:]]' "$gomod" || true)
+
+  {
+    echo "module minisched.local/kuberneteswrapper"
+    echo
+    echo "go $(sed -n 's/^go[[:space:]]\+\([0-9.]*\).*/\1/p' "$gomod" | head -1)"
+    [[ -n "$godebug" ]] && { echo; echo "$godebug"; }
+    echo
+    echo "tool ("
+    echo "	k8s.io/kubernetes/cmd/kube-apiserver"
+    echo "	k8s.io/kubernetes/cmd/kube-scheduler"
+    echo ")"
+    echo
+    echo "replace ("
+    while read -r mod; do echo "	${mod} => ${mod} ${staging_version}"; done <<<"$staging"
+    echo ")"
+  } >"${dir}/go.mod"
+
+  log "kubernetes ${KUBERNETES_VERSION}: resolving modules (go get)"
+  (cd "$dir" && gorun get "k8s.io/kubernetes@${KUBERNETES_VERSION}") || modfetch_fail "k8s.io/kubernetes@${KUBERNETES_VERSION}"
+  (cd "$dir" && gorun mod tidy) || modfetch_fail "dependencies of k8s.io/kubernetes@${KUBERNETES_VERSION}"
+
+  # The version reported by --version comes from these ldflags (hack/lib/version.sh upstream).
+  local vpkg="k8s.io/component-base/version"
+  local ldflags="-s -w -X ${vpkg}.gitVersion=${KUBERNETES_VERSION} -X ${vpkg}.gitTreeState=clean"
+  ldflags+=" -X ${vpkg}.gitMajor=1 -X ${vpkg}.gitMinor=$(cut -d. -f2 <<<"${KUBERNETES_VERSION}")"
+  ldflags+=" -X k8s.io/client-go/pkg/version.gitVersion=${KUBERNETES_VERSION}"
+  for cmd in kube-apiserver kube-scheduler; do
+    log "kubernetes ${KUBERNETES_VERSION}: compiling ${cmd} (slow on 2 cores)"
+    (cd "$dir" && gorun build -p "$BUILD_JOBS" -tags selinux,notest -trimpath -ldflags "$ldflags" \
+        -o "${BIN}/${cmd}" "k8s.io/kubernetes/cmd/${cmd}") || die "building ${cmd} failed"
+    log "kubernetes ${KUBERNETES_VERSION}: ${cmd} done ($(( $(date +%s) - START ))s elapsed)"
+  done
+}
+
+# ------------------------------------------------------------------------------------------- KWOK
+build_kwok() {
+  local dir="${WORK}/kwok"
+  rm -rf "$dir" && mkdir -p "$dir"
+  log "kwok ${KWOK_VERSION}: compiling"
+  # kwok reports its version from these ldflags (its Makefile sets them the same way).
+  local ldflags="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION} -X sigs.k8s.io/kwok/pkg/consts.BinaryName=kwok"
+  (cd "$dir" && GOBIN="$BIN" gorun install -p "$BUILD_JOBS" -trimpath -ldflags "$ldflags" \
+      "sigs.k8s.io/kwok/cmd/kwok@${KWOK_VERSION}") || modfetch_fail "sigs.k8s.io/kwok/cmd/kwok@${KWOK_VERSION}"
+
+  # KWOK exits with "no stages found" unless it is given Stage objects; ship the upstream ones.
+  local moddir
+  moddir=$(cd "$dir" && GOFLAGS=-mod=mod gorun mod download -json "sigs.k8s.io/kwok@${KWOK_VERSION}" \
+    | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
+  [[ -d "$moddir" ]] || modfetch_fail "sigs.k8s.io/kwok@${KWOK_VERSION} (module source)"
+  local stages=(
+    kustomize/stage/node/fast/node-initialize.yaml
+    kustomize/stage/node/heartbeat/node-heartbeat.yaml
+    kustomize/stage/pod/fast/pod-ready.yaml
+    kustomize/stage/pod/fast/pod-complete.yaml
+    kustomize/stage/pod/fast/pod-delete.yaml
+  )
+  local tmp="${OUT}/stages.yaml.tmp"
+  : >"$tmp"
+  for f in "${stages[@]}"; do
+    [[ -f "${moddir}/${f}" ]] || die "stage manifest ${f} not found in ${moddir}"
+    { echo "---"; echo "# from sigs.k8s.io/kwok@${KWOK_VERSION}/${f}"; grep -v '^---[[:space:]]*$' "${moddir}/${f}"; } >>"$tmp"
+  done
+  mv "$tmp" "${OUT}/stages.yaml"
+  log "kwok ${KWOK_VERSION}: done; stages in ${OUT}/stages.yaml"
+}
+
+log "building into ${BIN} (go $(go env GOVERSION), -p ${BUILD_JOBS}, nice 10)"
+build_kwok
+build_etcd
+build_kubernetes
+
+for b in etcd kube-apiserver kube-scheduler kwok; do
+  log "$b: $("${BIN}/${b}" --version 2>&1 | head -1)"
+done
+echo "$KEY" >"$STAMP"
+binaries_ok || die "built binaries do not report the pinned versions (see --version output above)"
+rm -rf "$WORK"
+log "done in $(( $(date +%s) - START ))s: ${BIN}"
+echo "$BIN"

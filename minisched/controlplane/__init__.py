@@ -1,0 +1,70 @@
+"""A real Kubernetes control plane for tests and `make cluster-local`, built from Go modules.
+
+- `hack/build-controlplane.sh` (`make controlplane`) builds etcd, kube-apiserver, kube-scheduler and
+  KWOK into a version-keyed cache outside the work tree.
+- `ControlPlane` runs them on loopback: envtest's setup plus KWOK for fake nodes.
+- `python -m minisched.controlplane up` runs one until Ctrl-C and writes its kubeconfig to
+  `local_kubeconfig_path()`, where `MINISCHED_BACKEND=local` finds it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from minisched.controlplane.binaries import (
+    ETCD_VERSION,
+    KUBERNETES_VERSION,
+    KWOK_VERSION,
+    Binaries,
+    BinariesNotFound,
+    binaries_available,
+    find_binaries,
+    how_to_build,
+)
+from minisched.controlplane.certs import CertificateAuthority, KeyPair
+from minisched.controlplane.harness import (
+    KWOK_NODE_ANNOTATION,
+    POD_CIDR,
+    SERVICE_CIDR,
+    ControlPlane,
+    ControlPlaneOptions,
+    wait_for,
+)
+from minisched.controlplane.kwok import fake_node
+from minisched.controlplane.processes import ProcessFailed
+
+LOCAL_KUBECONFIG_ENV = "MINISCHED_LOCAL_KUBECONFIG"
+
+
+def local_kubeconfig_path() -> Path:
+    """Where `python -m minisched.controlplane up` writes the kubeconfig of the cluster it runs."""
+    configured = os.environ.get(LOCAL_KUBECONFIG_ENV)
+    if configured:
+        return Path(configured).expanduser()
+    from minisched.controlplane.binaries import cache_root
+
+    return cache_root() / "controlplane" / "local" / "kubeconfig"
+
+
+__all__ = [
+    "ETCD_VERSION",
+    "KUBERNETES_VERSION",
+    "KWOK_VERSION",
+    "KWOK_NODE_ANNOTATION",
+    "POD_CIDR",
+    "SERVICE_CIDR",
+    "Binaries",
+    "BinariesNotFound",
+    "CertificateAuthority",
+    "ControlPlane",
+    "ControlPlaneOptions",
+    "KeyPair",
+    "ProcessFailed",
+    "binaries_available",
+    "fake_node",
+    "find_binaries",
+    "how_to_build",
+    "local_kubeconfig_path",
+    "wait_for",
+]

@@ -1,0 +1,102 @@
+"""`python -m minisched.controlplane build|up|where`.
+
+build: build (or verify the cached) binaries with hack/build-controlplane.sh.
+up:    run a control plane until Ctrl-C; print the kubeconfig path (also written to
+       local_kubeconfig_path(), so MINISCHED_BACKEND=local connects to it).
+where: print where the binaries are, or how to build them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import signal
+import sys
+import threading
+from types import FrameType
+
+from minisched.controlplane import (
+    BinariesNotFound,
+    ControlPlane,
+    ControlPlaneOptions,
+    fake_node,
+    find_binaries,
+    local_kubeconfig_path,
+)
+from minisched.controlplane.binaries import run_build_script
+
+
+def _up(args: argparse.Namespace) -> int:
+    try:
+        find_binaries()
+    except BinariesNotFound as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    print("starting etcd, kube-apiserver and KWOK ...", file=sys.stderr, flush=True)
+    with ControlPlane(ControlPlaneOptions(keep_logs=args.keep_logs)) as cp:
+        if args.nodes:
+            from minisched.cluster.real import RealCluster
+
+            cluster = RealCluster.from_kubeconfig(path=str(cp.kubeconfig))
+            try:
+                for i in range(args.nodes):
+                    cluster.create("nodes", fake_node(f"kwok-node-{i}"))
+            finally:
+                cluster.close()
+        target = local_kubeconfig_path()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(cp.kubeconfig, target)
+        target.chmod(0o600)
+        print(f"API server {cp.server}; logs in {cp.log_dir}", file=sys.stderr)
+        print(f"export KUBECONFIG={target}   # or MINISCHED_BACKEND=local", file=sys.stderr)
+        print(target, flush=True)
+        print("running; Ctrl-C to stop", file=sys.stderr, flush=True)
+        try:
+            while not stop.wait(1.0):
+                dead = [name for name, proc in cp.processes.items() if not proc.running()]
+                if dead:
+                    print(f"error: {', '.join(dead)} exited; logs in {cp.log_dir}", file=sys.stderr)
+                    cp.mark_failed()
+                    return 1
+        finally:
+            target.unlink(missing_ok=True)
+            print("stopping", file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m minisched.controlplane",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    build = sub.add_parser("build", help="build the binaries (cached by version)")
+    build.add_argument("--force", action="store_true", help="rebuild even if the cache is up to date")
+    up = sub.add_parser("up", help="run a local control plane until Ctrl-C")
+    up.add_argument("--nodes", type=int, default=0, help="create this many KWOK fake nodes")
+    up.add_argument("--keep-logs", action="store_true", help="keep component logs after stopping")
+    sub.add_parser("where", help="print where the binaries are")
+    args = parser.parse_args(argv)
+    if args.command == "build":
+        return run_build_script(force=args.force)
+    if args.command == "up":
+        return _up(args)
+    try:
+        binaries = find_binaries()
+    except BinariesNotFound as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(binaries.directory)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,383 @@
+"""A real Kubernetes control plane on loopback: etcd, kube-apiserver, KWOK and optionally kube-scheduler.
+
+It runs them as controller-runtime's envtest does (no kubelet, no controller-manager) and adds KWOK,
+which plays kubelet for fake nodes: it marks nodes annotated `kwok.x-k8s.io/node: fake` Ready,
+keeps their heartbeat, moves pods bound to them to Running, and finishes their graceful deletion.
+
+    with ControlPlane() as cp:
+        cluster = RealCluster.from_kubeconfig(path=str(cp.kubeconfig))
+        ...
+
+Everything listens on 127.0.0.1 at free ports; state lives in a temporary directory removed on
+stop. Each component logs to `<log_dir>/<component>.log`; the logs are kept when the block exits
+with an exception (or `keep_logs=True`), and `stop()` says where they are.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import shutil
+import ssl
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import yaml
+
+from minisched.controlplane.binaries import Binaries, find_binaries
+from minisched.controlplane.certs import CertificateAuthority, KeyPair, service_account_key_pair
+from minisched.controlplane.kubeconfig import write_kubeconfig
+from minisched.controlplane.kwok import KWOK_NODE_ANNOTATION
+from minisched.controlplane.processes import ManagedProcess, ProcessFailed, free_port
+
+# KWOK hands out pod IPs from POD_CIDR; services get SERVICE_CIDR. Disjoint, so no address means two things.
+SERVICE_CIDR = "10.0.0.0/24"
+POD_CIDR = "10.244.0.0/16"
+ADMIN_USER = "admin"
+ADMIN_GROUPS = ("system:masters",)
+
+
+@dataclass
+class ControlPlaneOptions:
+    """What to start and how. The defaults suit tests; `up` uses them too."""
+
+    start_kwok: bool = True
+    ready_timeout: float = 60.0  # a loaded 2-core machine can take 20-30 s to serve /readyz
+    # Extra flags, appended last so they override ours (e.g. {"--max-requests-inflight": "800"}).
+    apiserver_flags: dict[str, str] = field(default_factory=dict)
+    kwok_flags: dict[str, str] = field(default_factory=dict)
+    keep_logs: bool = False
+    log_dir: Path | None = None  # default: a fresh directory under the system temp dir
+    work_dir: Path | None = None
+
+
+class ControlPlane:
+    """Start with `start()` (or `with`), stop with `stop()`. Not thread-safe to start/stop concurrently."""
+
+    def __init__(self, options: ControlPlaneOptions | None = None, binaries: Binaries | None = None) -> None:
+        self.options = options or ControlPlaneOptions()
+        self.binaries = binaries or find_binaries()
+        self._own_work_dir = self.options.work_dir is None
+        self.work_dir = self.options.work_dir or Path(tempfile.mkdtemp(prefix="minisched-controlplane-"))
+        self.log_dir = self.options.log_dir or Path(tempfile.mkdtemp(prefix="minisched-controlplane-logs-"))
+        self.cert_dir = self.work_dir / "certs"
+        self.kubeconfig = self.work_dir / "kubeconfig"
+        self.ca = CertificateAuthority()
+        self.admin = self.ca.issue_client(ADMIN_USER, ADMIN_GROUPS)
+        self.etcd_port = 0
+        self.apiserver_port = 0
+        self._processes: dict[str, ManagedProcess] = {}
+        self._lock = threading.Lock()
+        self._started = False
+        self._failed = False
+
+    # ------------------------------------------------------------------ public API
+
+    @property
+    def server(self) -> str:
+        """The API server URL (https://127.0.0.1:PORT)."""
+        return f"https://127.0.0.1:{self.apiserver_port}"
+
+    @property
+    def etcd_url(self) -> str:
+        return f"http://127.0.0.1:{self.etcd_port}"
+
+    @property
+    def processes(self) -> dict[str, ManagedProcess]:
+        return dict(self._processes)
+
+    def start(self) -> ControlPlane:
+        if self._started:
+            return self
+        self._started = True
+        try:
+            self._write_certs()
+            self._start_etcd()
+            self._start_apiserver()
+            write_kubeconfig(self.kubeconfig, self.server, self.ca.cert_pem, self.admin, ADMIN_USER)
+            if self.options.start_kwok:
+                self._start_kwok()
+        except BaseException:
+            self._failed = True
+            self.stop()
+            raise
+        return self
+
+    def stop(self, keep_logs: bool | None = None) -> None:
+        """Stop everything (scheduler, KWOK, apiserver, etcd: clients first), then clean up.
+
+        Logs are kept if `keep_logs`, or options.keep_logs, or something failed; otherwise removed."""
+        with self._lock:
+            for name in reversed(list(self._processes)):
+                self._processes.pop(name).stop()
+        keep = (self.options.keep_logs or self._failed) if keep_logs is None else keep_logs
+        if self._own_work_dir:
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+        if not keep and self.options.log_dir is None:
+            shutil.rmtree(self.log_dir, ignore_errors=True)
+
+    def mark_failed(self) -> None:
+        """Keep the logs when this control plane stops (a test using it failed)."""
+        self._failed = True
+
+    def __enter__(self) -> ControlPlane:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if exc_type is not None:
+            self._failed = True
+        self.stop()
+
+    def write_user_kubeconfig(
+        self, user: str, groups: tuple[str, ...] | list[str] = (), path: Path | None = None
+    ) -> Path:
+        """A kubeconfig authenticating as `user` in `groups` (a fresh client certificate from our CA).
+
+        Such a user can do only what RBAC grants it, which is how the least-privilege role is tested."""
+        client = self.ca.issue_client(user, tuple(groups))
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in user)
+        return write_kubeconfig(
+            path or self.work_dir / f"kubeconfig-{safe}", self.server, self.ca.cert_pem, client, user
+        )
+
+    def issue_client_certificate(self, user: str, groups: tuple[str, ...] | list[str] = ()) -> KeyPair:
+        return self.ca.issue_client(user, tuple(groups))
+
+    def start_scheduler(
+        self, config: dict[str, Any] | str | None = None, name: str = "kube-scheduler", timeout: float = 60.0
+    ) -> ManagedProcess:
+        """Run kube-scheduler with a KubeSchedulerConfiguration (dict or YAML; None: the defaults).
+
+        Its client connection is pointed at this control plane's admin kubeconfig, and leader
+        election is off (one scheduler per name). Returns when /healthz answers."""
+        parsed: dict[str, Any] = yaml.safe_load(config) if isinstance(config, str) else dict(config or {})
+        cfg: dict[str, Any] = dict(parsed or {})
+        cfg.setdefault("apiVersion", "kubescheduler.config.k8s.io/v1")
+        cfg.setdefault("kind", "KubeSchedulerConfiguration")
+        cfg["clientConnection"] = {**(cfg.get("clientConnection") or {}), "kubeconfig": str(self.kubeconfig)}
+        cfg["leaderElection"] = {**(cfg.get("leaderElection") or {}), "leaderElect": False}
+        config_path = self.work_dir / f"{name}-config.yaml"
+        config_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+        port = free_port()
+        proc = self._spawn(
+            name,
+            [
+                str(self.binaries.kube_scheduler),
+                f"--config={config_path}",
+                f"--secure-port={port}",
+                "--bind-address=127.0.0.1",
+                f"--cert-dir={self.work_dir / (name + '-certs')}",
+                "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+                "--authentication-skip-lookup=true",
+                "-v=2",
+            ],
+        )
+        insecure = ssl.create_default_context()
+        insecure.check_hostname = False
+        insecure.verify_mode = ssl.CERT_NONE  # its serving cert is self-signed and only on loopback
+        proc.wait_until(
+            lambda: _https_get("127.0.0.1", port, "/healthz", insecure)[0] == 200, timeout, "healthy"
+        )
+        proc.metrics_port = port  # type: ignore[attr-defined]
+        return proc
+
+    def stop_component(self, name: str) -> None:
+        with self._lock:
+            proc = self._processes.pop(name, None)
+        if proc is not None:
+            proc.stop()
+
+    def api_get(self, path: str) -> tuple[int, Any]:
+        """GET `path` on the API server as admin; (status, parsed JSON or text)."""
+        status, body = _https_get("127.0.0.1", self.apiserver_port, path, self._client_ssl_context())
+        try:
+            return status, json.loads(body)
+        except ValueError:
+            return status, body.decode(errors="replace")
+
+    # ------------------------------------------------------------------ components
+
+    def _spawn(self, name: str, argv: list[str]) -> ManagedProcess:
+        proc = ManagedProcess(name, argv, self.log_dir / f"{name}.log")
+        with self._lock:
+            self._processes[name] = proc
+        return proc
+
+    def _write_certs(self) -> None:
+        self.cert_dir.mkdir(parents=True, exist_ok=True)
+        serving = self.ca.issue_serving(dns_names=("localhost",), ip_addresses=("127.0.0.1",))
+        service_accounts = service_account_key_pair()
+        files = {
+            "ca.crt": self.ca.cert_pem,
+            "apiserver.crt": serving.cert_pem,
+            "apiserver.key": serving.key_pem,
+            "sa.pub": service_accounts.cert_pem,
+            "sa.key": service_accounts.key_pem,
+            "admin.crt": self.admin.cert_pem,
+            "admin.key": self.admin.key_pem,
+        }
+        for filename, data in files.items():
+            path = self.cert_dir / filename
+            path.write_bytes(data)
+            path.chmod(0o600)
+
+    def _start_etcd(self) -> None:
+        # A port can be taken between free_port() and etcd's bind; retry with fresh ports then.
+        for attempt in range(3):
+            self.etcd_port, peer_port = free_port(), free_port()
+            data_dir = self.work_dir / f"etcd-data-{attempt}"
+            proc = self._spawn(
+                "etcd",
+                [
+                    str(self.binaries.etcd),
+                    "--name=minisched",
+                    f"--data-dir={data_dir}",
+                    f"--listen-client-urls={self.etcd_url}",
+                    f"--advertise-client-urls={self.etcd_url}",
+                    f"--listen-peer-urls=http://127.0.0.1:{peer_port}",
+                    f"--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}",
+                    f"--initial-cluster=minisched=http://127.0.0.1:{peer_port}",
+                    "--listen-metrics-urls=",
+                    "--log-level=warn",
+                    "--unsafe-no-fsync",  # test data: durability buys nothing, fsync costs a lot on shared disks
+                    "--quota-backend-bytes=8589934592",
+                ],
+            )
+            try:
+                proc.wait_until(self._etcd_healthy, self.options.ready_timeout, "healthy")
+                return
+            except ProcessFailed:
+                if proc.running() or attempt == 2:
+                    raise
+                self.stop_component("etcd")
+
+    def _etcd_healthy(self) -> bool:
+        conn = http.client.HTTPConnection("127.0.0.1", self.etcd_port, timeout=2)
+        try:
+            conn.request("GET", "/health")
+            resp = conn.getresponse()
+            return resp.status == 200 and json.loads(resp.read()).get("health") == "true"
+        finally:
+            conn.close()
+
+    def _start_apiserver(self) -> None:
+        for attempt in range(3):
+            self.apiserver_port = free_port()
+            flags: dict[str, str] = {
+                "--etcd-servers": self.etcd_url,
+                "--cert-dir": str(self.cert_dir),
+                "--tls-cert-file": str(self.cert_dir / "apiserver.crt"),
+                "--tls-private-key-file": str(self.cert_dir / "apiserver.key"),
+                "--client-ca-file": str(self.cert_dir / "ca.crt"),
+                "--secure-port": str(self.apiserver_port),
+                "--bind-address": "127.0.0.1",
+                # Without this the apiserver derives its advertise address from the default route and
+                # refuses to start on a machine without one; loopback is right for a local control plane.
+                "--advertise-address": "127.0.0.1",
+                "--service-cluster-ip-range": SERVICE_CIDR,
+                "--allow-privileged": "true",
+                "--authorization-mode": "RBAC",
+                "--service-account-issuer": f"https://127.0.0.1:{self.apiserver_port}/",
+                "--service-account-key-file": str(self.cert_dir / "sa.pub"),
+                "--service-account-signing-key-file": str(self.cert_dir / "sa.key"),
+                # No controller-manager runs: nothing would create default ServiceAccounts (so the
+                # ServiceAccount admission plugin would reject every pod) or lift the not-ready taint.
+                "--disable-admission-plugins": "ServiceAccount,TaintNodesByCondition",
+                "--endpoint-reconciler-type": "none",
+                "--v": "1",
+            }
+            flags.update(self.options.apiserver_flags)
+            argv = [str(self.binaries.kube_apiserver)] + [f"{k}={v}" for k, v in flags.items()]
+            proc = self._spawn("kube-apiserver", argv)
+            try:
+                proc.wait_until(self._apiserver_ready, self.options.ready_timeout, "ready")
+                return
+            except ProcessFailed:
+                bind_failed = "address already in use" in proc.log_tail(50)
+                if proc.running() or not bind_failed or attempt == 2:
+                    raise
+                self.stop_component("kube-apiserver")
+
+    def _client_ssl_context(self) -> ssl.SSLContext:
+        ctx = ssl.create_default_context(cafile=str(self.cert_dir / "ca.crt"))
+        ctx.load_cert_chain(str(self.cert_dir / "admin.crt"), str(self.cert_dir / "admin.key"))
+        return ctx
+
+    def _apiserver_ready(self) -> bool:
+        ctx = self._client_ssl_context()
+        status, _ = _https_get("127.0.0.1", self.apiserver_port, "/readyz", ctx)
+        if status != 200:
+            return False
+        # /readyz can pass a moment before the bootstrap controller has created `default`.
+        status, _ = _https_get("127.0.0.1", self.apiserver_port, "/api/v1/namespaces/default", ctx)
+        return status == 200
+
+    def _start_kwok(self) -> None:
+        flags: dict[str, str] = {
+            "--kubeconfig": str(self.kubeconfig),
+            "--manage-all-nodes": "false",
+            "--manage-nodes-with-annotation-selector": f"{KWOK_NODE_ANNOTATION}=fake",
+            "--config": str(self.binaries.kwok_stages),
+            "--cidr": POD_CIDR,
+            "--node-ip": "127.0.0.1",
+            "--server-address": f"127.0.0.1:{free_port()}",
+        }
+        flags.update(self.options.kwok_flags)
+        argv = [str(self.binaries.kwok)] + [f"{k}={v}" for k, v in flags.items()]
+        proc = self._spawn("kwok", argv)
+        # KWOK has no readiness endpoint we can rely on across versions; its server answers /healthz.
+        port = int(flags["--server-address"].rsplit(":", 1)[1])
+        proc.wait_until(
+            lambda: _http_get("127.0.0.1", port, "/healthz") == 200, self.options.ready_timeout, "healthy"
+        )
+
+
+def _https_get(
+    host: str, port: int, path: str, ctx: ssl.SSLContext, timeout: float = 5.0
+) -> tuple[int, bytes]:
+    conn = http.client.HTTPSConnection(host, port, context=ctx, timeout=timeout)
+    try:
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    finally:
+        conn.close()
+
+
+def _http_get(host: str, port: int, path: str, timeout: float = 2.0) -> int:
+    conn = http.client.HTTPConnection(host, port, timeout=timeout)
+    try:
+        conn.request("GET", path)
+        return conn.getresponse().status
+    finally:
+        conn.close()
+
+
+def wait_for(predicate: Any, timeout: float, what: str, interval: float = 0.1) -> Any:
+    """Poll until `predicate()` returns a truthy value (returned), or TimeoutError naming `what`."""
+    deadline = time.monotonic() + timeout
+    last_error: BaseException | None = None
+    while time.monotonic() < deadline:
+        try:
+            value = predicate()
+            if value:
+                return value
+        except Exception as err:  # noqa: BLE001 - remembered for the timeout message
+            last_error = err
+        time.sleep(interval)
+    suffix = f" (last error: {last_error})" if last_error else ""
+    raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}{suffix}")
+
+
+def environment_summary() -> str:
+    """One line for logs: which binaries, which cache."""
+    b = find_binaries()
+    return f"control-plane binaries in {b.directory} (stages {b.kwok_stages}); pid {os.getpid()}"
