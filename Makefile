@@ -49,6 +49,12 @@ notebooks: $(STAMP)
 
 test: $(STAMP) controlplane lint unit notebooks
 
+cluster-up:
+	bash hack/kind.sh up
+
+cluster-down:
+	bash hack/kind.sh down
+
 bench: $(STAMP)
 	@for script in bench/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
 
