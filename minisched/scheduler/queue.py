@@ -1,0 +1,578 @@
+"""The scheduling queue: which pending pod the scheduler tries next, and when a failed one comes back.
+
+kube-scheduler's PriorityQueue (pkg/scheduler/internal/queue/scheduling_queue.go) in Python. A
+pending pod is in exactly one of four places:
+
+- activeQ: a heap ordered by the profile's QueueSort (PrioritySort: higher priority first, then
+  earlier arrival). `pop()` takes its head.
+- backoffQ: pods that failed and wait out their backoff (1 s, doubling per attempt, 10 s cap). A
+  flusher moves the expired ones to activeQ every second.
+- unschedulable: pods that no node could take. They stay until a cluster event that could help
+  them (a node added, a node's allocatable/labels/taints changed, an assigned pod deleted) moves
+  them back, or until they have waited 5 minutes (checked every 30 s).
+- gated: pods that a PreEnqueue check holds back (spec.schedulingGates); they enter activeQ when an
+  update removes the gates.
+
+A pod being tried is "in flight" and in none of them. If a move request arrives while it is in
+flight, a failure sends it to backoffQ rather than to unschedulable: the event that could have
+helped it happened during its attempt (kube's moveRequestCycle).
+
+Every wait and every timestamp uses a `Clock`, so tests drive it with `VirtualClock`.
+"""
+
+from __future__ import annotations
+
+import heapq
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from minisched.clock import Clock, RealClock
+from minisched.meta import key_of
+
+Object = dict[str, Any]
+
+DEFAULT_POD_INITIAL_BACKOFF = 1.0
+DEFAULT_POD_MAX_BACKOFF = 10.0
+DEFAULT_MAX_IN_UNSCHEDULABLE = 300.0  # kube's podMaxInUnschedulablePodsDuration: 5 minutes
+BACKOFF_FLUSH_PERIOD = 1.0
+UNSCHEDULABLE_FLUSH_PERIOD = 30.0
+
+QUEUE_ACTIVE = "active"
+QUEUE_BACKOFF = "backoff"
+QUEUE_UNSCHEDULABLE = "unschedulable"
+QUEUE_GATED = "gated"
+
+
+class ClusterEvent(NamedTuple):
+    """Something that changed in the cluster, as kube's framework.ClusterEvent (resource, action)."""
+
+    resource: str  # "Node", "Pod" (an assigned pod), "UnscheduledPod", "*"
+    action: str  # "Add", "Delete", "UpdateNodeAllocatable", "UpdateNodeLabel", "UpdateNodeTaint", ...
+
+    def __str__(self) -> str:
+        return f"{self.resource}{self.action}"
+
+
+NODE_ADD = ClusterEvent("Node", "Add")
+NODE_ALLOCATABLE_CHANGE = ClusterEvent("Node", "UpdateNodeAllocatable")
+NODE_LABEL_CHANGE = ClusterEvent("Node", "UpdateNodeLabel")
+# kube counts spec.unschedulable with the taints: NodeUnschedulable registers for UpdateNodeTaint.
+NODE_TAINT_CHANGE = ClusterEvent("Node", "UpdateNodeTaint")
+NODE_CONDITION_CHANGE = ClusterEvent("Node", "UpdateNodeCondition")
+ASSIGNED_POD_ADD = ClusterEvent("Pod", "Add")
+ASSIGNED_POD_UPDATE = ClusterEvent("Pod", "Update")
+ASSIGNED_POD_DELETE = ClusterEvent("Pod", "Delete")
+UNSCHEDULABLE_TIMEOUT = ClusterEvent("*", "UnschedulableTimeout")
+WILDCARD_EVENT = ClusterEvent("*", "*")
+
+# Which events can make a pod that a plugin rejected schedulable (each plugin's EventsToRegister
+# in kube). A pod rejected by a plugin not listed here moves on every event.
+PLUGIN_EVENTS: dict[str, frozenset[ClusterEvent]] = {
+    "NodeResourcesFit": frozenset({NODE_ADD, NODE_ALLOCATABLE_CHANGE, ASSIGNED_POD_DELETE, ASSIGNED_POD_UPDATE}),
+    "NodeAffinity": frozenset({NODE_ADD, NODE_LABEL_CHANGE}),
+    "TaintToleration": frozenset({NODE_ADD, NODE_TAINT_CHANGE}),
+    "NodeUnschedulable": frozenset({NODE_ADD, NODE_TAINT_CHANGE}),
+    "NodeName": frozenset({NODE_ADD}),
+    "NodePorts": frozenset({NODE_ADD, ASSIGNED_POD_DELETE}),
+}
+
+
+def node_update_events(old: Object, new: Object) -> list[ClusterEvent]:
+    """The events a node update amounts to (kube's nodeSchedulingPropertiesChange)."""
+    events: list[ClusterEvent] = []
+    old_status, new_status = old.get("status") or {}, new.get("status") or {}
+    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+    if old_status.get("allocatable") != new_status.get("allocatable"):
+        events.append(NODE_ALLOCATABLE_CHANGE)
+    if (old.get("metadata") or {}).get("labels") != (new.get("metadata") or {}).get("labels"):
+        events.append(NODE_LABEL_CHANGE)
+    if old_spec.get("taints") != new_spec.get("taints") or bool(old_spec.get("unschedulable")) != bool(
+        new_spec.get("unschedulable")
+    ):
+        events.append(NODE_TAINT_CHANGE)
+    if _condition_statuses(old_status) != _condition_statuses(new_status):
+        events.append(NODE_CONDITION_CHANGE)
+    return events
+
+
+def _condition_statuses(status: Object) -> dict[str, str]:
+    # Heartbeat timestamps change every few seconds; only the statuses matter for scheduling.
+    return {c.get("type", ""): c.get("status", "") for c in status.get("conditions") or []}
+
+
+@dataclass(eq=False)
+class QueuedPodInfo:
+    """A pending pod and its history in the queue (kube's framework.QueuedPodInfo)."""
+
+    pod: Object
+    key: str
+    timestamp: float  # when it last entered the queue; PrioritySort breaks ties on it
+    attempts: int = 0
+    initial_attempt_timestamp: float | None = None
+    # Plugins that rejected it in its last attempt; empty after an error (then any event moves it).
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    gated_by: str | None = None  # the PreEnqueue plugin holding it back, if any
+    # Whatever the scheduler attaches once per pod (e.g. the parsed PodInfo), kept across attempts.
+    pod_info: Any = None
+    scheduling_cycle: int = 0
+
+    @property
+    def priority(self) -> int:
+        return int((self.pod.get("spec") or {}).get("priority") or 0)
+
+
+Less = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
+PreEnqueue = Callable[[Object], str | None]
+
+
+def priority_sort_less(a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+    """PrioritySort: higher spec.priority first, then the one queued earlier."""
+    pa, pb = a.priority, b.priority
+    return pa > pb or (pa == pb and a.timestamp < b.timestamp)
+
+
+def scheduling_gates_pre_enqueue(pod: Object) -> str | None:
+    """SchedulingGates' PreEnqueue: a pod with spec.schedulingGates waits."""
+    return "SchedulingGates" if (pod.get("spec") or {}).get("schedulingGates") else None
+
+
+class _Entry:
+    """A heap slot; `less` decides order, `removed` marks lazily deleted slots."""
+
+    __slots__ = ("qpi", "less", "removed")
+
+    def __init__(self, qpi: QueuedPodInfo, less: Less) -> None:
+        self.qpi = qpi
+        self.less = less
+        self.removed = False
+
+    def __lt__(self, other: _Entry) -> bool:
+        return self.less(self.qpi, other.qpi)
+
+
+class _Heap:
+    """A heap with removal by key (lazy: removed slots are skipped when they reach the top)."""
+
+    def __init__(self, less: Less) -> None:
+        self._less = less
+        self._heap: list[_Entry] = []
+        self._by_key: dict[str, _Entry] = {}
+
+    def __len__(self) -> int:
+        return len(self._by_key)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._by_key
+
+    def get(self, key: str) -> QueuedPodInfo | None:
+        entry = self._by_key.get(key)
+        return entry.qpi if entry else None
+
+    def push(self, qpi: QueuedPodInfo) -> None:
+        self.remove(qpi.key)
+        entry = _Entry(qpi, self._less)
+        self._by_key[qpi.key] = entry
+        heapq.heappush(self._heap, entry)
+
+    def remove(self, key: str) -> QueuedPodInfo | None:
+        entry = self._by_key.pop(key, None)
+        if entry is None:
+            return None
+        entry.removed = True
+        if len(self._heap) > 64 and len(self._heap) > 4 * len(self._by_key):
+            self._heap = [e for e in self._heap if not e.removed]
+            heapq.heapify(self._heap)
+        return entry.qpi
+
+    def peek(self) -> QueuedPodInfo | None:
+        while self._heap and self._heap[0].removed:
+            heapq.heappop(self._heap)
+        return self._heap[0].qpi if self._heap else None
+
+    def pop(self) -> QueuedPodInfo | None:
+        while self._heap:
+            entry = heapq.heappop(self._heap)
+            if not entry.removed:
+                del self._by_key[entry.qpi.key]
+                return entry.qpi
+        return None
+
+    def items(self) -> Iterator[QueuedPodInfo]:
+        return (e.qpi for e in list(self._by_key.values()))
+
+
+class SchedulingQueue:
+    """kube-scheduler's PriorityQueue. Thread-safe; `pop()` blocks until a pod is active."""
+
+    def __init__(
+        self,
+        *,
+        less: Less = priority_sort_less,
+        pre_enqueue: Iterable[PreEnqueue] = (scheduling_gates_pre_enqueue,),
+        clock: Clock | None = None,
+        initial_backoff: float = DEFAULT_POD_INITIAL_BACKOFF,
+        max_backoff: float = DEFAULT_POD_MAX_BACKOFF,
+        max_in_unschedulable: float = DEFAULT_MAX_IN_UNSCHEDULABLE,
+        plugin_events: dict[str, frozenset[ClusterEvent]] | None = None,
+    ) -> None:
+        if initial_backoff <= 0 or max_backoff < initial_backoff:
+            raise ValueError(
+                f"backoff needs 0 < initial ({initial_backoff}) <= max ({max_backoff})"
+            )
+        self.clock: Clock = clock or RealClock()
+        self._less = less
+        self._pre_enqueue = list(pre_enqueue)
+        self.initial_backoff = initial_backoff
+        self.max_backoff = max_backoff
+        self.max_in_unschedulable = max_in_unschedulable
+        self._plugin_events = PLUGIN_EVENTS if plugin_events is None else plugin_events
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._active = _Heap(less)
+        self._backoff = _Heap(self._backoff_less)
+        self._unschedulable: dict[str, QueuedPodInfo] = {}
+        self._gated: dict[str, QueuedPodInfo] = {}
+        self._in_flight: dict[str, QueuedPodInfo] = {}
+        self._scheduling_cycle = 0
+        self._move_request_cycle = -1
+        self._closed = False
+        # nominated node name -> {pod key: QueuedPodInfo}; see nominate().
+        self._nominated: dict[str, dict[str, Object]] = {}
+        self._nominated_node_of: dict[str, str] = {}
+        self._flusher: threading.Thread | None = None
+
+    # --- ordering -----------------------------------------------------------------------------
+
+    def backoff_duration(self, attempts: int) -> float:
+        """initial × 2^(attempts-1), capped (kube's calculateBackoffDuration)."""
+        duration = self.initial_backoff
+        for _ in range(1, attempts):
+            duration *= 2
+            if duration >= self.max_backoff:
+                return self.max_backoff
+        return min(duration, self.max_backoff)
+
+    def backoff_expiry(self, qpi: QueuedPodInfo) -> float:
+        return qpi.timestamp + self.backoff_duration(qpi.attempts)
+
+    def _backoff_less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        return self.backoff_expiry(a) < self.backoff_expiry(b)
+
+    def _is_backing_off(self, qpi: QueuedPodInfo) -> bool:
+        return qpi.attempts > 0 and self.backoff_expiry(qpi) > self.clock.monotonic()
+
+    # --- pods arriving and changing ------------------------------------------------------------
+
+    def add(self, pod: Object) -> None:
+        """A new pending pod (the informer saw it created, or it became pending)."""
+        key = key_of(pod)
+        with self._lock:
+            if key in self._in_flight or self._where(key) is not None:
+                self._update_locked(key, pod)
+                return
+            qpi = QueuedPodInfo(pod=pod, key=key, timestamp=self.clock.monotonic())
+            self._enqueue_new(qpi)
+
+    def _enqueue_new(self, qpi: QueuedPodInfo) -> None:
+        gate = self._gate(qpi.pod)
+        if gate is not None:
+            qpi.gated_by = gate
+            self._gated[qpi.key] = qpi
+            return
+        qpi.gated_by = None
+        self._active.push(qpi)
+        self._cond.notify()
+
+    def _gate(self, pod: Object) -> str | None:
+        for check in self._pre_enqueue:
+            gate = check(pod)
+            if gate is not None:
+                return gate
+        return None
+
+    def update(self, old: Object | None, new: Object) -> None:
+        """A pending pod changed. An unschedulable or gated pod whose spec or metadata changed gets
+        another try (the change may be what it needed); a status-only change does not."""
+        key = key_of(new)
+        with self._lock:
+            if key not in self._in_flight and self._where(key) is None:
+                qpi = QueuedPodInfo(pod=new, key=key, timestamp=self.clock.monotonic())
+                self._enqueue_new(qpi)
+                return
+            self._update_locked(key, new, old)
+
+    def _update_locked(self, key: str, new: Object, old: Object | None = None) -> None:
+        if key in self._in_flight:
+            self._in_flight[key].pod = new  # a failure re-queues the newest object
+            return
+        for heap in (self._active, self._backoff):
+            qpi = heap.get(key)
+            if qpi is not None:
+                qpi.pod = new
+                qpi.pod_info = None
+                heap.push(qpi)
+                return
+        qpi = self._gated.get(key)
+        if qpi is not None:
+            qpi.pod = new
+            qpi.pod_info = None
+            if self._gate(new) is None:
+                del self._gated[key]
+                self._enqueue_new(qpi)
+            return
+        qpi = self._unschedulable.get(key)
+        if qpi is not None:
+            changed = old is None or _pod_spec_changed(old, new)
+            qpi.pod = new
+            qpi.pod_info = None
+            if changed:
+                del self._unschedulable[key]
+                self._requeue_moved(qpi)
+
+    def delete(self, pod: Object) -> None:
+        """The pod is gone, or no longer ours to schedule (bound, or deleted)."""
+        key = key_of(pod)
+        with self._lock:
+            self._active.remove(key)
+            self._backoff.remove(key)
+            self._unschedulable.pop(key, None)
+            self._gated.pop(key, None)
+            self._in_flight.pop(key, None)
+            self._delete_nominated_locked(key)
+
+    # --- the scheduling loop's side --------------------------------------------------------------
+
+    def pop(self, timeout: float | None = None) -> QueuedPodInfo | None:
+        """The next pod to try, waiting up to `timeout` (None: until one comes or the queue closes).
+        Returns None on timeout or once closed."""
+        with self._lock:
+            deadline = None if timeout is None else self.clock.monotonic() + timeout
+            while not len(self._active):
+                if self._closed:
+                    return None
+                remaining = None if deadline is None else deadline - self.clock.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return None
+                self.clock.wait(self._cond, remaining)
+            qpi = self._active.pop()
+            assert qpi is not None
+            self._scheduling_cycle += 1
+            qpi.scheduling_cycle = self._scheduling_cycle
+            qpi.attempts += 1
+            if qpi.initial_attempt_timestamp is None:
+                qpi.initial_attempt_timestamp = self.clock.monotonic()
+            self._in_flight[qpi.key] = qpi
+            return qpi
+
+    def done(self, key: str) -> None:
+        """The attempt on `key` ended with the pod assumed on a node: it leaves the queue."""
+        with self._lock:
+            self._in_flight.pop(key, None)
+
+    def add_unschedulable(self, qpi: QueuedPodInfo, *, rejected_by: Iterable[str] = (), error: bool = False) -> None:
+        """The attempt failed. Plugin rejections (`rejected_by`) park the pod as unschedulable unless
+        a move request came during its attempt; errors (`error=True`) send it to backoff."""
+        with self._lock:
+            # Not in flight any more: deleted during its attempt (or the queue closed) -> drop it.
+            if self._in_flight.pop(qpi.key, None) is None or self._closed:
+                return
+            qpi.timestamp = self.clock.monotonic()
+            qpi.unschedulable_plugins = set(rejected_by)
+            if error or self._move_request_cycle >= qpi.scheduling_cycle:
+                self._backoff.push(qpi)
+            else:
+                self._unschedulable[qpi.key] = qpi
+
+    def requeue_after_bind_failure(self, qpi: QueuedPodInfo) -> None:
+        """A binding failed (not a 409): the pod backs off and is tried again."""
+        with self._lock:
+            if self._where(qpi.key) is not None:
+                return
+            qpi.timestamp = self.clock.monotonic()
+            qpi.unschedulable_plugins = set()
+            self._backoff.push(qpi)
+
+    # --- cluster events ---------------------------------------------------------------------------
+
+    def move_all_to_active_or_backoff(self, event: ClusterEvent) -> int:
+        """Move the unschedulable pods that `event` could help (kube's
+        MoveAllToActiveOrBackoffQueue). Returns how many moved."""
+        with self._lock:
+            moved = 0
+            for key, qpi in list(self._unschedulable.items()):
+                if self._interested(qpi, event):
+                    del self._unschedulable[key]
+                    self._requeue_moved(qpi)
+                    moved += 1
+            self._move_request_cycle = self._scheduling_cycle
+            return moved
+
+    def _interested(self, qpi: QueuedPodInfo, event: ClusterEvent) -> bool:
+        if event in (WILDCARD_EVENT, UNSCHEDULABLE_TIMEOUT) or not qpi.unschedulable_plugins:
+            return True
+        for plugin in qpi.unschedulable_plugins:
+            events = self._plugin_events.get(plugin)
+            if events is None or event in events:
+                return True
+        return False
+
+    def _requeue_moved(self, qpi: QueuedPodInfo) -> None:
+        if self._is_backing_off(qpi):
+            self._backoff.push(qpi)
+        else:
+            self._active.push(qpi)
+            self._cond.notify()
+
+    def flush_backoff_completed(self) -> int:
+        """Move every pod whose backoff has expired to activeQ (run every second)."""
+        with self._lock:
+            now = self.clock.monotonic()
+            moved = 0
+            while True:
+                qpi = self._backoff.peek()
+                if qpi is None or self.backoff_expiry(qpi) > now:
+                    break
+                self._backoff.pop()
+                self._active.push(qpi)
+                moved += 1
+            if moved:
+                self._cond.notify_all()
+            return moved
+
+    def flush_unschedulable_leftover(self) -> int:
+        """Move pods unschedulable for longer than max_in_unschedulable (run every 30 s)."""
+        with self._lock:
+            now = self.clock.monotonic()
+            moved = 0
+            for key, qpi in list(self._unschedulable.items()):
+                if now - qpi.timestamp >= self.max_in_unschedulable:
+                    del self._unschedulable[key]
+                    self._requeue_moved(qpi)
+                    moved += 1
+            return moved
+
+    # --- nominated pods (set by preemption) --------------------------------------------------------
+
+    def nominate(self, pod: Object, node_name: str) -> None:
+        """Remember that `pod` waits for room on `node_name` (status.nominatedNodeName). Filters count
+        nominated pods of equal or higher priority on their node so others do not take the room."""
+        key = key_of(pod)
+        with self._lock:
+            self._delete_nominated_locked(key)
+            if node_name:
+                self._nominated.setdefault(node_name, {})[key] = pod
+                self._nominated_node_of[key] = node_name
+
+    def delete_nominated(self, pod: Object) -> None:
+        with self._lock:
+            self._delete_nominated_locked(key_of(pod))
+
+    def _delete_nominated_locked(self, key: str) -> None:
+        node = self._nominated_node_of.pop(key, None)
+        if node is not None:
+            pods = self._nominated.get(node)
+            if pods is not None:
+                pods.pop(key, None)
+                if not pods:
+                    del self._nominated[node]
+
+    def nominated_pods(self) -> dict[str, list[Object]]:
+        """node name -> the pods nominated to it."""
+        with self._lock:
+            return {node: list(pods.values()) for node, pods in self._nominated.items()}
+
+    def nominated_node_of(self, key: str) -> str | None:
+        with self._lock:
+            return self._nominated_node_of.get(key)
+
+    # --- inspection and lifecycle --------------------------------------------------------------------
+
+    def _where(self, key: str) -> str | None:
+        if key in self._active:
+            return QUEUE_ACTIVE
+        if key in self._backoff:
+            return QUEUE_BACKOFF
+        if key in self._unschedulable:
+            return QUEUE_UNSCHEDULABLE
+        if key in self._gated:
+            return QUEUE_GATED
+        return None
+
+    def where(self, key: str) -> str | None:
+        """Which queue holds `key` ("active", "backoff", "unschedulable", "gated"), "in-flight", or None."""
+        with self._lock:
+            if key in self._in_flight:
+                return "in-flight"
+            return self._where(key)
+
+    def get(self, key: str) -> QueuedPodInfo | None:
+        with self._lock:
+            return (
+                self._active.get(key)
+                or self._backoff.get(key)
+                or self._unschedulable.get(key)
+                or self._gated.get(key)
+                or self._in_flight.get(key)
+            )
+
+    def pending_pods(self) -> dict[str, int]:
+        """How many pods wait in each queue (kube's scheduler_pending_pods{queue})."""
+        with self._lock:
+            return {
+                QUEUE_ACTIVE: len(self._active),
+                QUEUE_BACKOFF: len(self._backoff),
+                QUEUE_UNSCHEDULABLE: len(self._unschedulable),
+                QUEUE_GATED: len(self._gated),
+            }
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._active) + len(self._backoff) + len(self._unschedulable) + len(self._gated)
+
+    def pods(self) -> list[QueuedPodInfo]:
+        """Every queued pod (not the in-flight ones), in no particular order."""
+        with self._lock:
+            return [
+                *self._active.items(), *self._backoff.items(),
+                *self._unschedulable.values(), *self._gated.values(),
+            ]
+
+    def run(self, stop: threading.Event) -> None:
+        """Flush backoffQ every second and the unschedulable leftovers every 30 s until `stop`."""
+        last_unschedulable_flush = self.clock.monotonic()
+        while not stop.is_set() and not self._closed:
+            self.clock.sleep(BACKOFF_FLUSH_PERIOD)
+            self.flush_backoff_completed()
+            if self.clock.monotonic() - last_unschedulable_flush >= UNSCHEDULABLE_FLUSH_PERIOD:
+                last_unschedulable_flush = self.clock.monotonic()
+                self.flush_unschedulable_leftover()
+
+    def start(self, stop: threading.Event) -> None:
+        """Run the flushers on a daemon thread."""
+        if self._flusher is None:
+            self._flusher = threading.Thread(target=self.run, args=(stop,), name="queue-flusher", daemon=True)
+            self._flusher.start()
+
+    def close(self) -> None:
+        """Wake every pop(); after this pop() returns None."""
+        with self._lock:
+            self._closed = True
+            self._cond.notify_all()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+
+_IGNORED_METADATA = ("resourceVersion", "generation", "managedFields")
+
+
+def _pod_spec_changed(old: Object, new: Object) -> bool:
+    """kube's isPodUpdated: did anything but status and bookkeeping metadata change?"""
+    if old.get("spec") != new.get("spec"):
+        return True
+    old_meta = {k: v for k, v in (old.get("metadata") or {}).items() if k not in _IGNORED_METADATA}
+    new_meta = {k: v for k, v in (new.get("metadata") or {}).items() if k not in _IGNORED_METADATA}
+    return old_meta != new_meta

@@ -1,0 +1,224 @@
+"""SchedulingQueue: ordering, backoff timing on the virtual clock, moves on cluster events, gates."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from minisched.clock import VirtualClock
+from minisched.objects import make_pod
+from minisched.scheduler.queue import (
+    ASSIGNED_POD_DELETE,
+    NODE_ADD,
+    NODE_LABEL_CHANGE,
+    NODE_TAINT_CHANGE,
+    SchedulingQueue,
+    node_update_events,
+)
+
+
+def _queue(clock: VirtualClock) -> SchedulingQueue:
+    return SchedulingQueue(clock=clock)
+
+
+def test_active_q_orders_by_priority_then_arrival(virtual_clock: VirtualClock) -> None:
+    q = _queue(virtual_clock)
+    q.add(make_pod("low-1", priority=1))
+    virtual_clock.advance(0.1)
+    q.add(make_pod("high", priority=100))
+    virtual_clock.advance(0.1)
+    q.add(make_pod("low-0", priority=1))
+    q.add(make_pod("none"))
+    order = [q.pop(timeout=0).pod["metadata"]["name"] for _ in range(4)]  # type: ignore[union-attr]
+    assert order == ["high", "low-1", "low-0", "none"]
+    assert q.pop(timeout=0) is None
+
+
+@pytest.mark.parametrize(("attempts", "expected"), [(1, 1.0), (2, 2.0), (3, 4.0), (4, 8.0), (5, 10.0), (9, 10.0)])
+def test_backoff_doubles_from_one_second_to_a_ten_second_cap(attempts: int, expected: float) -> None:
+    assert SchedulingQueue().backoff_duration(attempts) == expected
+
+
+def test_error_backs_off_and_returns_after_flush(virtual_clock: VirtualClock) -> None:
+    q = _queue(virtual_clock)
+    q.add(make_pod("p"))
+    qpi = q.pop(timeout=0)
+    assert qpi is not None and qpi.attempts == 1
+    q.add_unschedulable(qpi, error=True)
+    assert q.pending_pods()["backoff"] == 1
+    virtual_clock.advance(0.9)
+    assert q.flush_backoff_completed() == 0
+    virtual_clock.advance(0.1)
+    assert q.flush_backoff_completed() == 1
+    again = q.pop(timeout=0)
+    assert again is qpi and again.attempts == 2
+    q.add_unschedulable(again, error=True)
+    virtual_clock.advance(1.5)
+    assert q.flush_backoff_completed() == 0, "second failure waits 2 s"
+    virtual_clock.advance(0.5)
+    assert q.flush_backoff_completed() == 1
+
+
+def test_unschedulable_pod_waits_for_an_event_that_could_help_it(virtual_clock: VirtualClock) -> None:
+    q = _queue(virtual_clock)
+    q.add(make_pod("p"))
+    qpi = q.pop(timeout=0)
+    assert qpi is not None
+    q.add_unschedulable(qpi, rejected_by=["NodeAffinity"])
+    assert q.where(qpi.key) == "unschedulable"
+    assert q.move_all_to_active_or_backoff(NODE_TAINT_CHANGE) == 0, "taints do not help an affinity miss"
+    assert q.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE) == 0
+    virtual_clock.advance(5)  # backoff (1 s) long over
+    assert q.move_all_to_active_or_backoff(NODE_LABEL_CHANGE) == 1
+    assert q.where(qpi.key) == "active"
+
+
+def test_moved_pod_still_backing_off_goes_to_backoff(virtual_clock: VirtualClock) -> None:
+    q = _queue(virtual_clock)
+    q.add(make_pod("p"))
+    qpi = q.pop(timeout=0)
+    assert qpi is not None
+    q.add_unschedulable(qpi, rejected_by=["NodeResourcesFit"])
+    virtual_clock.advance(0.5)
+    assert q.move_all_to_active_or_backoff(NODE_ADD) == 1
+    assert q.where(qpi.key) == "backoff"
+    virtual_clock.advance(0.5)
+    q.flush_backoff_completed()
+    assert q.where(qpi.key) == "active"
+
+
+def test_move_request_during_attempt_sends_failure_to_backoff(virtual_clock: VirtualClock) -> None:
+    q = _queue(virtual_clock)
+    q.add(make_pod("p"))
+    qpi = q.pop(timeout=0)
+    assert qpi is not None
+    q.move_all_to_active_or_backoff(NODE_ADD)  # a node appeared while we were deciding
+    q.add_unschedulable(qpi, rejected_by=["NodeResourcesFit"])
+    assert q.where(qpi.key) == "backoff"
+
+
+def test_unschedulable_pods_are_flushed_after_five_minutes(virtual_clock: VirtualClock) -> None:
+    q = _queue(virtual_clock)
+    q.add(make_pod("p"))
+    qpi = q.pop(timeout=0)
+    assert qpi is not None
+    q.add_unschedulable(qpi, rejected_by=["NodeAffinity"])
+    virtual_clock.advance(299)
+    assert q.flush_unschedulable_leftover() == 0
+    virtual_clock.advance(1)
+    assert q.flush_unschedulable_leftover() == 1
+    assert q.where(qpi.key) == "active"
+
+
+def test_flusher_thread_runs_on_the_virtual_clock(virtual_clock: VirtualClock) -> None:
+    q = _queue(virtual_clock)
+    stop = threading.Event()
+    q.start(stop)
+    try:
+        q.add(make_pod("p"))
+        qpi = q.pop(timeout=0)
+        assert qpi is not None
+        q.add_unschedulable(qpi, rejected_by=["NodeAffinity"])
+        for _ in range(31):  # one second at a time, as a driver would
+            virtual_clock.advance(10)
+            threading.Event().wait(0.005)
+        got = q.pop(timeout=1)
+        # 310 virtual seconds > 5 min: flushed to active (no real time passes in pop on a virtual clock)
+        assert got is not None and got.key == "default/p"
+    finally:
+        stop.set()
+        q.close()
+
+
+def test_gated_pod_waits_until_gates_are_removed(virtual_clock: VirtualClock) -> None:
+    q = _queue(virtual_clock)
+    gated = make_pod("g", scheduling_gates=["example.com/wait"])
+    q.add(gated)
+    assert q.pending_pods() == {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 1}
+    assert q.pop(timeout=0) is None
+    ungated = make_pod("g")
+    q.update(gated, ungated)
+    assert q.where("default/g") == "active"
+
+
+def test_status_only_update_does_not_move_an_unschedulable_pod(virtual_clock: VirtualClock) -> None:
+    q = _queue(virtual_clock)
+    pod = make_pod("p")
+    q.add(pod)
+    qpi = q.pop(timeout=0)
+    assert qpi is not None
+    q.add_unschedulable(qpi, rejected_by=["NodeAffinity"])
+    status_changed = {**pod, "status": {"conditions": [{"type": "PodScheduled", "status": "False"}]}}
+    q.update(pod, status_changed)
+    assert q.where(qpi.key) == "unschedulable"
+    relabelled = {**pod, "metadata": {**pod["metadata"], "labels": {"a": "b"}}}
+    virtual_clock.advance(2)
+    q.update(status_changed, relabelled)
+    assert q.where(qpi.key) == "active"
+
+
+def test_pod_deleted_during_its_attempt_is_not_requeued(virtual_clock: VirtualClock) -> None:
+    q = _queue(virtual_clock)
+    pod = make_pod("p")
+    q.add(pod)
+    qpi = q.pop(timeout=0)
+    assert qpi is not None
+    q.delete(pod)
+    q.add_unschedulable(qpi, error=True)
+    assert len(q) == 0 and q.where(qpi.key) is None
+
+
+def test_update_during_attempt_is_kept_for_the_retry(virtual_clock: VirtualClock) -> None:
+    q = _queue(virtual_clock)
+    q.add(make_pod("p"))
+    qpi = q.pop(timeout=0)
+    assert qpi is not None
+    q.update(None, make_pod("p", labels={"v": "2"}))
+    assert q.where(qpi.key) == "in-flight"
+    q.add_unschedulable(qpi, error=True)
+    assert qpi.pod["metadata"]["labels"] == {"v": "2"}
+
+
+def test_pop_blocks_until_a_pod_arrives_and_close_wakes_it() -> None:
+    q = SchedulingQueue()
+    got: list[object] = []
+    t = threading.Thread(target=lambda: got.append(q.pop()))
+    t.start()
+    q.add(make_pod("p"))
+    t.join(2)
+    assert got and got[0] is not None
+    t2 = threading.Thread(target=lambda: got.append(q.pop()))
+    t2.start()
+    q.close()
+    t2.join(2)
+    assert not t2.is_alive() and got[1] is None
+
+
+def test_nominated_pods_are_tracked_per_node(virtual_clock: VirtualClock) -> None:
+    q = _queue(virtual_clock)
+    pod = make_pod("p")
+    q.nominate(pod, "n1")
+    assert q.nominated_pods() == {"n1": [pod]}
+    q.nominate(pod, "n2")
+    assert q.nominated_pods() == {"n2": [pod]}
+    q.delete(pod)
+    assert q.nominated_pods() == {}
+
+
+def test_node_update_events_ignore_heartbeats() -> None:
+    old = {"metadata": {"labels": {"a": "1"}}, "spec": {}, "status": {
+        "allocatable": {"cpu": "4"},
+        "conditions": [{"type": "Ready", "status": "True", "lastHeartbeatTime": "t1"}]}}
+    heartbeat = {**old, "status": {**old["status"], "conditions": [
+        {"type": "Ready", "status": "True", "lastHeartbeatTime": "t2"}]}}
+    assert node_update_events(old, heartbeat) == []
+    tainted = {**old, "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}]}}
+    assert node_update_events(old, tainted) == [NODE_TAINT_CHANGE]
+    cordoned = {**old, "spec": {"unschedulable": True}}
+    assert node_update_events(old, cordoned) == [NODE_TAINT_CHANGE]
+
+
+def test_bad_backoff_settings_are_refused() -> None:
+    with pytest.raises(ValueError, match="backoff"):
+        SchedulingQueue(initial_backoff=5, max_backoff=1)
