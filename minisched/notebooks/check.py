@@ -1,0 +1,105 @@
+"""Check notebooks: normalized on disk, stored checked outputs reproduced, each under the limit.
+
+Output comparison is nbval's, run in lax mode in a pytest subprocess per notebook (so a crashed or
+hung kernel takes only its own notebook down, and each notebook gets its own wall-clock time).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from minisched.notebooks.execute import notebook_env
+from minisched.notebooks.normalize import is_normalized
+from minisched.notebooks.sanitize import sanitize_config
+
+TIME_LIMIT_SECONDS = 60.0
+CHECK_MARKER = "NBVAL_CHECK_OUTPUT"
+
+# Our own pytest configuration, so the repository's (testpaths, plugins) does not apply.
+_PYTEST_INI = """[pytest]
+addopts = -p no:cacheprovider
+timeout = 300
+"""
+
+
+@dataclass
+class NotebookResult:
+    path: Path
+    seconds: float = 0.0
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    details: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def find_notebooks(paths: list[str | Path]) -> list[Path]:
+    """Every .ipynb under `paths` (files are taken as given), sorted, checkpoints skipped."""
+    found: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            raise FileNotFoundError(f"no such notebook or directory: {path}")
+        if path.is_file():
+            if path.suffix != ".ipynb":
+                raise ValueError(f"not a notebook (expected .ipynb): {path}")
+            found.append(path)
+            continue
+        found.extend(p for p in sorted(path.rglob("*.ipynb")) if ".ipynb_checkpoints" not in p.parts)
+    return found
+
+
+def checked_cell_count(path: Path) -> int:
+    nb = nbformat.read(path, as_version=4)
+    return sum(1 for c in nb.cells if c.cell_type == "code" and CHECK_MARKER in c.source)
+
+
+def check_notebook(path: str | Path, *, time_limit: float = TIME_LIMIT_SECONDS) -> NotebookResult:
+    """Check one notebook on the embedded backend (the one its stored outputs come from)."""
+    path = Path(path)
+    result = NotebookResult(path)
+    if not is_normalized(path):
+        result.problems.append(f"not normalized: run `python -m minisched.notebooks fix {path}`")
+    if checked_cell_count(path) == 0:
+        result.warnings.append(f"no cell carries # {CHECK_MARKER}: none of its results are checked")
+    with tempfile.TemporaryDirectory(prefix="minisched-nbcheck-") as tmp:
+        ini = Path(tmp, "pytest.ini")
+        ini.write_text(_PYTEST_INI)
+        sanitize_file = Path(tmp, "sanitize.cfg")
+        sanitize_file.write_text(sanitize_config())
+        command = [
+            sys.executable, "-m", "pytest", "-q", "-c", str(ini), "--rootdir", str(path.parent.resolve()),
+            "--nbval-lax", "--nbval-current-env", "--nbval-sanitize-with", str(sanitize_file),
+            "--nbval-cell-timeout", "120", str(path.resolve()),
+        ]  # fmt: skip
+        started = time.perf_counter()
+        try:
+            proc = subprocess.run(
+                command, env=notebook_env("embedded"), cwd=tmp, capture_output=True, text=True,
+                timeout=max(time_limit * 3, 180),
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            result.seconds = time.perf_counter() - started
+            result.problems.append(f"still running after {result.seconds:.0f} s: stopped")
+            return result
+        result.seconds = time.perf_counter() - started
+    if proc.returncode != 0:
+        result.problems.append("cells failed or checked outputs differ from a fresh run (see details)")
+        result.details = _tail(proc.stdout + proc.stderr)
+    if result.seconds > time_limit:
+        result.problems.append(f"took {result.seconds:.1f} s, over the {time_limit:.0f} s limit")
+    return result
+
+
+def _tail(text: str, lines: int = 80) -> str:
+    kept = text.strip().splitlines()
+    return "\n".join(kept[-lines:])
