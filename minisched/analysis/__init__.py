@@ -1,0 +1,1 @@
+"""Pure analysis helpers for the chapters (no cluster, no threads)."""

@@ -1,0 +1,1 @@
+"""Interactive explorers for the notebooks. Callbacks are plain functions, tested headless."""
