@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 
 from minisched.clock import Clock, RealClock
 from minisched.meta import key_of
+from minisched.scheduler.events import DECISION_ANNOTATION
 
 Object = dict[str, Any]
 
@@ -117,14 +118,18 @@ class QueuedPodInfo:
     # Whatever the scheduler attaches once per pod (e.g. the parsed PodInfo), kept across attempts.
     pod_info: Any = None
     scheduling_cycle: int = 0
-
-    @property
-    def priority(self) -> int:
-        return int((self.pod.get("spec") or {}).get("priority") or 0)
+    priority: int = 0  # resolved when queued (spec.priority, or the PriorityClass by name)
 
 
 Less = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
 PreEnqueue = Callable[[Object], str | None]
+PriorityOf = Callable[[Object], int]
+
+
+def spec_priority(pod: Object) -> int:
+    """spec.priority, which the API server's Priority admission fills in from priorityClassName."""
+    value = (pod.get("spec") or {}).get("priority")
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def priority_sort_less(a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
@@ -216,6 +221,7 @@ class SchedulingQueue:
         max_backoff: float = DEFAULT_POD_MAX_BACKOFF,
         max_in_unschedulable: float = DEFAULT_MAX_IN_UNSCHEDULABLE,
         plugin_events: dict[str, frozenset[ClusterEvent]] | None = None,
+        priority_of: PriorityOf = spec_priority,
     ) -> None:
         if initial_backoff <= 0 or max_backoff < initial_backoff:
             raise ValueError(
@@ -223,6 +229,7 @@ class SchedulingQueue:
             )
         self.clock: Clock = clock or RealClock()
         self._less = less
+        self._priority_of = priority_of
         self._pre_enqueue = list(pre_enqueue)
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
@@ -272,8 +279,10 @@ class SchedulingQueue:
             if key in self._in_flight or self._where(key) is not None:
                 self._update_locked(key, pod)
                 return
-            qpi = QueuedPodInfo(pod=pod, key=key, timestamp=self.clock.monotonic())
-            self._enqueue_new(qpi)
+            self._enqueue_new(self._new_info(pod, key))
+
+    def _new_info(self, pod: Object, key: str) -> QueuedPodInfo:
+        return QueuedPodInfo(pod=pod, key=key, timestamp=self.clock.monotonic(), priority=self._priority_of(pod))
 
     def _enqueue_new(self, qpi: QueuedPodInfo) -> None:
         gate = self._gate(qpi.pod)
@@ -298,8 +307,7 @@ class SchedulingQueue:
         key = key_of(new)
         with self._lock:
             if key not in self._in_flight and self._where(key) is None:
-                qpi = QueuedPodInfo(pod=new, key=key, timestamp=self.clock.monotonic())
-                self._enqueue_new(qpi)
+                self._enqueue_new(self._new_info(new, key))
                 return
             self._update_locked(key, new, old)
 
@@ -573,6 +581,13 @@ def _pod_spec_changed(old: Object, new: Object) -> bool:
     """kube's isPodUpdated: did anything but status and bookkeeping metadata change?"""
     if old.get("spec") != new.get("spec"):
         return True
-    old_meta = {k: v for k, v in (old.get("metadata") or {}).items() if k not in _IGNORED_METADATA}
-    new_meta = {k: v for k, v in (new.get("metadata") or {}).items() if k not in _IGNORED_METADATA}
-    return old_meta != new_meta
+    return _meta_for_compare(old) != _meta_for_compare(new)
+
+
+def _meta_for_compare(pod: Object) -> Object:
+    meta = {k: v for k, v in (pod.get("metadata") or {}).items() if k not in _IGNORED_METADATA}
+    annotations = meta.get("annotations")
+    if annotations and DECISION_ANNOTATION in annotations:
+        # Our own decision record must not count as a change, or writing it would requeue the pod.
+        meta["annotations"] = {k: v for k, v in annotations.items() if k != DECISION_ANNOTATION}
+    return meta
