@@ -1,0 +1,44 @@
+"""CycleState: what plugins remember between extension points within one scheduling attempt."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class CycleState:
+    """A per-attempt dictionary, as kube's framework.CycleState: PreFilter writes, Filter reads.
+
+    Keys are conventionally "<Extension><Plugin>" (e.g. "PreScoreNodeResourcesFit"). `skip_filter`
+    and `skip_score` hold the plugins whose PreFilter/PreScore returned Skip this cycle."""
+
+    __slots__ = ("_data", "skip_filter", "skip_score", "record")
+
+    def __init__(self, *, record: bool = True) -> None:
+        self._data: dict[str, Any] = {}
+        self.skip_filter: set[str] = set()
+        self.skip_score: set[str] = set()
+        self.record = record  # keep the per-node decision record for this attempt
+
+    def write(self, key: str, value: Any) -> None:
+        self._data[key] = value
+
+    def read(self, key: str) -> Any:
+        """The value under `key`; KeyError naming the key when a plugin reads what nobody wrote."""
+        try:
+            return self._data[key]
+        except KeyError:
+            raise KeyError(f"cycle state has no {key!r} (did its PreFilter/PreScore run?)") from None
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._data.get(key, default)
+
+    def delete(self, key: str) -> None:
+        self._data.pop(key, None)
+
+    def clone(self) -> CycleState:
+        """A copy for preemption's what-if runs; values are shared (plugins treat them as immutable)."""
+        c = CycleState(record=self.record)
+        c._data = dict(self._data)
+        c.skip_filter = set(self.skip_filter)
+        c.skip_score = set(self.skip_score)
+        return c

@@ -1,0 +1,217 @@
+"""One small Protocol per extension point, as kube-scheduler's framework/interface.go.
+
+The one change from kube: Filter and Score see every node at once. `filter` gets the whole
+snapshot (a NodeTable) and returns a FilterResult, a pass mask over its rows with reason codes;
+`score` gets the rows that passed and returns an int64 score per row. Each plugin module also keeps
+a pure per-node function beside the vectorised method, and tests check the two agree.
+
+A plugin is any object with a `name` and the methods of the points it implements; the framework
+finds the points with isinstance() against these runtime-checkable Protocols.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from minisched.scheduler.framework.cycle_state import CycleState
+from minisched.scheduler.framework.status import Code, Status
+from minisched.scheduler.framework.types import PodInfo
+
+if TYPE_CHECKING:
+    from minisched.cluster.base import Cluster
+    from minisched.scheduler.snapshot import NodeTable
+
+Object = dict[str, Any]
+BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.int64]
+
+MAX_NODE_SCORE = 100
+MIN_NODE_SCORE = 0
+
+
+@dataclass(frozen=True)
+class FilterResult:
+    """A filter's verdict on every row of the snapshot.
+
+    `reasons[i]` is a bitmask over `messages` for a failing row (a node can fail for several
+    reasons at once, e.g. "Insufficient cpu" and "Insufficient memory"); `code` says whether
+    preemption could help the failing rows (UNSCHEDULABLE) or not (UNSCHEDULABLE_AND_UNRESOLVABLE)."""
+
+    passed: BoolArray
+    reasons: IntArray
+    messages: tuple[str, ...]
+    code: Code = Code.UNSCHEDULABLE
+
+    @classmethod
+    def all_pass(cls, n: int) -> FilterResult:
+        return cls(np.ones(n, np.bool_), np.zeros(n, np.int64), ())
+
+    @classmethod
+    def fail_where(cls, failed: BoolArray, message: str, code: Code = Code.UNSCHEDULABLE) -> FilterResult:
+        return cls(~failed, failed.astype(np.int64), (message,), code)
+
+    def reasons_at(self, row: int) -> tuple[str, ...]:
+        bits = int(self.reasons[row])
+        return tuple(m for i, m in enumerate(self.messages) if bits >> i & 1)
+
+    def status_at(self, row: int, plugin: str = "") -> Status:
+        if self.passed[row]:
+            return Status.success()
+        return Status(self.code, self.reasons_at(row), plugin)
+
+
+@runtime_checkable
+class EventRecorder(Protocol):
+    """Writes a Kubernetes Event about `regarding` (the events layer implements it)."""
+
+    def event(self, regarding: Object, event_type: str, reason: str, message: str) -> None: ...
+
+
+@runtime_checkable
+class Handle(Protocol):
+    """What the framework gives plugins: the API, the current snapshot and the event recorder."""
+
+    @property
+    def cluster(self) -> Cluster | None: ...
+
+    def snapshot(self) -> NodeTable: ...
+
+    @property
+    def event_recorder(self) -> EventRecorder | None: ...
+
+
+@runtime_checkable
+class Plugin(Protocol):
+    name: str
+
+
+class QueuedPod(Protocol):
+    """What QueueSort compares: a queued pod's priority and when it entered the queue."""
+
+    @property
+    def priority(self) -> int: ...
+
+    @property
+    def timestamp(self) -> float: ...
+
+
+@runtime_checkable
+class PreEnqueuePlugin(Plugin, Protocol):
+    def pre_enqueue(self, pod: Object) -> Status: ...
+
+
+@runtime_checkable
+class QueueSortPlugin(Plugin, Protocol):
+    def less(self, a: QueuedPod, b: QueuedPod) -> bool: ...
+
+
+@dataclass(frozen=True)
+class PreFilterResult:
+    """PreFilter may narrow the nodes worth filtering (None: all of them)."""
+
+    node_names: frozenset[str] | None = None
+
+
+@runtime_checkable
+class PreFilterPlugin(Plugin, Protocol):
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: NodeTable
+    ) -> tuple[PreFilterResult | None, Status]: ...
+
+
+@runtime_checkable
+class PreFilterExtensions(Plugin, Protocol):
+    """For preemption: update what PreFilter stored as if `pod_to_add` ran (or stopped) on a node."""
+
+    def add_pod(self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo, node_name: str) -> Status: ...
+
+    def remove_pod(self, state: CycleState, pod: PodInfo, pod_to_remove: PodInfo, node_name: str) -> Status: ...
+
+
+@runtime_checkable
+class FilterPlugin(Plugin, Protocol):
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult: ...
+
+
+@runtime_checkable
+class PostFilterPlugin(Plugin, Protocol):
+    """Runs when no node passed Filter (DefaultPreemption). `statuses` are the failing nodes' verdicts."""
+
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, statuses: Mapping[str, Status]
+    ) -> tuple[str | None, Status]: ...
+
+
+@runtime_checkable
+class PreScorePlugin(Plugin, Protocol):
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: npt.NDArray[np.intp]) -> Status: ...
+
+
+@runtime_checkable
+class ScorePlugin(Plugin, Protocol):
+    """Raw scores for `rows` (the feasible rows of `nodes`), one int64 per row."""
+
+    def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: npt.NDArray[np.intp]) -> IntArray: ...
+
+
+@runtime_checkable
+class NormalizeScorePlugin(Plugin, Protocol):
+    """Score plugins whose raw scores are not already 0..100 map them there (kube's ScoreExtensions)."""
+
+    def normalize_score(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray: ...
+
+
+@runtime_checkable
+class ReservePlugin(Plugin, Protocol):
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status: ...
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None: ...
+
+
+@runtime_checkable
+class PermitPlugin(Plugin, Protocol):
+    """Status WAIT with a timeout holds the pod; the runtime engineer's waiting-pods map releases it."""
+
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]: ...
+
+
+@runtime_checkable
+class PreBindPlugin(Plugin, Protocol):
+    def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status: ...
+
+
+@runtime_checkable
+class BindPlugin(Plugin, Protocol):
+    """Status SKIP passes the pod to the next bind plugin."""
+
+    def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status: ...
+
+
+@runtime_checkable
+class PostBindPlugin(Plugin, Protocol):
+    def post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None: ...
+
+
+EXTENSION_POINTS: Mapping[str, type] = {
+    "preEnqueue": PreEnqueuePlugin,
+    "queueSort": QueueSortPlugin,
+    "preFilter": PreFilterPlugin,
+    "filter": FilterPlugin,
+    "postFilter": PostFilterPlugin,
+    "preScore": PreScorePlugin,
+    "score": ScorePlugin,
+    "reserve": ReservePlugin,
+    "permit": PermitPlugin,
+    "preBind": PreBindPlugin,
+    "bind": BindPlugin,
+    "postBind": PostBindPlugin,
+}
+"""KubeSchedulerConfiguration's names for the points, and the Protocol a plugin needs for each."""
+
+ExtensionPointName = str
+PluginList = Sequence[Plugin]

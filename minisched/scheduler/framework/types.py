@@ -1,0 +1,395 @@
+"""PodInfo: everything the scheduler needs from a pod, parsed once and checked once.
+
+kube-scheduler parses a pod's requests, tolerations and affinity each time a plugin asks; here a pod
+is read once when it enters the queue, so the hot path touches only plain tuples and ints. A pod
+that cannot be read (a malformed quantity, an unknown affinity operator) raises PodSpecError whose
+message names the field and the bad text, so the runtime can put exactly that in FailedScheduling.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from minisched.clock import parse_rfc3339
+from minisched.quantity import parse_quantity
+
+Object = dict[str, Any]
+
+CPU = "cpu"
+MEMORY = "memory"
+EPHEMERAL_STORAGE = "ephemeral-storage"
+PODS = "pods"
+
+# kube-scheduler scores a container that requests nothing as if it asked for this much
+# (pkg/scheduler/util/pod_resources.go), so empty pods do not all pile onto one node.
+DEFAULT_MILLI_CPU_REQUEST = 100
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+
+NODE_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+TOLERATION_OPERATORS = ("Equal", "Exists")
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+class PodSpecError(ValueError):
+    """A pod the scheduler cannot read. The message names the pod, the field and the problem."""
+
+
+def is_scalar_resource(name: str) -> bool:
+    """Resources kube-scheduler tracks besides cpu/memory/ephemeral-storage/pods: extended resources
+    ("example.com/gpu"), hugepages-* and attachable-volumes-*. Other names are ignored, as in kube."""
+    if name.startswith(("hugepages-", "attachable-volumes-")):
+        return True
+    if "/" not in name or name.startswith("requests."):
+        return False
+    domain = name.split("/", 1)[0]
+    return not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io"))
+
+
+def resource_amount(name: str, text: Any) -> int:
+    """A request or allocatable in scheduler units: millicores for cpu, whole units otherwise."""
+    q = parse_quantity(text)
+    return q.milli_value() if name == CPU else q.value()
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """One matchExpressions / matchFields entry of a node selector term, already validated."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+    number: int = 0  # the value of Gt/Lt
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """The pure, per-node meaning (kube's labels.Requirement.Matches)."""
+        present = self.key in labels
+        if self.operator == "In":
+            return present and labels[self.key] in self.values
+        if self.operator == "NotIn":
+            return not present or labels[self.key] not in self.values
+        if self.operator == "Exists":
+            return present
+        if self.operator == "DoesNotExist":
+            return not present
+        if not present:
+            return False
+        try:
+            label = int(labels[self.key])
+        except ValueError:
+            return False
+        return label > self.number if self.operator == "Gt" else label < self.number
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorTerm:
+    """The requirements of a term are ANDed. A term with none matches no node (as in kube)."""
+
+    expressions: tuple[Requirement, ...] = ()
+    fields: tuple[Requirement, ...] = ()  # only metadata.name is a node field kube supports
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.expressions and not self.fields
+
+    def matches(self, labels: Mapping[str, str], node_name: str) -> bool:
+        if self.is_empty:
+            return False
+        return all(r.matches(labels) for r in self.expressions) and all(
+            r.matches({"metadata.name": node_name}) for r in self.fields
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""  # "" tolerates every effect
+
+    def tolerates(self, key: str, value: str, effect: str) -> bool:
+        """kube's Toleration.ToleratesTaint."""
+        if self.effect and self.effect != effect:
+            return False
+        if self.key and self.key != key:
+            return False
+        if self.operator == "Exists":
+            return True
+        return self.value == value
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    port: int
+    protocol: str = "TCP"
+    ip: str = "0.0.0.0"
+
+
+@dataclass(frozen=True, slots=True)
+class PodInfo:
+    """A pod as the scheduler sees it. `requests` are in scheduler units and count init and sidecar
+    containers and overhead as kube-scheduler does; `nonzero_*` are what scoring uses."""
+
+    pod: Object = field(repr=False, compare=False)
+    key: str
+    namespace: str
+    name: str
+    uid: str
+    requests: Mapping[str, int]  # without "pods": a pod always takes one pod slot
+    nonzero_cpu: int
+    nonzero_memory: int
+    priority: int = 0
+    scheduler_name: str = ""
+    node_name: str = ""
+    nominated_node_name: str = ""
+    tolerations: tuple[Toleration, ...] = ()
+    node_selector: tuple[tuple[str, str], ...] = ()
+    required_terms: tuple[NodeSelectorTerm, ...] | None = None  # None: no required node affinity
+    preferred_terms: tuple[tuple[int, NodeSelectorTerm], ...] = ()
+    host_ports: tuple[HostPort, ...] = ()
+    images: tuple[str, ...] = ()  # normalised, one per container (init containers included)
+    scheduling_gates: tuple[str, ...] = ()
+    created: float | None = None
+    started: float | None = None
+
+    @classmethod
+    def from_pod(cls, pod: Object, *, priority: int | None = None) -> PodInfo:
+        """Parse `pod` (API JSON). `priority` overrides spec.priority (for a backend that does not
+        resolve priorityClassName). Raises PodSpecError naming the pod and the bad field."""
+        meta = pod.get("metadata") or {}
+        namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+        key = f"{namespace}/{name}" if namespace else name
+        try:
+            return _parse(pod, meta, key, namespace, name, priority)
+        except PodSpecError as e:
+            raise PodSpecError(f"pod {key}: {e}") from None
+
+    def request(self, resource: str) -> int:
+        return self.requests.get(resource, 0)
+
+    @property
+    def is_best_effort_for_scoring(self) -> bool:
+        return not any(self.requests.values())
+
+
+def _parse(pod: Object, meta: Object, key: str, namespace: str, name: str, priority: int | None) -> PodInfo:
+    spec = pod.get("spec")
+    if not isinstance(spec, dict):
+        raise PodSpecError("has no spec")
+    containers = _list(spec, "containers")
+    init_containers = _list(spec, "initContainers")
+    requests = _pod_requests(containers, init_containers, spec.get("overhead"), default_missing=False)
+    nonzero = _pod_requests(containers, init_containers, spec.get("overhead"), default_missing=True)
+    if priority is None:
+        raw = spec.get("priority", 0)
+        if raw is None:
+            raw = 0
+        if isinstance(raw, bool) or not isinstance(raw, int):
+            raise PodSpecError(f"spec.priority {raw!r} is not an integer")
+        priority = raw
+    status = pod.get("status") or {}
+    affinity = ((spec.get("affinity") or {}).get("nodeAffinity")) or {}
+    required_raw = affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    required = None
+    if required_raw is not None:
+        terms = (required_raw or {}).get("nodeSelectorTerms") or []
+        path = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+        required = tuple(_term(t, f"{path}[{i}]") for i, t in enumerate(terms))
+    preferred = []
+    for i, p in enumerate(affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or []):
+        path = f"spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
+        weight = p.get("weight", 0)
+        if isinstance(weight, bool) or not isinstance(weight, int) or not 0 <= weight <= 100:
+            raise PodSpecError(f"{path}.weight {weight!r} must be an integer in 0..100")
+        if weight:
+            preferred.append((weight, _term(p.get("preference") or {}, f"{path}.preference")))
+    selector = spec.get("nodeSelector") or {}
+    if not isinstance(selector, dict):
+        raise PodSpecError(f"spec.nodeSelector {selector!r} is not a map")
+    return PodInfo(
+        pod=pod,
+        key=key,
+        namespace=namespace,
+        name=name,
+        uid=str(meta.get("uid") or ""),
+        requests=requests,
+        nonzero_cpu=nonzero.get(CPU, 0),
+        nonzero_memory=nonzero.get(MEMORY, 0),
+        priority=priority,
+        scheduler_name=str(spec.get("schedulerName") or ""),
+        node_name=str(spec.get("nodeName") or ""),
+        nominated_node_name=str(status.get("nominatedNodeName") or ""),
+        tolerations=tuple(_toleration(t, i) for i, t in enumerate(spec.get("tolerations") or [])),
+        node_selector=tuple(sorted((str(k), str(v)) for k, v in selector.items())),
+        required_terms=required,
+        preferred_terms=tuple(preferred),
+        host_ports=_host_ports(init_containers + containers),
+        images=tuple(normalized_image_name(str(c.get("image") or "")) for c in init_containers + containers),
+        scheduling_gates=tuple(str(g.get("name") or "") for g in spec.get("schedulingGates") or []),
+        created=_time(meta.get("creationTimestamp")),
+        started=_time(status.get("startTime")),
+    )
+
+
+def _list(spec: Object, name: str) -> list[Object]:
+    value = spec.get(name) or []
+    if not isinstance(value, list) or not all(isinstance(c, dict) for c in value):
+        raise PodSpecError(f"spec.{name} is not a list of objects")
+    return value
+
+
+def _container_requests(container: Object, path: str, default_missing: bool) -> dict[str, int]:
+    resources = container.get("resources") or {}
+    requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
+    if not isinstance(requests, dict) or not isinstance(limits, dict):
+        raise PodSpecError(f"{path}.resources.requests/limits is not a map")
+    # the API server defaults a missing request to its limit
+    raw = {**limits, **requests}
+    out: dict[str, int] = {}
+    for resource, text in raw.items():
+        if resource not in (CPU, MEMORY, EPHEMERAL_STORAGE) and not is_scalar_resource(resource):
+            continue
+        try:
+            out[resource] = resource_amount(resource, text)
+        except ValueError as e:
+            raise PodSpecError(f"{path}.resources.requests[{resource}]: {e}") from None
+    if default_missing:
+        # kube's NonMissingContainerRequests: a missing (not a zero) request counts as the default
+        out.setdefault(CPU, DEFAULT_MILLI_CPU_REQUEST)
+        out.setdefault(MEMORY, DEFAULT_MEMORY_REQUEST)
+    return out
+
+
+def _add(into: dict[str, int], other: Mapping[str, int]) -> None:
+    for k, v in other.items():
+        into[k] = into.get(k, 0) + v
+
+
+def _max(into: dict[str, int], other: Mapping[str, int]) -> None:
+    for k, v in other.items():
+        if v > into.get(k, 0):
+            into[k] = v
+
+
+def _pod_requests(
+    containers: list[Object], init_containers: list[Object], overhead: Any, *, default_missing: bool
+) -> dict[str, int]:
+    """kube's resourcehelper.PodRequests: max(sum(containers) + sum(sidecars), each init container
+    plus the sidecars started before it), plus the pod overhead."""
+    total: dict[str, int] = {}
+    for i, c in enumerate(containers):
+        _add(total, _container_requests(c, f"spec.containers[{i}]", default_missing))
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    for i, c in enumerate(init_containers):
+        reqs = _container_requests(c, f"spec.initContainers[{i}]", default_missing)
+        if c.get("restartPolicy") == "Always":  # a sidecar keeps running next to the app
+            _add(total, reqs)
+            _add(sidecars, reqs)
+            _max(init_peak, sidecars)
+        else:
+            during = dict(reqs)
+            _add(during, sidecars)
+            _max(init_peak, during)
+    _max(total, init_peak)
+    if overhead:
+        if not isinstance(overhead, dict):
+            raise PodSpecError("spec.overhead is not a map")
+        for resource, text in overhead.items():
+            if resource in (CPU, MEMORY, EPHEMERAL_STORAGE) or is_scalar_resource(resource):
+                try:
+                    total[resource] = total.get(resource, 0) + resource_amount(resource, text)
+                except ValueError as e:
+                    raise PodSpecError(f"spec.overhead[{resource}]: {e}") from None
+    return total
+
+
+def _requirement(raw: Any, path: str, field_key: bool) -> Requirement:
+    if not isinstance(raw, dict):
+        raise PodSpecError(f"{path} is not an object")
+    key, op = str(raw.get("key") or ""), raw.get("operator")
+    values = raw.get("values") or []
+    if not key:
+        raise PodSpecError(f"{path}.key is empty")
+    if not isinstance(values, list):
+        raise PodSpecError(f"{path}.values is not a list")
+    values_t = tuple(str(v) for v in values)
+    if field_key:
+        if key != "metadata.name":
+            raise PodSpecError(f"{path}.key {key!r} is not a supported node field (only metadata.name)")
+        if op not in ("In", "NotIn"):
+            raise PodSpecError(f"{path}.operator {op!r} is not valid for a field (In or NotIn)")
+    if op not in NODE_SELECTOR_OPERATORS:
+        raise PodSpecError(
+            f"{path}.operator {op!r} is not a valid node selector operator (one of {', '.join(NODE_SELECTOR_OPERATORS)})"
+        )
+    if op in ("In", "NotIn") and not values_t:
+        raise PodSpecError(f"{path}: operator {op} needs at least one value")
+    if op in ("Exists", "DoesNotExist") and values_t:
+        raise PodSpecError(f"{path}: operator {op} takes no values, got {list(values_t)}")
+    number = 0
+    if op in ("Gt", "Lt"):
+        if len(values_t) != 1:
+            raise PodSpecError(f"{path}: operator {op} needs exactly one value, got {list(values_t)}")
+        try:
+            number = int(values_t[0])
+        except ValueError:
+            raise PodSpecError(f"{path}: operator {op} needs an integer value, got {values_t[0]!r}") from None
+    return Requirement(key, op, values_t, number)
+
+
+def _term(raw: Any, path: str) -> NodeSelectorTerm:
+    if not isinstance(raw, dict):
+        raise PodSpecError(f"{path} is not an object")
+    exprs = raw.get("matchExpressions") or []
+    fields = raw.get("matchFields") or []
+    return NodeSelectorTerm(
+        tuple(_requirement(e, f"{path}.matchExpressions[{i}]", False) for i, e in enumerate(exprs)),
+        tuple(_requirement(f, f"{path}.matchFields[{i}]", True) for i, f in enumerate(fields)),
+    )
+
+
+def _toleration(raw: Any, i: int) -> Toleration:
+    path = f"spec.tolerations[{i}]"
+    if not isinstance(raw, dict):
+        raise PodSpecError(f"{path} is not an object")
+    op = raw.get("operator") or "Equal"
+    if op not in TOLERATION_OPERATORS:
+        raise PodSpecError(f"{path}.operator {op!r} is not valid (Equal or Exists)")
+    key, value, effect = str(raw.get("key") or ""), str(raw.get("value") or ""), str(raw.get("effect") or "")
+    if not key and op != "Exists":
+        raise PodSpecError(f"{path}: an empty key needs operator Exists")
+    if op == "Exists" and value:
+        raise PodSpecError(f"{path}: operator Exists takes no value, got {value!r}")
+    if effect and effect not in TAINT_EFFECTS:
+        raise PodSpecError(f"{path}.effect {effect!r} is not one of {', '.join(TAINT_EFFECTS)}")
+    return Toleration(key, op, value, effect)
+
+
+def _host_ports(containers: Iterable[Object]) -> tuple[HostPort, ...]:
+    ports = []
+    for c in containers:
+        for p in c.get("ports") or []:
+            host_port = p.get("hostPort") or 0
+            if isinstance(host_port, bool) or not isinstance(host_port, int) or not 0 <= host_port <= 65535:
+                raise PodSpecError(f"container {c.get('name')!r} hostPort {host_port!r} is not a port number")
+            if host_port > 0:
+                ports.append(HostPort(host_port, str(p.get("protocol") or "TCP"), str(p.get("hostIP") or "0.0.0.0")))
+    return tuple(ports)
+
+
+def normalized_image_name(name: str) -> str:
+    """kube's ImageLocality normalisation: an image without a tag means ":latest"."""
+    if name.rfind(":") <= name.rfind("/"):
+        name += ":latest"
+    return name
+
+
+def _time(text: Any) -> float | None:
+    if not text:
+        return None
+    try:
+        return parse_rfc3339(str(text))
+    except ValueError:
+        return None
