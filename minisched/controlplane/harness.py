@@ -52,6 +52,9 @@ class ControlPlaneOptions:
     # Extra flags, appended last so they override ours (e.g. {"--max-requests-inflight": "800"}).
     apiserver_flags: dict[str, str] = field(default_factory=dict)
     kwok_flags: dict[str, str] = field(default_factory=dict)
+    # False sends every list and watch to etcd (--watch-cache=false): slower, but old resourceVersions
+    # then expire (410) as soon as etcd is compacted (see ControlPlane.compact_etcd).
+    watch_cache: bool = True
     keep_logs: bool = False
     log_dir: Path | None = None  # default: a fresh directory under the system temp dir
     work_dir: Path | None = None
@@ -189,6 +192,32 @@ class ControlPlane:
         proc.metrics_port = port  # type: ignore[attr-defined]
         return proc
 
+    def compact_etcd(self) -> int:
+        """Compact etcd's history up to its current revision; returns that revision.
+
+        Watches from an older resourceVersion then get 410 Gone, but only where they reach etcd:
+        with the watch cache on (the default) the API server serves old versions from its cache, as
+        synthetic ADDED events while it has dropped no event since its last list. Start with
+        ControlPlaneOptions(watch_cache=False) to see the 410 a real cluster gives a long-gone client."""
+        status, body = self._etcd_post("/v3/kv/range", {"key": "AA==", "limit": 1, "keys_only": True})
+        if status != 200:
+            raise RuntimeError(f"etcd range failed: {status} {body[:200]!r}")
+        revision = int(json.loads(body)["header"]["revision"])
+        status, body = self._etcd_post("/v3/kv/compaction", {"revision": revision, "physical": True})
+        if status != 200:
+            raise RuntimeError(f"etcd compaction failed: {status} {body[:200]!r}")
+        return revision
+
+    def _etcd_post(self, path: str, body: dict[str, Any]) -> tuple[int, bytes]:
+        # etcd's gRPC gateway: JSON over HTTP on the client port, byte strings base64-encoded.
+        conn = http.client.HTTPConnection("127.0.0.1", self.etcd_port, timeout=10)
+        try:
+            conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+            resp = conn.getresponse()
+            return resp.status, resp.read()
+        finally:
+            conn.close()
+
     def stop_component(self, name: str) -> None:
         with self._lock:
             proc = self._processes.pop(name, None)
@@ -292,6 +321,7 @@ class ControlPlane:
                 # ServiceAccount admission plugin would reject every pod) or lift the not-ready taint.
                 "--disable-admission-plugins": "ServiceAccount,TaintNodesByCondition",
                 "--endpoint-reconciler-type": "none",
+                "--watch-cache": "true" if self.options.watch_cache else "false",
                 "--v": "1",
             }
             flags.update(self.options.apiserver_flags)

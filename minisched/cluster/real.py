@@ -1,0 +1,502 @@
+"""The real-cluster backend: the `Cluster` interface over a Kubernetes API server.
+
+Connection settings come from the official `kubernetes` client (kubeconfig with context selection,
+or the in-cluster service account), so every authentication method it supports works here too:
+client certificates, bearer tokens, exec plugins (their token refresh hook runs per request).
+
+Requests, though, go out as raw REST calls on urllib3 (the client's own HTTP library) with JSON in
+and out, never through the client's generated models:
+- model deserialization is slow on large lists and watches, which is exactly minisched's hot path;
+- the generated `create_namespaced_binding` can raise while deserializing the response of a bind
+  that succeeded (kubernetes-client/python issues 547 and 825);
+- raw paths serve custom resources exactly like built-in ones;
+- `ApiClient.call_api`'s signature changed between client 35 and 37 (both inside our pinned
+  range), while urllib3's request API did not.
+
+Errors become `minisched.errors` exceptions built from the server's Status body, so code written
+against the embedded cluster catches the same types here. Client-side rate limiting does not exist
+(the Python client has none either); the API server's priority and fairness is the only limit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import socket
+import threading
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import urllib3
+
+from minisched.cluster.base import Object, WatchEvent
+from minisched.errors import ApiError, Cause, Expired, InternalError, Invalid, ServiceUnavailable, Timeout
+from minisched.resources import PODS, Resource, ResourceLike, resolve
+
+JSON = "application/json"
+MERGE_PATCH = "application/merge-patch+json"
+# Bind from many threads at once without reconnecting: one pooled connection per concurrent caller.
+DEFAULT_POOL_SIZE = 64
+DEFAULT_REQUEST_TIMEOUT = 30.0
+
+
+class RealCluster:
+    """A Kubernetes API server reached over HTTPS. Thread-safe; share one per process."""
+
+    def __init__(
+        self,
+        configuration: Any,
+        *,
+        pool_maxsize: int = DEFAULT_POOL_SIZE,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        user_agent: str = "minisched",
+    ) -> None:
+        """`configuration` is a `kubernetes.client.Configuration` (see from_kubeconfig/in_cluster)."""
+        self._configuration = configuration
+        self.server: str = str(configuration.host).rstrip("/")
+        self._request_timeout = request_timeout
+        self._user_agent = user_agent
+        self._pool = _pool_manager(configuration, pool_maxsize)
+        self._closed = False
+
+    # --------------------------------------------------------------- construction
+
+    @classmethod
+    def from_kubeconfig(
+        cls, path: str | None = None, context: str | None = None, **options: Any
+    ) -> RealCluster:
+        """Connect with a kubeconfig (default: $KUBECONFIG or ~/.kube/config) and context
+        (default: its current-context), e.g. `RealCluster.from_kubeconfig(context="kind-minisched")`."""
+        from kubernetes import client, config
+
+        configuration = client.Configuration()
+        config.load_kube_config(
+            config_file=path, context=context, client_configuration=configuration, persist_config=False
+        )
+        return cls(configuration, **options)
+
+    @classmethod
+    def in_cluster(cls, **options: Any) -> RealCluster:
+        """Connect as the service account of the pod we run in."""
+        from kubernetes import client, config
+
+        configuration = client.Configuration()
+        config.load_incluster_config(client_configuration=configuration)
+        return cls(configuration, **options)
+
+    @property
+    def name(self) -> str:
+        return "real"
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._pool.clear()
+
+    def __enter__(self) -> RealCluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"RealCluster({self.server})"
+
+    # --------------------------------------------------------------- the Cluster verbs
+
+    def get(self, resource: ResourceLike, name: str, namespace: str | None = None) -> Object:
+        r = resolve(resource)
+        return self.request("GET", _object_path(r, namespace, name))
+
+    def list(
+        self,
+        resource: ResourceLike,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        resource_version: str | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
+    ) -> Object:
+        r = resolve(resource)
+        query = _query(
+            labelSelector=label_selector,
+            fieldSelector=field_selector,
+            resourceVersion=resource_version,
+            limit=limit,
+            **{"continue": continue_token},
+        )
+        result = self.request("GET", r.path(namespace if r.namespaced else None), query=query)
+        # The API server leaves apiVersion/kind off list items; the Cluster contract puts them on.
+        for item in result.get("items") or []:
+            item.setdefault("apiVersion", r.api_version)
+            item.setdefault("kind", r.kind)
+        return result
+
+    def create(self, resource: ResourceLike, obj: Object, namespace: str | None = None) -> Object:
+        r = resolve(resource)
+        ns = namespace or (obj.get("metadata") or {}).get("namespace") or None
+        if r.namespaced and not ns:
+            ns = "default"  # as kubectl does for an object that names no namespace
+        body = dict(obj)
+        body.setdefault("apiVersion", r.api_version)
+        body.setdefault("kind", r.kind)
+        return self.request("POST", r.path(ns if r.namespaced else None), body=body)
+
+    def update(self, resource: ResourceLike, obj: Object, *, subresource: str | None = None) -> Object:
+        r = resolve(resource)
+        meta = obj.get("metadata") or {}
+        name = meta.get("name")
+        if not name:
+            raise _invalid("metadata.name", "update needs metadata.name")
+        body = dict(obj)
+        body.setdefault("apiVersion", r.api_version)
+        body.setdefault("kind", r.kind)
+        return self.request("PUT", _object_path(r, meta.get("namespace"), name, subresource), body=body)
+
+    def patch(
+        self,
+        resource: ResourceLike,
+        name: str,
+        patch: Object,
+        namespace: str | None = None,
+        *,
+        subresource: str | None = None,
+    ) -> Object:
+        r = resolve(resource)
+        return self.request(
+            "PATCH", _object_path(r, namespace, name, subresource), body=patch, content_type=MERGE_PATCH
+        )
+
+    def delete(
+        self,
+        resource: ResourceLike,
+        name: str,
+        namespace: str | None = None,
+        *,
+        grace_period_seconds: int | None = None,
+        preconditions: dict[str, str] | None = None,
+    ) -> Object:
+        r = resolve(resource)
+        options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
+        if preconditions:
+            options["preconditions"] = dict(preconditions)
+        return self.request("DELETE", _object_path(r, namespace, name), body=options)
+
+    def watch(
+        self,
+        resource: ResourceLike,
+        namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        allow_bookmarks: bool = False,
+        timeout_seconds: float | None = None,
+    ) -> RealWatch:
+        r = resolve(resource)
+        query = _query(
+            watch="true",
+            resourceVersion=resource_version,
+            labelSelector=label_selector,
+            fieldSelector=field_selector,
+            allowWatchBookmarks="true" if allow_bookmarks else None,
+            # The server ends the stream after timeoutSeconds; whole seconds only, at least 1.
+            timeoutSeconds=max(1, math.ceil(timeout_seconds)) if timeout_seconds is not None else None,
+        )
+        path = r.path(namespace if r.namespaced else None)
+        # No read timeout unless asked: a quiet watch without bookmarks may legitimately be silent.
+        read_timeout = (timeout_seconds + 30.0) if timeout_seconds is not None else None
+        try:
+            response = self._send("GET", path, query, None, JSON, read_timeout=read_timeout, stream=True)
+        except Expired as err:
+            # The contract raises Expired from iteration, however the server said it (HTTP status or
+            # an ERROR event), so consumers handle it in one place.
+            return RealWatch(None, r, error=err)
+        return RealWatch(response, r)
+
+    def bind(self, namespace: str, name: str, node_name: str, *, uid: str | None = None) -> None:
+        metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+        if uid:
+            metadata["uid"] = uid  # the server checks it as a precondition: we bind the pod we decided on
+        binding = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": metadata,
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
+        }
+        self.request("POST", PODS.path(namespace, name, "binding"), body=binding, parse=False)
+
+    def evict(self, namespace: str, name: str, *, grace_period_seconds: int | None = None) -> None:
+        eviction: dict[str, Any] = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+        }
+        if grace_period_seconds is not None:
+            eviction["deleteOptions"] = {"gracePeriodSeconds": grace_period_seconds}
+        self.request("POST", PODS.path(namespace, name, "eviction"), body=eviction, parse=False)
+
+    # --------------------------------------------------------------- raw access
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: dict[str, str] | None = None,
+        body: Any = None,
+        content_type: str = JSON,
+        parse: bool = True,
+        timeout: float | None = None,
+    ) -> Object:
+        """One API call on a raw path ("/apis/rbac.authorization.k8s.io/v1/clusterroles", with a
+        query such as {"dryRun": "All"}); the JSON answer, or an ApiError for any non-2xx status."""
+        response = self._send(method, path, query, body, content_type, read_timeout=timeout)
+        try:
+            data = response.data
+        finally:
+            response.release_conn()
+        if not parse or not data:
+            return {}
+        try:
+            parsed: Object = json.loads(data)
+        except ValueError as err:
+            raise InternalError(f"{method} {path}: response is not JSON: {data[:200]!r}") from err
+        return parsed
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        query: dict[str, str] | None,
+        body: Any,
+        content_type: str,
+        *,
+        read_timeout: float | None,
+        stream: bool = False,
+    ) -> urllib3.BaseHTTPResponse:
+        if self._closed:
+            raise ServiceUnavailable("RealCluster is closed")
+        url = self.server + path + ("?" + urlencode(query) if query else "")
+        headers = {"Accept": JSON, "User-Agent": self._user_agent}
+        headers.update(_auth_headers(self._configuration))
+        payload = None
+        if body is not None:
+            headers["Content-Type"] = content_type
+            payload = json.dumps(body, separators=(",", ":")).encode()
+        timeout = urllib3.Timeout(
+            connect=10.0, read=read_timeout if read_timeout is not None else self._request_timeout
+        )
+        if stream and read_timeout is None:
+            timeout = urllib3.Timeout(connect=10.0, read=None)
+        try:
+            response = self._pool.request(
+                method,
+                url,
+                body=payload,
+                headers=headers,
+                timeout=timeout,
+                # Only connection failures are retried: the request never reached the server, so even
+                # a POST (a bind) cannot happen twice.
+                retries=urllib3.Retry(total=3, connect=3, read=0, redirect=0, status=0, other=0),
+                preload_content=False,
+            )
+        except urllib3.exceptions.TimeoutError as err:
+            raise Timeout(f"{method} {path}: {err}") from err
+        except urllib3.exceptions.HTTPError as err:
+            raise ServiceUnavailable(f"{method} {path}: cannot reach {self.server}: {err}") from err
+        if response.status >= 300:
+            try:
+                data = response.data
+            finally:
+                response.release_conn()
+            raise _error_from_response(response.status, data, f"{method} {path}")
+        return response
+
+
+class RealWatch:
+    """A watch stream read line by line from the chunked HTTP response (one JSON event per line)."""
+
+    def __init__(
+        self, response: urllib3.BaseHTTPResponse | None, resource: Resource, error: ApiError | None = None
+    ) -> None:
+        self._response = response
+        self._resource = resource
+        self._error = error
+        self._stopped = threading.Event()
+        self._done = False
+
+    def __iter__(self) -> Iterator[WatchEvent]:
+        if self._error is not None:
+            error, self._error = self._error, None
+            self._done = True
+            raise error
+        if self._done:
+            return
+        buffer = b""
+        try:
+            for chunk in self._chunks():
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    if line.strip():
+                        event = self._event(line)
+                        if event is not None:
+                            yield event
+                    if self._stopped.is_set():
+                        return
+            if buffer.strip() and not self._stopped.is_set():
+                event = self._event(buffer)
+                if event is not None:
+                    yield event
+        finally:
+            self._finish()
+
+    def _chunks(self) -> Iterator[bytes]:
+        if self._response is None:
+            return
+        try:
+            yield from self._response.stream(65536, decode_content=True)
+        except (urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError):
+            # The stream broke (server restart, network, or stop() from another thread). The
+            # contract: iteration just ends and the caller re-watches from the last version it saw.
+            return
+
+    def _event(self, line: bytes) -> WatchEvent | None:
+        try:
+            raw = json.loads(line)
+        except ValueError as err:
+            raise InternalError(
+                f"watch {self._resource.group_resource}: bad event line {line[:200]!r}"
+            ) from err
+        kind = raw.get("type")
+        obj = raw.get("object") or {}
+        if kind == "ERROR":
+            # A Status object; 410 Gone with reason Expired when our resourceVersion is too old.
+            raise ApiError.from_status(obj)
+        if kind not in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK"):
+            raise InternalError(f"watch {self._resource.group_resource}: unknown event type {kind!r}")
+        obj.setdefault("apiVersion", self._resource.api_version)
+        obj.setdefault("kind", self._resource.kind)
+        return {"type": kind, "object": obj}
+
+    def stop(self) -> None:
+        """End the stream from any thread; a blocked iteration returns promptly."""
+        if self._stopped.is_set():
+            return
+        self._stopped.set()
+        if self._response is None:
+            return
+        sock = _socket_of(self._response)
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)  # wakes a reader blocked in recv()
+        elif hasattr(self._response, "shutdown"):
+            with contextlib.suppress(Exception):
+                self._response.shutdown()
+
+    def _finish(self) -> None:
+        if self._done or self._response is None:
+            self._done = True
+            return
+        self._done = True
+        # Never hand a half-read watch connection back for reuse: close it first, then release the
+        # pool slot (urllib3 reconnects a closed connection on its next use).
+        with contextlib.suppress(Exception):
+            conn = getattr(self._response, "connection", None) or getattr(self._response, "_connection", None)
+            if conn is not None:
+                conn.close()
+        with contextlib.suppress(Exception):
+            self._response.release_conn()
+        with contextlib.suppress(Exception):
+            self._response.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self._finish()
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _object_path(r: Resource, namespace: str | None, name: str, subresource: str | None = None) -> str:
+    if not name:
+        raise _invalid("metadata.name", "name is required")
+    ns = namespace if r.namespaced else None
+    if r.namespaced and not ns:
+        raise _invalid("metadata.namespace", f"{r.group_resource} are namespaced: a namespace is required")
+    return r.path(quote(ns, safe="") if ns else None, quote(name, safe=""), subresource)
+
+
+def _invalid(field: str, message: str) -> ApiError:
+    return Invalid(message, causes=[Cause(field=field, message=message, reason="FieldValueRequired")])
+
+
+def _query(**params: Any) -> dict[str, str]:
+    return {k: str(v) for k, v in params.items() if v is not None and v != ""}
+
+
+def _error_from_response(status: int, data: bytes, what: str) -> ApiError:
+    try:
+        body = json.loads(data) if data else {}
+    except ValueError:
+        body = {}
+    if isinstance(body, dict) and body.get("kind") == "Status":
+        return ApiError.from_status(body, http_status=status)
+    text = data.decode(errors="replace").strip()[:500] if data else ""
+    return ApiError.from_status(
+        {"code": status, "message": f"{what}: {text or 'HTTP ' + str(status)}"}, status
+    )
+
+
+def _auth_headers(configuration: Any) -> dict[str, str]:
+    """Header credentials (bearer token), refreshed by the client's hook when they expire."""
+    headers: dict[str, str] = {}
+    for setting in (configuration.auth_settings() or {}).values():
+        if setting.get("in") == "header" and setting.get("value"):
+            headers[setting["key"]] = setting["value"]
+    return headers
+
+
+def _pool_manager(configuration: Any, maxsize: int) -> urllib3.PoolManager:
+    kwargs: dict[str, Any] = {
+        "num_pools": 4,
+        "maxsize": maxsize,
+        # Past maxsize, extra connections are made and discarded rather than blocking the caller.
+        "block": False,
+        "cert_reqs": "CERT_REQUIRED" if configuration.verify_ssl else "CERT_NONE",
+        "ca_certs": configuration.ssl_ca_cert,
+        "cert_file": configuration.cert_file,
+        "key_file": configuration.key_file,
+    }
+    if getattr(configuration, "assert_hostname", None) is not None:
+        kwargs["assert_hostname"] = configuration.assert_hostname
+    if getattr(configuration, "tls_server_name", None):
+        kwargs["server_hostname"] = configuration.tls_server_name
+    if getattr(configuration, "proxy", None):
+        return urllib3.ProxyManager(
+            proxy_url=configuration.proxy,
+            proxy_headers=getattr(configuration, "proxy_headers", None),
+            **kwargs,
+        )
+    return urllib3.PoolManager(**kwargs)
+
+
+def _socket_of(response: urllib3.BaseHTTPResponse) -> socket.socket | None:
+    """The socket under a streaming response (urllib3 1.x and 2.x keep it in different places)."""
+    for candidate in (
+        getattr(getattr(response, "_connection", None), "sock", None),
+        getattr(getattr(response, "connection", None), "sock", None),
+    ):
+        if isinstance(candidate, socket.socket):
+            return candidate
+    fp = getattr(response, "_fp", None)
+    raw = getattr(getattr(fp, "fp", None), "raw", None)
+    sock = getattr(raw, "_sock", None)
+    return sock if isinstance(sock, socket.socket) else None

@@ -1,0 +1,163 @@
+"""The control-plane harness: builds are pinned, the control plane comes up, KWOK plays kubelet,
+kube-scheduler runs on demand, and stopping leaves nothing behind."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from minisched.controlplane import (
+    ETCD_VERSION,
+    KUBERNETES_VERSION,
+    KWOK_VERSION,
+    POD_CIDR,
+    SERVICE_CIDR,
+    ControlPlane,
+    ControlPlaneOptions,
+    fake_node,
+    wait_for,
+)
+from minisched.controlplane.binaries import build_script
+from minisched.controlplane.processes import port_is_listening
+from minisched.errors import NotFound
+from tests.plugins.controlplane import require_binaries
+
+pytestmark = pytest.mark.realcluster
+
+
+def test_build_script_pins_the_versions_the_harness_looks_for() -> None:
+    text = build_script().read_text()
+    for variable, version in (
+        ("ETCD_VERSION", ETCD_VERSION),
+        ("KUBERNETES_VERSION", KUBERNETES_VERSION),
+        ("KWOK_VERSION", KWOK_VERSION),
+    ):
+        assert re.search(rf'{variable}="\$\{{{variable}:-{re.escape(version)}\}}"', text), variable
+
+
+def test_service_and_pod_ranges_do_not_overlap() -> None:
+    assert not ipaddress.ip_network(SERVICE_CIDR).overlaps(ipaddress.ip_network(POD_CIDR))
+
+
+def test_api_server_is_ready_and_runs_the_pinned_version(control_plane: ControlPlane) -> None:
+    status, body = control_plane.api_get("/readyz")
+    assert status == 200, body
+    status, version = control_plane.api_get("/version")
+    assert status == 200
+    assert version["gitVersion"] == KUBERNETES_VERSION
+    status, ns = control_plane.api_get("/api/v1/namespaces/default")
+    assert status == 200 and ns["metadata"]["name"] == "default"
+    assert control_plane.kubeconfig.stat().st_mode & 0o077 == 0, "kubeconfig holds a private key"
+
+
+def _pod(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}], **spec},
+    }
+
+
+def _ready(node: dict[str, Any]) -> bool:
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in node.get("status", {}).get("conditions", [])
+    )
+
+
+def test_kwok_makes_a_fake_node_ready_and_runs_a_bound_pod(real_cluster: Any, real_namespace: str) -> None:
+    real_cluster.create("nodes", fake_node("kwok-harness-0"))
+    wait_for(lambda: _ready(real_cluster.get("nodes", "kwok-harness-0")), 30, "KWOK to mark the node Ready")
+
+    real_cluster.create("pods", _pod("runner", real_namespace))
+    real_cluster.bind(real_namespace, "runner", "kwok-harness-0")
+    pod = wait_for(
+        lambda: (
+            (p := real_cluster.get("pods", "runner", real_namespace))["status"].get("phase") == "Running"
+            and p
+        ),
+        30,
+        "KWOK to run the bound pod",
+    )
+    assert pod["spec"]["nodeName"] == "kwok-harness-0"
+    assert ipaddress.ip_address(pod["status"]["podIP"]) in ipaddress.ip_network(POD_CIDR)
+
+    # A bound pod's deletion is graceful: it waits for "the kubelet", here KWOK's pod-delete stage.
+    deleted = real_cluster.delete("pods", "runner", real_namespace)
+    assert deleted["metadata"].get("deletionTimestamp")
+
+    def gone() -> bool:
+        try:
+            real_cluster.get("pods", "runner", real_namespace)
+        except NotFound:
+            return True
+        return False
+
+    wait_for(gone, 30, "KWOK to finish the graceful deletion")
+
+
+def test_kube_scheduler_binds_a_pod_to_a_fake_node(
+    control_plane: ControlPlane, real_cluster: Any, real_namespace: str
+) -> None:
+    real_cluster.create("nodes", fake_node("kwok-sched-0"))
+    wait_for(lambda: _ready(real_cluster.get("nodes", "kwok-sched-0")), 30, "node Ready")
+    config = {
+        "profiles": [{"schedulerName": "yardstick-scheduler"}],
+        "clientConnection": {"qps": 500, "burst": 1000},
+        "percentageOfNodesToScore": 100,
+    }
+    control_plane.start_scheduler(config, name="yardstick-scheduler")
+    try:
+        real_cluster.create("pods", _pod("scheduled", real_namespace, schedulerName="yardstick-scheduler"))
+        pod = wait_for(
+            lambda: (
+                (p := real_cluster.get("pods", "scheduled", real_namespace))["spec"].get("nodeName") and p
+            ),
+            60,
+            "kube-scheduler to bind the pod",
+        )
+        assert pod["spec"]["nodeName"] == "kwok-sched-0"
+    finally:
+        control_plane.stop_component("yardstick-scheduler")
+    assert "yardstick-scheduler" not in control_plane.processes
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie still answers kill(0); Popen.wait() reaps ours, so this means really alive.
+    return True
+
+
+def test_stopping_leaves_no_process_port_or_state_and_keeps_logs_of_a_failure() -> None:
+    binaries = require_binaries()
+    cp = ControlPlane(ControlPlaneOptions(), binaries)
+    with pytest.raises(RuntimeError, match="test failed inside"), cp:
+        pids = {name: proc.pid for name, proc in cp.processes.items()}
+        ports = [cp.etcd_port, cp.apiserver_port]
+        assert set(pids) == {"etcd", "kube-apiserver", "kwok"}
+        assert all(port_is_listening(p) for p in ports)
+        raise RuntimeError("test failed inside the control plane's with-block")
+    assert not [name for name, pid in pids.items() if _alive(pid)]
+    assert not [p for p in ports if port_is_listening(p)]
+    assert not cp.work_dir.exists(), "etcd data, certificates and kubeconfig are removed"
+    logs = sorted(p.name for p in Path(cp.log_dir).iterdir())
+    assert logs == ["etcd.log", "kube-apiserver.log", "kwok.log"], "logs are kept after a failure"
+    shutil.rmtree(cp.log_dir)
+
+
+def test_stopping_one_component_ends_its_process(control_plane: ControlPlane) -> None:
+    proc = control_plane.start_scheduler(name="short-lived-scheduler")
+    assert proc.log_path.exists()
+    control_plane.stop_component("short-lived-scheduler")
+    assert not proc.running()
+    assert not _alive(proc.pid)
