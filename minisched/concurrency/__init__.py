@@ -1,0 +1,1 @@
+"""Concurrency building blocks for §2.4 (what "lock-free" can and cannot mean in Python)."""
