@@ -1,0 +1,74 @@
+"""ListWatch: how an informer lists and watches one kind of object (client-go ListWatch).
+
+It binds a cluster, a resource, a namespace (None: all) and label/field selectors, so the reflector
+only says which resourceVersion it wants. The selectors are sent to the server with both the list
+and the watch ("pushed down"), so objects that do not match never reach the client.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from minisched.cluster.base import Cluster, Watch
+from minisched.resources import Resource, ResourceLike, resolve
+
+Object = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ListWatch:
+    cluster: Cluster
+    resource: Resource
+    namespace: str | None = None
+    label_selector: str | None = None
+    field_selector: str | None = None
+
+    @classmethod
+    def for_resource(
+        cls,
+        cluster: Cluster,
+        resource: ResourceLike,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> ListWatch:
+        res = resolve(resource)
+        if namespace and not res.namespaced:
+            raise ValueError(f"{res.group_resource} is cluster-scoped: it cannot be watched in namespace {namespace!r}")
+        return cls(cluster, res, namespace or None, label_selector or None, field_selector or None)
+
+    def list(
+        self, *, resource_version: str | None = None, limit: int | None = None, continue_token: str | None = None
+    ) -> Object:
+        return self.cluster.list(
+            self.resource,
+            self.namespace,
+            label_selector=self.label_selector,
+            field_selector=self.field_selector,
+            resource_version=resource_version,
+            limit=limit,
+            continue_token=continue_token,
+        )
+
+    def watch(self, *, resource_version: str, timeout_seconds: float | None = None) -> Watch:
+        return self.cluster.watch(
+            self.resource,
+            self.namespace,
+            resource_version=resource_version,
+            label_selector=self.label_selector,
+            field_selector=self.field_selector,
+            allow_bookmarks=True,
+            timeout_seconds=timeout_seconds,
+        )
+
+    def describe(self) -> str:
+        parts = [self.resource.group_resource]
+        if self.namespace:
+            parts.append(f"namespace={self.namespace}")
+        if self.label_selector:
+            parts.append(f"labels={self.label_selector}")
+        if self.field_selector:
+            parts.append(f"fields={self.field_selector}")
+        return " ".join(parts)
