@@ -1,0 +1,62 @@
+"""How the server treats each resource: its registry strategy, in a few flags.
+
+(In kube-apiserver each resource's REST strategy decides these: whether status is a separate
+subresource, whether metadata.generation tracks spec changes, whether an update without a
+resourceVersion is allowed, whether an update may create the object.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from minisched.resources import (
+    CONFIG_MAPS,
+    CRDS,
+    EVENTS,
+    EVENTS_V1,
+    LEASES,
+    NAMESPACES,
+    NODES,
+    POD_DISRUPTION_BUDGETS,
+    PODS,
+    PRIORITY_CLASSES,
+    Resource,
+)
+
+
+@dataclass(frozen=True)
+class Kind:
+    status_subresource: bool = False
+    tracks_generation: bool = False
+    unconditional_update: bool = True
+    create_on_update: bool = False
+
+
+BUILTIN_KINDS: dict[tuple[str, str, str], tuple[Resource, Kind]] = {
+    (r.group, r.version, r.plural): (r, k)
+    for r, k in (
+        (PODS, Kind(status_subresource=True, tracks_generation=True)),
+        (NODES, Kind(status_subresource=True)),
+        (NAMESPACES, Kind(status_subresource=True)),
+        (EVENTS, Kind(create_on_update=True)),
+        (EVENTS_V1, Kind(create_on_update=True)),
+        (PRIORITY_CLASSES, Kind()),
+        (LEASES, Kind(create_on_update=True)),
+        (CONFIG_MAPS, Kind()),
+        (POD_DISRUPTION_BUDGETS, Kind(status_subresource=True, tracks_generation=True)),
+        (CRDS, Kind(status_subresource=True, tracks_generation=True, unconditional_update=False)),
+    )
+}
+
+
+def custom_kind(resource: Resource) -> Kind:
+    """Custom resources: generation always tracked; an update must carry a resourceVersion."""
+    return Kind(status_subresource="status" in resource.subresources, tracks_generation=True,
+                unconditional_update=False)
+
+
+def storage_key(resource: Resource) -> str:
+    """Where objects live: both Event APIs share one storage, as on the real server."""
+    if resource == EVENTS_V1:
+        return "/events"
+    return f"{resource.group}/{resource.plural}"

@@ -1,0 +1,748 @@
+"""EmbeddedCluster: an in-process API server with kube-apiserver's semantics for what minisched uses.
+
+One lock guards all state, so every request is atomic and changes are committed (and watched) in
+one total order, with one resourceVersion counter, as etcd gives a real server.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import random
+import threading
+import uuid
+from typing import Any
+
+from minisched.clock import Clock, RealClock, rfc3339
+from minisched.cluster.base import Object, Watch
+from minisched.errors import ApiError, BadRequest, NotFound, Timeout
+from minisched.resources import (
+    CRDS,
+    EVENTS_V1,
+    NAMESPACES,
+    POD_DISRUPTION_BUDGETS,
+    PODS,
+    PRIORITY_CLASSES,
+    Resource,
+    ResourceLike,
+    resolve,
+)
+from minisched.selectors import (
+    check_field_selector,
+    object_fields,
+    parse_field_selector,
+    parse_label_selector,
+)
+
+from . import admission, pods, validation
+from .crds import CrdRegistry
+from .events import core_to_events_v1, events_v1_to_core
+from .faults import Faults
+from .jsonvalues import check_merge_patch, clone, merge_patch
+from .kinds import BUILTIN_KINDS, Kind, custom_kind, storage_key
+from .statuses import (
+    already_exists,
+    conflict,
+    forbidden,
+    forbidden_field,
+    invalid,
+    invalid_value,
+    namespace_not_found,
+    not_found,
+    stale,
+)
+from .store import ObjectStore, Versioner
+from .watchhub import Change, EmbeddedWatch, WatchHub
+
+INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+_GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg/util/rand
+
+
+class EmbeddedCluster:
+    """An in-process Kubernetes API (implements minisched.cluster.base.Cluster).
+
+    clock: timestamps and watch timeouts/bookmarks run on it (a VirtualClock makes runs repeatable).
+    history_window: how many changes per resource a watch can replay; older versions answer 410.
+    bookmark_period: seconds between BOOKMARK events on watches that allow them (real server: ~60).
+    """
+
+    def __init__(
+        self,
+        clock: Clock | None = None,
+        *,
+        history_window: int = 10_000,
+        bookmark_period: float = 60.0,
+        seed: int | None = None,
+    ) -> None:
+        self.clock: Clock = clock or RealClock()
+        self.bookmark_period = bookmark_period
+        self._lock = threading.RLock()
+        self._rv = Versioner()
+        self._stores: dict[str, ObjectStore] = {}
+        self._hub = WatchHub(history_window)
+        self._crds = CrdRegistry()
+        self._random = random.Random(seed)
+        self._closed = False
+        self.faults = Faults(drop=self._drop_watches, compact=self._compact)
+        for ns in INITIAL_NAMESPACES:
+            self._create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}, None)
+        for name, value in admission.SYSTEM_PRIORITY_CLASSES.items():
+            self._create(PRIORITY_CLASSES, {
+                "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
+                "value": value, "description": "Used for system critical pods that must not be moved from their "
+                "current node.",
+            }, None)
+
+    # ------------------------------------------------------------------ the Cluster protocol
+
+    @property
+    def name(self) -> str:
+        return "embedded"
+
+    def get(self, resource: ResourceLike, name: str, namespace: str | None = None) -> Object:
+        r, _ = self._served(resource)
+        with self._lock:
+            self._request("get")
+            obj = self._store(r).get(self._ns(r, namespace), name)
+            if obj is None:
+                raise not_found(r, name)
+            return self._out(r, obj)
+
+    def list(
+        self,
+        resource: ResourceLike,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        resource_version: str | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
+    ) -> Object:
+        r, _ = self._served(resource)
+        labels = parse_label_selector(label_selector)
+        fields = check_field_selector(parse_field_selector(field_selector), r.group, r.kind)
+        if limit is not None and limit < 0:
+            raise BadRequest(f"limit must be a non-negative integer, not {limit}")
+        with self._lock:
+            self._request("list")
+            self._check_version(resource_version)
+            list_rv = self._rv.current
+            after = None
+            if continue_token:
+                list_rv, after = _decode_continue(continue_token)
+            ns = namespace if r.namespaced and namespace else None
+            items: list[Object] = []
+            more = False
+            last: tuple[str, str] | None = None
+            for key, obj in self._store(r).items(ns, after):
+                if not labels.empty() and not labels.matches((obj.get("metadata") or {}).get("labels")):
+                    continue
+                if not fields.empty() and not fields.matches(object_fields(obj, r.group, r.kind)):
+                    continue
+                if limit and len(items) >= limit:
+                    more = True
+                    break
+                items.append(obj)
+                last = key
+            metadata: Object = {"resourceVersion": str(list_rv)}
+            if more and last is not None:
+                metadata["continue"] = _encode_continue(list_rv, last)
+            out_items = [self._out(r, obj) for obj in items]
+        return {"apiVersion": r.api_version, "kind": f"{r.kind}List", "metadata": metadata, "items": out_items}
+
+    def create(self, resource: ResourceLike, obj: Object, namespace: str | None = None) -> Object:
+        r, _ = self._served(resource)
+        _check_object(obj)
+        with self._lock:
+            self._request("create")
+            return self._out(r, self._create(r, obj, namespace))
+
+    def update(self, resource: ResourceLike, obj: Object, *, subresource: str | None = None) -> Object:
+        r, kind = self._served(resource)
+        _check_object(obj)
+        self._check_subresource(r, kind, subresource)
+        meta = obj.get("metadata") or {}
+        with self._lock:
+            self._request("update")
+            ns = self._ns(r, meta.get("namespace"))
+            name = meta.get("name") or ""
+            if not name:
+                raise invalid(r.kind, "", [validation.required("metadata.name", "name or generateName is required")],
+                              r.group)
+            existing = self._store(r).get(ns, name)
+            if existing is None:
+                if kind.create_on_update and subresource is None:
+                    return self._out(r, self._create(r, obj, ns))
+                raise not_found(r, name)
+            return self._out(r, self._update(r, kind, existing, self._in(r, obj), subresource))
+
+    def patch(
+        self,
+        resource: ResourceLike,
+        name: str,
+        patch: Object,
+        namespace: str | None = None,
+        *,
+        subresource: str | None = None,
+    ) -> Object:
+        r, kind = self._served(resource)
+        check_merge_patch(patch)
+        self._check_subresource(r, kind, subresource)
+        with self._lock:
+            self._request("patch")
+            ns = self._ns(r, namespace)
+            existing = self._store(r).get(ns, name)
+            if existing is None:
+                raise not_found(r, name)
+            # Merge into the object as the client sees it (its API version), then store that.
+            patched = merge_patch(self._out(r, existing), patch)
+            if not isinstance(patched.get("metadata"), dict):
+                raise BadRequest("metadata: the patched object must keep a metadata object")
+            patched_name = patched["metadata"].get("name")
+            if patched_name != name:
+                raise BadRequest(f"the name of the object ({patched_name}) does not match the name on the URL ({name})")
+            if r.namespaced and patched["metadata"].get("namespace") != ns:
+                raise BadRequest("the namespace of the provided object does not match the namespace sent on the request")
+            return self._out(r, self._update(r, kind, existing, self._in(r, patched), subresource, patching=True))
+
+    def delete(
+        self,
+        resource: ResourceLike,
+        name: str,
+        namespace: str | None = None,
+        *,
+        grace_period_seconds: int | None = None,
+        preconditions: dict[str, str] | None = None,
+    ) -> Object:
+        r, _ = self._served(resource)
+        with self._lock:
+            self._request("delete")
+            return self._out(r, self._delete(r, self._ns(r, namespace), name, grace_period_seconds, preconditions))
+
+    def watch(
+        self,
+        resource: ResourceLike,
+        namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        allow_bookmarks: bool = False,
+        timeout_seconds: float | None = None,
+    ) -> Watch:
+        """Watch from `resource_version`. As on the real server, "" / None and "0" both start with
+        synthetic ADDED events for every object that exists now, then stream changes; a specific
+        version streams the changes after it (410 Expired, raised from iteration, when the history
+        no longer reaches back that far)."""
+        r, _ = self._served(resource)
+        labels = parse_label_selector(label_selector)
+        fields = check_field_selector(parse_field_selector(field_selector), r.group, r.kind)
+        if timeout_seconds is not None and timeout_seconds < 0:
+            raise BadRequest(f"timeoutSeconds must not be negative, not {timeout_seconds}")
+        with self._lock:
+            self._request("watch")
+            ns = namespace if r.namespaced and namespace else None
+            storage = storage_key(r)
+            w = EmbeddedWatch(
+                lock=self._lock, clock=self.clock, group=r.group, kind=r.kind, namespace=ns,
+                label_selector=labels, field_selector=fields, allow_bookmarks=allow_bookmarks,
+                timeout_seconds=timeout_seconds, bookmark_period=self.bookmark_period,
+                output=lambda o: self._out(r, o),
+                bookmark_object=lambda rv: {"apiVersion": r.api_version, "kind": r.kind,
+                                            "metadata": {"resourceVersion": str(rv)}},
+                current_rv=lambda: self._rv.current,
+                on_close=self._forget_watch,
+            )
+            if resource_version in (None, "", "0"):
+                for (obj_ns, _), obj in self._store(r).items(ns):
+                    w.push(Change(int(obj["metadata"]["resourceVersion"]), "ADDED", obj, None, obj_ns))
+            else:
+                rv = _parse_rv(resource_version)
+                if rv > self._rv.current:
+                    w.fail(Timeout(f"Too large resource version: {rv}, current: {self._rv.current}",
+                                   details={"retryAfterSeconds": 1}))
+                    return w
+                try:
+                    for change in self._hub.history(storage).since(rv):
+                        if ns is None or change.namespace == ns:
+                            w.push(change)
+                except ApiError as err:
+                    w.fail(err)
+                    return w
+            if self._closed:
+                w.drop()
+            else:
+                self._hub.add(storage, w)
+            return w
+
+    def bind(self, namespace: str, name: str, node_name: str, *, uid: str | None = None) -> None:
+        with self._lock:
+            self._request("bind")
+            existing = self._store(PODS).get(namespace, name)
+            if existing is None:
+                raise not_found(PODS, name)
+            if uid is not None and uid != existing["metadata"]["uid"]:
+                raise _uid_mismatch(PODS, name, uid, existing)
+            error = pods.binding_error(existing)
+            if error is not None:
+                raise error
+            pod = clone(existing)
+            pods.bind(pod, node_name, self._now())
+            self._commit(PODS, "MODIFIED", pod, existing)
+
+    def evict(self, namespace: str, name: str, *, grace_period_seconds: int | None = None) -> None:
+        with self._lock:
+            self._request("evict")
+            pod = self._store(PODS).get(namespace, name)
+            if pod is None:
+                raise not_found(PODS, name)
+            if not pods.can_ignore_pdb(pod):
+                self._check_disruption_budget(namespace, pod)
+            if not pod["metadata"].get("deletionTimestamp"):
+                marked = clone(pod)
+                pods.set_condition(marked, {
+                    "type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
+                    "message": "Eviction API: evicting",
+                }, self._now())
+                self._commit(PODS, "MODIFIED", marked, pod)
+            self._delete(PODS, namespace, name, grace_period_seconds, None)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+        self._drop_watches()
+
+    # ------------------------------------------------------------------ helpers for notebooks/tests
+
+    @property
+    def resource_version(self) -> int:
+        """The current (latest committed) resourceVersion."""
+        with self._lock:
+            return self._rv.current
+
+    def count(self, resource: ResourceLike, namespace: str | None = None) -> int:
+        """How many objects of a resource exist (cheap: no copies)."""
+        r, _ = self._served(resource)
+        with self._lock:
+            store = self._store(r)
+            return store.count if namespace is None else len(store.namespace_objects(namespace))
+
+    def open_watch_count(self) -> int:
+        with self._lock:
+            return len(self._hub.open_watches())
+
+    # ------------------------------------------------------------------ resources and conversion
+
+    def _served(self, resource: ResourceLike) -> tuple[Resource, Kind]:
+        if isinstance(resource, str):
+            try:
+                r = resolve(resource)
+            except NotFound:
+                with self._lock:
+                    found = self._crds.find(resource)
+                if found is None:
+                    raise NotFound(f'the server doesn\'t have a resource type "{resource}"') from None
+                r = found
+        else:
+            r = resource
+        builtin = BUILTIN_KINDS.get((r.group, r.version, r.plural))
+        if builtin is not None:
+            return builtin
+        with self._lock:
+            served = self._crds.served(r)
+        if served is None:
+            raise NotFound("the server could not find the requested resource",
+                           details={"group": r.group, "kind": r.plural})
+        return served, custom_kind(served)
+
+    def _store(self, r: Resource) -> ObjectStore:
+        key = storage_key(r)
+        store = self._stores.get(key)
+        if store is None:
+            store = self._stores[key] = ObjectStore()
+        return store
+
+    def _out(self, r: Resource, stored: Object) -> Object:
+        """What a client receives: a copy, in the API version it asked for."""
+        obj: Object = clone(stored)
+        if r == EVENTS_V1:
+            return core_to_events_v1(obj)
+        obj["apiVersion"], obj["kind"] = r.api_version, r.kind
+        return obj
+
+    def _in(self, r: Resource, obj: Object) -> Object:
+        """What is stored: a copy, in the storage version."""
+        stored: Object = clone(obj)
+        if r == EVENTS_V1:
+            return events_v1_to_core(stored)
+        if (r.group, r.version, r.plural) not in BUILTIN_KINDS:
+            version = self._crds.storage_version(r)
+            stored["apiVersion"] = f"{r.group}/{version}"
+        else:
+            stored["apiVersion"] = r.api_version
+        stored["kind"] = r.kind
+        return stored
+
+    def _ns(self, r: Resource, namespace: str | None) -> str:
+        if not r.namespaced:
+            return ""
+        return namespace or "default"
+
+    def _now(self) -> str:
+        return rfc3339(self.clock.now())
+
+    def _request(self, verb: str) -> None:
+        if self._closed:
+            raise ApiError("the embedded cluster is closed", status=503, reason="ServiceUnavailable")
+        self.faults.check(verb)
+
+    def _check_subresource(self, r: Resource, kind: Kind, subresource: str | None) -> None:
+        if subresource is None:
+            return
+        if subresource != "status" or not kind.status_subresource:
+            raise NotFound(f"the server could not find the requested resource ({r.plural}/{subresource})")
+
+    def _check_version(self, resource_version: str | None) -> None:
+        if resource_version in (None, "", "0"):
+            return
+        rv = _parse_rv(resource_version)
+        if rv > self._rv.current:
+            raise Timeout(f"Too large resource version: {rv}, current: {self._rv.current}",
+                          details={"retryAfterSeconds": 1})
+
+    # ------------------------------------------------------------------ writes
+
+    def _commit(self, r: Resource, type_: str, obj: Object, old: Object | None) -> Object:
+        """Store `obj` (which the caller gives up) under a new resourceVersion and publish it."""
+        rv = self._rv.next()
+        meta = obj["metadata"]
+        meta["resourceVersion"] = str(rv)
+        ns, name = meta.get("namespace", ""), meta["name"]
+        store = self._store(r)
+        if type_ == "DELETED":
+            store.remove(ns, name)
+        else:
+            store.put(ns, name, obj)
+        self._hub.publish(storage_key(r), Change(rv, type_, obj, old, ns))
+        return obj
+
+    def _create(self, r: Resource, given: Object, namespace: str | None) -> Object:
+        obj = self._in(r, given)
+        meta = obj.get("metadata")
+        if not isinstance(meta, dict):
+            meta = obj["metadata"] = {}
+        if r.namespaced:
+            body_ns = meta.get("namespace")
+            if namespace and body_ns and body_ns != namespace:
+                raise BadRequest("the namespace of the provided object does not match the namespace sent on the request")
+            ns = namespace or body_ns or "default"
+            meta["namespace"] = ns
+            namespace_obj = self._store(NAMESPACES).get("", ns)
+            if namespace_obj is None:
+                raise namespace_not_found(ns)
+            if namespace_obj["metadata"].get("deletionTimestamp"):
+                raise forbidden(r, meta.get("name") or "", (
+                    f"unable to create new content in namespace {ns} because it is being terminated"))
+        else:
+            meta.pop("namespace", None)
+            ns = ""
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = meta["generateName"] + "".join(self._random.choice(_GENERATE_ALPHABET) for _ in range(5))
+        name = meta.get("name") or ""
+        for system_field in ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp",
+                             "deletionGracePeriodSeconds", "generation", "managedFields", "selfLink"):
+            meta.pop(system_field, None)
+        kind = BUILTIN_KINDS.get((r.group, r.version, r.plural), (r, custom_kind(r)))[1]
+        self._prepare_for_create(r, kind, obj)
+        causes = validation.metadata_causes(r, obj) + validation.kind_causes(r, obj)
+        if causes:
+            raise invalid(r.kind, name, causes, r.group if r.group not in ("", "events.k8s.io") else "")
+        if self._store(r).get(ns, name) is not None:
+            raise already_exists(r, name)
+        meta["uid"] = str(uuid.UUID(int=self._random.getrandbits(128), version=4))
+        meta["creationTimestamp"] = self._now()
+        if kind.tracks_generation:
+            meta["generation"] = 1
+        stored = self._commit(r, "ADDED", obj, None)
+        if r == CRDS:
+            self._crds.register(stored)
+        return stored
+
+    def _prepare_for_create(self, r: Resource, kind: Kind, obj: Object) -> None:
+        """Per-kind defaulting and admission (PrepareForCreate + mutating admission)."""
+        if kind.status_subresource and r.plural != "nodes":
+            obj.pop("status", None)  # status is written through the status subresource only
+        if r == PODS:
+            admission.default_pod(obj)
+            admission.admit_priority(obj, self._priority_class, self._global_default_priority_class)
+            validation.pod_causes(obj)  # malformed quantities answer 400 before anything else
+            admission.pod_status_on_create(obj)
+        elif r == NAMESPACES and obj["metadata"].get("name"):
+            admission.default_namespace(obj)
+        elif r == PRIORITY_CLASSES:
+            admission.default_priority_class(obj)
+            if obj.get("globalDefault"):
+                existing = self._global_default_priority_class()
+                if existing is not None:
+                    raise forbidden(r, obj["metadata"].get("name") or "", (
+                        f"PriorityClass {existing['metadata']['name']} is already marked as default. "
+                        "Only one default can exist"))
+        elif r == POD_DISRUPTION_BUDGETS:
+            admission.empty_pdb_status(obj)
+        elif r == CRDS:
+            causes = validation.crd_causes(obj)
+            if causes:
+                raise invalid(r.kind, obj["metadata"].get("name") or "", causes, r.group)
+            admission.crd_status(obj, self._now())
+
+    def _priority_class(self, name: str) -> Object | None:
+        return self._store(PRIORITY_CLASSES).get("", name)
+
+    def _global_default_priority_class(self) -> Object | None:
+        for _, pc in self._store(PRIORITY_CLASSES).items():
+            if pc.get("globalDefault"):
+                return pc
+        return None
+
+    def _update(self, r: Resource, kind: Kind, existing: Object, new: Object, subresource: str | None,
+                *, patching: bool = False) -> Object:
+        old_meta = existing["metadata"]
+        name = old_meta["name"]
+        new_meta = new.get("metadata")
+        if not isinstance(new_meta, dict):
+            new_meta = new["metadata"] = {}
+        given_rv = new_meta.get("resourceVersion")
+        if given_rv:
+            if str(given_rv) != old_meta["resourceVersion"]:
+                _parse_rv(str(given_rv))
+                raise stale(r, name)
+        elif not kind.unconditional_update and not patching:
+            raise invalid(r.kind, name, [invalid_value("metadata.resourceVersion", "0x0",
+                                                       "must be specified for an update")], r.group)
+        if new_meta.get("uid") and new_meta["uid"] != old_meta["uid"]:
+            raise _uid_mismatch(r, name, new_meta["uid"], existing)
+
+        if subresource == "status":
+            candidate = clone(existing)
+            if "status" in new:
+                candidate["status"] = new["status"]
+            else:
+                candidate.pop("status", None)
+        else:
+            candidate = new
+            meta = candidate["metadata"]
+            for system_field in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
+                                 "generation", "name", "namespace"):
+                if system_field in old_meta:
+                    meta[system_field] = old_meta[system_field]
+                else:
+                    meta.pop(system_field, None)
+            if kind.status_subresource:
+                if "status" in existing:
+                    candidate["status"] = clone(existing["status"])
+                else:
+                    candidate.pop("status", None)
+            if old_meta.get("deletionTimestamp"):
+                added = set(meta.get("finalizers") or []) - set(old_meta.get("finalizers") or [])
+                if added:
+                    raise invalid(r.kind, name, [forbidden_field(
+                        "metadata.finalizers", "no new finalizers can be added if the object is being deleted")],
+                        r.group)
+        causes = validation.metadata_causes(r, candidate)
+        if r == PODS and subresource is None:
+            causes += validation.pod_update_causes(existing, candidate)
+        elif r == PRIORITY_CLASSES and candidate.get("value") != existing.get("value"):
+            causes.append(forbidden_field("value", "may not be changed in an update."))
+        elif subresource is None:
+            causes += validation.kind_causes(r, candidate)
+        if causes:
+            raise invalid(r.kind, name, causes, r.group if r.group not in ("", "events.k8s.io") else "")
+
+        candidate["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
+        if candidate == existing:
+            return existing  # a no-op update writes nothing and keeps the resourceVersion
+        if kind.tracks_generation and _spec_changed(existing, candidate, kind):
+            candidate["metadata"]["generation"] = int(old_meta.get("generation") or 0) + 1
+        stored = self._commit(r, "MODIFIED", candidate, existing)
+        meta = stored["metadata"]
+        if meta.get("deletionTimestamp") and not meta.get("finalizers") and not meta.get("deletionGracePeriodSeconds"):
+            # The last finalizer is gone from an object whose deletion was waiting only for it.
+            return self._remove(r, stored)
+        return stored
+
+    def _delete(self, r: Resource, ns: str, name: str, grace: int | None,
+                preconditions: dict[str, str] | None) -> Object:
+        existing = self._store(r).get(ns, name)
+        if existing is None:
+            raise not_found(r, name)
+        meta = existing["metadata"]
+        for key, value in (preconditions or {}).items():
+            if key == "uid" and value != meta["uid"]:
+                raise _uid_mismatch(r, name, value, existing)
+            if key == "resourceVersion" and value != meta["resourceVersion"]:
+                raise conflict(r.group_resource, name, (
+                    f"Precondition failed: ResourceVersion in precondition: {value}, "
+                    f"ResourceVersion in object meta: {meta['resourceVersion']}"))
+            if key not in ("uid", "resourceVersion"):
+                raise BadRequest(f"unknown delete precondition {key!r} (use uid or resourceVersion)")
+        if grace is not None and grace < 0:
+            raise invalid(r.kind, name, [invalid_value("gracePeriodSeconds", grace, "must be >= 0")], r.group)
+        finalizers = bool(meta.get("finalizers"))
+        if meta.get("deletionTimestamp"):
+            pending = meta.get("deletionGracePeriodSeconds") or 0
+            if pending == 0 and not finalizers:
+                return self._remove(r, existing)
+            if grace is None or grace >= pending:
+                return existing  # graceful deletion already pending
+            shorter = clone(existing)
+            deadline = _parse_time(meta["deletionTimestamp"]) - pending + grace
+            shorter["metadata"]["deletionTimestamp"] = rfc3339(deadline)
+            shorter["metadata"]["deletionGracePeriodSeconds"] = grace
+            stored = self._commit(r, "MODIFIED", shorter, existing)
+            return stored if grace > 0 or finalizers else self._remove(r, stored)
+        if r == NAMESPACES:
+            return self._delete_namespace(existing)
+        if r == CRDS:
+            self._delete_custom_objects(existing)
+        period = pods.grace_period(existing, grace) if r == PODS else 0
+        if r == PODS or finalizers:
+            # Graceful deletion (pods) and finalizers first mark the object (deletionTimestamp).
+            marked = clone(existing)
+            mmeta = marked["metadata"]
+            mmeta["deletionTimestamp"] = rfc3339(self.clock.now() + period)
+            mmeta["deletionGracePeriodSeconds"] = period
+            if "generation" in mmeta:
+                mmeta["generation"] += 1
+            stored = self._commit(r, "MODIFIED", marked, existing)
+            if period > 0 or finalizers:
+                return stored
+            return self._remove(r, stored)
+        return self._remove(r, existing)
+
+    def _remove(self, r: Resource, existing: Object) -> Object:
+        final = dict(existing)
+        final["metadata"] = dict(existing["metadata"])
+        self._commit(r, "DELETED", final, existing)
+        if r == CRDS:
+            self._crds.unregister(existing)
+        return final
+
+    def _delete_namespace(self, namespace: Object) -> Object:
+        """Deleting a namespace deletes everything in it. (A real server marks it Terminating and its
+        namespace controller empties it; the embedded cluster does both at once.)"""
+        ns = namespace["metadata"]["name"]
+        for store_key, store in list(self._stores.items()):
+            objects = store.namespace_objects(ns)
+            if not objects:
+                continue
+            r = self._resource_for_storage(store_key)
+            for obj in sorted(objects, key=lambda o: o["metadata"]["name"]):
+                self._remove(r, obj)
+        return self._remove(NAMESPACES, namespace)
+
+    def _delete_custom_objects(self, crd: Object) -> None:
+        r = Resource.from_crd(crd)
+        store = self._stores.get(storage_key(r))
+        if store is None:
+            return
+        for _, obj in list(store.items()):
+            self._remove(r, obj)
+        self._stores.pop(storage_key(r), None)
+
+    def _resource_for_storage(self, key: str) -> Resource:
+        for r, _ in BUILTIN_KINDS.values():
+            if storage_key(r) == key and r != EVENTS_V1:
+                return r
+        for crd in self._crds.all():
+            r = Resource.from_crd(crd)
+            if storage_key(r) == key:
+                return r
+        raise KeyError(key)
+
+    def _check_disruption_budget(self, namespace: str, pod: Object) -> None:
+        budgets = pods.matching_pdbs(pod, self._store(POD_DISRUPTION_BUDGETS).namespace_objects(namespace))
+        if not budgets:
+            return
+        if len(budgets) > 1:
+            raise pods.too_many_pdbs()
+        pdb = budgets[0]
+        status = pdb.get("status") or {}
+        stored_status = status.get("observedGeneration", 0) >= pdb["metadata"].get("generation", 1)
+        if not stored_status:
+            # No disruption controller runs here: compute what it would have written.
+            status = pods.computed_pdb_status(pdb, self._store(PODS).namespace_objects(namespace))
+        pods.eviction_check(pod, pdb, status)
+        if stored_status and pods.is_ready(pod):
+            # As the real eviction handler does, spend one allowed disruption in the PDB's status.
+            updated = clone(pdb)
+            updated["status"]["disruptionsAllowed"] = status["disruptionsAllowed"] - 1
+            updated["status"].setdefault("disruptedPods", {})[pod["metadata"]["name"]] = self._now()
+            self._commit(POD_DISRUPTION_BUDGETS, "MODIFIED", updated, pdb)
+
+    # ------------------------------------------------------------------ faults
+
+    def _drop_watches(self) -> int:
+        with self._lock:
+            watches = self._hub.open_watches()
+        for w in watches:
+            w.drop()
+        return len(watches)
+
+    def _compact(self) -> int:
+        with self._lock:
+            self._hub.compact(self._rv.current)
+            return self._rv.current
+
+    def _forget_watch(self, w: EmbeddedWatch) -> None:
+        with self._lock:
+            self._hub.remove(w)
+
+
+def _check_object(obj: Any) -> None:
+    if not isinstance(obj, dict):
+        raise BadRequest(f"the object must be a JSON object (dict), not {type(obj).__name__}")
+    if "metadata" in obj and not isinstance(obj["metadata"], dict):
+        raise BadRequest("metadata must be a JSON object")
+
+
+def _spec_changed(old: Object, new: Object, kind: Kind) -> bool:
+    ignored = {"metadata", "status"} if kind.status_subresource else {"metadata"}
+    keys = (set(old) | set(new)) - ignored
+    return any(old.get(k) != new.get(k) for k in keys)
+
+
+def _uid_mismatch(r: Resource, name: str, uid: str, existing: Object) -> ApiError:
+    return conflict(r.group_resource, name, (
+        f"Precondition failed: UID in precondition: {uid}, UID in object meta: {existing['metadata']['uid']}"))
+
+
+def _parse_rv(text: str) -> int:
+    try:
+        rv = int(text)
+    except (TypeError, ValueError):
+        raise BadRequest(f"invalid resource version {text!r}: it must be an integer, as the server issued it") from None
+    if rv < 0:
+        raise BadRequest(f"invalid resource version {text!r}: it must not be negative")
+    return rv
+
+
+def _parse_time(text: str) -> float:
+    from minisched.clock import parse_rfc3339
+
+    return parse_rfc3339(text)
+
+
+def _encode_continue(rv: int, key: tuple[str, str]) -> str:
+    raw = json.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": list(key)}).encode()
+    return base64.urlsafe_b64encode(raw).decode()
+
+
+def _decode_continue(token: str) -> tuple[int, tuple[str, str]]:
+    try:
+        data = json.loads(base64.urlsafe_b64decode(token.encode()))
+        return int(data["rv"]), (str(data["start"][0]), str(data["start"][1]))
+    except (binascii.Error, ValueError, KeyError, IndexError, TypeError):
+        raise BadRequest(f"continue key is not valid: {token!r:.40} was not issued by this server") from None
+
