@@ -1,0 +1,389 @@
+"""DefaultPreemption: when no node fits, make room by evicting lower-priority pods.
+
+kube-scheduler's plugins/defaultpreemption and framework/preemption (preemption.go), step by step:
+
+1. Eligibility. A pod with preemptionPolicy Never does not preempt. A pod already nominated to a
+   node where lower-priority pods are still terminating waits for them rather than preempting again.
+2. Candidates. Only nodes that failed Filter with Unschedulable (not UnschedulableAndUnresolvable:
+   evicting pods cannot fix a taint or an affinity miss). On each, from a random offset, until
+   max(10% of nodes, 100) candidates are found: take every pod of lower priority off the node; if the
+   pod still does not fit, the node is no candidate. Otherwise put the victims back one at a time
+   in order of importance (higher priority, then earlier start), those whose eviction would violate
+   a PodDisruptionBudget first, and keep back each one whose return still lets the pod fit. The
+   ones that cannot come back are the victims: a minimal set, not the smallest possible one.
+3. Choice, by kube's tie-breakers: fewest PDB violations, then the lowest priority among the
+   highest-priority victims, the lowest sum of victim priorities, the fewest victims, the latest
+   start time of the highest-priority victims, then the first.
+4. Action. Each victim gets condition DisruptionTarget (reason PreemptionByScheduler) and is deleted
+   (or evicted through the Eviction API); lower-priority pods nominated to the same node lose
+   their nomination. The preemptor is nominated to the node (status.nominatedNodeName) and waits in
+   the queue; when the victims are gone it is tried again, nominated node first.
+
+`select_victims_on_node` and `pick_one_node` are plain functions over PodInfos so that a chapter
+can call them on their own.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from minisched.clock import rfc3339
+from minisched.errors import ApiError, NotFound
+from minisched.resources import POD_DISRUPTION_BUDGETS, PODS
+from minisched.scheduler.framework.cycle_state import CycleState
+from minisched.scheduler.framework.status import Code, Status
+from minisched.scheduler.framework.types import PodInfo
+from minisched.selectors import from_label_selector_json
+
+Object = dict[str, Any]
+
+log = logging.getLogger(__name__)
+
+NAME = "DefaultPreemption"
+
+MIN_CANDIDATE_NODES_PERCENTAGE = 10
+MIN_CANDIDATE_NODES_ABSOLUTE = 100
+
+NO_VICTIMS = "No preemption victims found for incoming pod."
+NOT_HELPFUL = "Preemption is not helpful for scheduling."
+
+# A pod that never started counts as starting now (kube's GetPodStartTime), i.e. the latest.
+_NOT_STARTED = float("inf")
+
+
+class Fits(Protocol):
+    """Would `pod` pass every Filter plugin on the single node of `table`?"""
+
+    def __call__(self, state: CycleState, pod: PodInfo, table: Any) -> Status: ...
+
+
+@dataclass
+class Candidate:
+    node_name: str
+    victims: list[PodInfo] = field(default_factory=list)  # most important first
+    num_pdb_violations: int = 0
+
+
+@dataclass
+class Pdb:
+    """What preemption needs of a PodDisruptionBudget."""
+
+    namespace: str
+    name: str
+    selector: Any
+    disruptions_allowed: int
+    disrupted_pods: frozenset[str]
+
+    @classmethod
+    def from_object(cls, pdb: Object) -> Pdb:
+        meta, spec, status = pdb.get("metadata") or {}, pdb.get("spec") or {}, pdb.get("status") or {}
+        raw_selector = spec.get("selector")
+        # kube: a nil or empty PDB selector matches no pod here
+        selector = from_label_selector_json(raw_selector) if raw_selector else None
+        return cls(
+            namespace=str(meta.get("namespace") or ""),
+            name=str(meta.get("name") or ""),
+            selector=selector if selector is not None and not selector.empty() else None,
+            disruptions_allowed=int(status.get("disruptionsAllowed") or 0),
+            disrupted_pods=frozenset((status.get("disruptedPods") or {}).keys()),
+        )
+
+    def matches(self, pod: PodInfo) -> bool:
+        if self.selector is None or pod.namespace != self.namespace:
+            return False
+        return bool(self.selector.matches((pod.pod.get("metadata") or {}).get("labels") or {}))
+
+
+def more_important(a: PodInfo, b: PodInfo) -> bool:
+    """kube's MoreImportantPod: higher priority, then the one that started earlier."""
+    if a.priority != b.priority:
+        return a.priority > b.priority
+    return _start(a) < _start(b)
+
+
+def _start(p: PodInfo) -> float:
+    return p.started if p.started is not None else _NOT_STARTED
+
+
+def _importance_key(p: PodInfo) -> tuple[int, float]:
+    return (-p.priority, _start(p))
+
+
+def split_by_pdb_violation(pods: Sequence[PodInfo], pdbs: Sequence[Pdb]) -> tuple[list[PodInfo], list[PodInfo]]:
+    """(violating, non_violating), each keeping `pods`' order (kube's filterPodsWithPDBViolation):
+    evicting a pod uses up one allowed disruption of every PDB that selects it; once some PDB has
+    none left, the pod is violating."""
+    allowed = [p.disruptions_allowed for p in pdbs]
+    violating: list[PodInfo] = []
+    non_violating: list[PodInfo] = []
+    for pod in pods:
+        violates = False
+        for i, pdb in enumerate(pdbs):
+            if not pdb.matches(pod) or pod.name in pdb.disrupted_pods:
+                continue
+            allowed[i] -= 1
+            if allowed[i] < 0:
+                violates = True
+        (violating if violates else non_violating).append(pod)
+    return violating, non_violating
+
+
+def select_victims_on_node(
+    pod: PodInfo,
+    node_pods: Iterable[PodInfo],
+    fits: Callable[[list[PodInfo]], Status],
+    pdbs: Sequence[Pdb] = (),
+) -> tuple[list[PodInfo] | None, int, Status]:
+    """The minimal victims on one node, kube's SelectVictimsOnNode.
+
+    `fits(removed)` answers whether `pod` passes the filters with `removed` taken off the node.
+    Returns (victims most important first, PDB violations, status); victims is None when the node
+    is no candidate, and status then says why."""
+    lower = sorted((p for p in node_pods if p.priority < pod.priority), key=_importance_key)
+    if not lower:
+        return None, 0, Status.unschedulable(NO_VICTIMS, plugin=NAME, unresolvable=True)
+    status = fits(lower)
+    if not status.is_success:
+        return None, 0, status
+    violating, non_violating = split_by_pdb_violation(lower, pdbs)
+    removed = list(lower)
+    victims: list[PodInfo] = []
+    violations = 0
+
+    def reprieve(p: PodInfo) -> bool:
+        removed.remove(p)
+        if fits(removed).is_success:
+            return True
+        removed.append(p)
+        victims.append(p)
+        return False
+
+    for p in violating:
+        if not reprieve(p):
+            violations += 1
+    for p in non_violating:
+        reprieve(p)
+    victims.sort(key=_importance_key)
+    return victims, violations, Status.success()
+
+
+def pick_one_node(candidates: Sequence[Candidate]) -> Candidate | None:
+    """kube's pickOneNodeForPreemption: each criterion keeps the best; ties go to the next."""
+    if not candidates:
+        return None
+    remaining = list(candidates)
+    for criterion in (
+        lambda c: c.num_pdb_violations,
+        lambda c: c.victims[0].priority if c.victims else -(2**31),
+        lambda c: sum(v.priority + 2**31 for v in c.victims),  # kube shifts priorities to be positive
+        lambda c: len(c.victims),
+        lambda c: -_earliest_start_of_highest(c.victims),  # latest start wins
+    ):
+        best = min(criterion(c) for c in remaining)
+        remaining = [c for c in remaining if criterion(c) == best]
+        if len(remaining) == 1:
+            break
+    return remaining[0]
+
+
+def _earliest_start_of_highest(victims: Sequence[PodInfo]) -> float:
+    if not victims:
+        return _NOT_STARTED
+    top = max(v.priority for v in victims)
+    return min(_start(v) for v in victims if v.priority == top)
+
+
+def offset_and_num_candidates(
+    num_nodes: int, rng: random.Random, percentage: int = MIN_CANDIDATE_NODES_PERCENTAGE,
+    absolute: int = MIN_CANDIDATE_NODES_ABSOLUTE,
+) -> tuple[int, int]:
+    """kube's GetOffsetAndNumCandidates: a random start, and max(percentage% of nodes, absolute)."""
+    n = max(num_nodes * percentage // 100, absolute)
+    return (rng.randrange(num_nodes) if num_nodes else 0), min(n, num_nodes)
+
+
+class DefaultPreemption:
+    """The PostFilter plugin. Needs from its handle: `cluster`, `snapshot()`, `event_recorder` and a
+    way to run the Filter plugins on a one-node table (`run_filter_plugins(state, pod, table)`)."""
+
+    name = NAME
+
+    def __init__(self, args: Mapping[str, Any] | None = None, handle: Any = None) -> None:
+        args = dict(args or {})
+        self.handle = handle
+        self.percentage = int(args.get("minCandidateNodesPercentage", MIN_CANDIDATE_NODES_PERCENTAGE))
+        self.absolute = int(args.get("minCandidateNodesAbsolute", MIN_CANDIDATE_NODES_ABSOLUTE))
+        if not 0 <= self.percentage <= 100 or self.absolute < 0:
+            raise ValueError(
+                f"{NAME} args: minCandidateNodesPercentage must be 0..100 and minCandidateNodesAbsolute "
+                f">= 0, got {self.percentage} and {self.absolute}"
+            )
+        self.use_eviction = bool(args.get("useEviction", False))
+        grace = args.get("victimGracePeriodSeconds")
+        self.victim_grace_period: int | None = None if grace is None else int(grace)
+        self.rng = random.Random(args.get("seed"))
+        self.scheduler_name = str(args.get("schedulerName", "minisched"))
+        # Set by the Scheduler: the queue's nominator, to clear lower-priority nominations.
+        self.nominator: Any = None
+        self.victims_total = 0
+        self.attempts_total = 0
+
+    # --- PostFilter ---------------------------------------------------------------------------------
+
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, statuses: Mapping[str, Status]
+    ) -> tuple[str | None, Status]:
+        """(node to nominate, status). The node is None when the pod may not preempt (keep any
+        nomination it has), "" when preemption found no candidate (clear it)."""
+        self.attempts_total += 1
+        table = self.handle.snapshot()
+        ok, why = self.eligible(pod, table, statuses)
+        if not ok:
+            return None, Status.unschedulable(why, plugin=NAME)
+        candidates, status = self.find_candidates(state, pod, table, statuses)
+        if not candidates:
+            return "", status  # "": any earlier nomination is void
+        best = pick_one_node(candidates)
+        assert best is not None
+        err = self.prepare_candidate(best, pod, table)
+        if err is not None:
+            return None, Status.from_error(err, plugin=NAME)
+        self.victims_total += len(best.victims)
+        return best.node_name, Status.success()
+
+    def eligible(self, pod: PodInfo, table: Any, statuses: Mapping[str, Status]) -> tuple[bool, str]:
+        """kube's PodEligibleToPreemptOthers."""
+        if (pod.pod.get("spec") or {}).get("preemptionPolicy") == "Never":
+            return False, "not eligible due to preemptionPolicy=Never."
+        nominated = pod.nominated_node_name
+        if nominated:
+            status = statuses.get(nominated)
+            if status is not None and status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return True, ""  # that node cannot help any more: look elsewhere
+            for p in table.pods_on(nominated) if table.row(nominated) is not None else ():
+                if p.priority < pod.priority and (p.pod.get("metadata") or {}).get("deletionTimestamp"):
+                    return False, "not eligible due to a terminating pod on the nominated node."
+        return True, ""
+
+    def find_candidates(
+        self, state: CycleState, pod: PodInfo, table: Any, statuses: Mapping[str, Status]
+    ) -> tuple[list[Candidate], Status]:
+        """Dry-run preemption over the nodes where it might help (kube's findCandidates)."""
+        total = len(table)
+        potential = [n for n in table.names if (s := statuses.get(n)) is None
+                     or s.code != Code.UNSCHEDULABLE_AND_UNRESOLVABLE]
+        if not potential:
+            return [], Status.unschedulable(
+                f"0/{total} nodes are available: {total} {NOT_HELPFUL}", plugin=NAME)
+        pdbs = self._pdbs()
+        offset, wanted = offset_and_num_candidates(len(potential), self.rng, self.percentage, self.absolute)
+        candidates: list[Candidate] = []
+        failures: dict[str, int] = {}
+        non_violating = 0
+        for i in range(len(potential)):
+            node_name = potential[(offset + i) % len(potential)]
+            victims, violations, status = select_victims_on_node(
+                pod, table.pods_on(node_name), self._fits_on(state, pod, table, node_name), pdbs)
+            if victims is None:
+                for reason in status.reasons or (status.message(),):
+                    failures[reason] = failures.get(reason, 0) + 1
+                continue
+            candidates.append(Candidate(node_name, victims, violations))
+            non_violating += violations == 0
+            if non_violating > 0 and len(candidates) >= wanted:
+                break
+        if candidates:
+            return candidates, Status.success()
+        unhelpful = total - len(potential)
+        if unhelpful:
+            failures[NOT_HELPFUL] = failures.get(NOT_HELPFUL, 0) + unhelpful
+        parts = ", ".join(sorted(f"{n} {r}" for r, n in failures.items()))  # sorted as kube's FitError
+        return [], Status.unschedulable(f"0/{total} nodes are available: {parts}.", plugin=NAME)
+
+    def _fits_on(self, state: CycleState, pod: PodInfo, table: Any, node_name: str) -> Callable[[list[PodInfo]], Status]:
+        run = self.handle.run_filter_plugins
+
+        def fits(removed: list[PodInfo]) -> Status:
+            view = table.for_node(node_name, removed=removed)
+            return run(state.clone(), pod, view)
+
+        return fits
+
+    def _pdbs(self) -> list[Pdb]:
+        cluster = getattr(self.handle, "cluster", None)
+        if cluster is None:
+            return []
+        try:
+            items = cluster.list(POD_DISRUPTION_BUDGETS)["items"]
+        except ApiError as err:  # no PDB API (or no permission): preempt as if there were none
+            log.debug("no PodDisruptionBudgets for preemption: %s", err)
+            return []
+        return [Pdb.from_object(p) for p in items]
+
+    # --- acting on the choice ---------------------------------------------------------------------
+
+    def prepare_candidate(self, candidate: Candidate, pod: PodInfo, table: Any) -> ApiError | None:
+        """Mark and delete the victims, clear lower-priority nominations on the node (kube's
+        prepareCandidate). Returns the first API error that stops it, if any."""
+        cluster = self.handle.cluster
+        recorder = getattr(self.handle, "event_recorder", None)
+        for victim in candidate.victims:
+            try:
+                self._mark_disruption_target(cluster, victim)
+                if self.use_eviction:
+                    cluster.evict(victim.namespace, victim.name, grace_period_seconds=self.victim_grace_period)
+                else:
+                    cluster.delete(PODS, victim.name, victim.namespace,
+                                   grace_period_seconds=self.victim_grace_period)
+            except NotFound:
+                continue  # already gone: the room is free anyway
+            except ApiError as err:
+                return err
+            if recorder is not None:
+                recorder.event(victim.pod, "Normal", "Preempted",
+                               f"Preempted by pod {pod.uid} on node {candidate.node_name}")
+        self._clear_lower_nominations(pod, candidate.node_name)
+        return None
+
+    def _mark_disruption_target(self, cluster: Any, victim: PodInfo) -> None:
+        current = cluster.get(PODS, victim.name, victim.namespace)
+        conditions = [c for c in (current.get("status") or {}).get("conditions") or []
+                      if c.get("type") != "DisruptionTarget"]
+        conditions.append({
+            "type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+            "message": f"{self.scheduler_name}: preempting to accommodate a higher priority pod",
+            "lastTransitionTime": rfc3339(_now(self.handle)),
+        })
+        cluster.patch(PODS, victim.name, {"status": {"conditions": conditions}}, victim.namespace,
+                      subresource="status")
+
+    def _clear_lower_nominations(self, pod: PodInfo, node_name: str) -> None:
+        nominator = self.nominator
+        if nominator is None:
+            return
+        for other in nominator.nominated_pods().get(node_name, []):
+            priority = int((other.get("spec") or {}).get("priority") or 0)
+            meta = other.get("metadata") or {}
+            if priority < pod.priority and f"{meta.get('namespace')}/{meta.get('name')}" != pod.key:
+                nominator.delete_nominated(other)
+                recorder = getattr(self.handle, "event_recorder", None)
+                if recorder is not None and hasattr(recorder, "set_nominated_node"):
+                    recorder.set_nominated_node(other, "")
+
+
+def _now(handle: Any) -> float:
+    clock = getattr(handle, "clock", None)
+    if clock is not None:
+        return float(clock.now())
+    import time
+
+    return time.time()
+
+
+def new(args: Mapping[str, Any] | None, handle: Any) -> DefaultPreemption:
+    """The registry's factory."""
+    return DefaultPreemption(args, handle)

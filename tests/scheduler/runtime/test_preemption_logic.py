@@ -1,0 +1,115 @@
+"""DefaultPreemption's pure parts: victim minimality, reprieve order, PDBs, the node tie-breakers."""
+
+from __future__ import annotations
+
+import random
+
+from minisched.objects import make_pod
+from minisched.scheduler.framework.status import Status
+from minisched.scheduler.framework.types import PodInfo
+from minisched.scheduler.plugins.default_preemption import (
+    NO_VICTIMS,
+    Candidate,
+    Pdb,
+    offset_and_num_candidates,
+    pick_one_node,
+    select_victims_on_node,
+    split_by_pdb_violation,
+)
+
+
+def _pod(name: str, priority: int, cpu: str = "1", started: float | None = None,
+         labels: dict[str, str] | None = None) -> PodInfo:
+    pod = make_pod(name, cpu=cpu, memory=None, labels=labels)
+    pod["spec"]["priority"] = priority
+    info = PodInfo.from_pod(pod)
+    if started is not None:
+        object.__setattr__(info, "started", started)
+    return info
+
+
+def _cpu_fits(pod: PodInfo, node_pods: list[PodInfo], capacity: int):  # type: ignore[no-untyped-def]
+    def fits(removed: list[PodInfo]) -> Status:
+        gone = {p.key for p in removed}
+        used = sum(p.request("cpu") for p in node_pods if p.key not in gone)
+        if used + pod.request("cpu") <= capacity:
+            return Status.success()
+        return Status.unschedulable("Insufficient cpu")
+    return fits
+
+
+def test_only_as_many_victims_as_needed_and_the_least_important_go() -> None:
+    node_pods = [_pod("a", 10, started=1), _pod("b", 5, started=2), _pod("c", 5, started=3), _pod("d", 1)]
+    preemptor = _pod("p", 100, cpu="2")
+    victims, violations, status = select_victims_on_node(preemptor, node_pods, _cpu_fits(preemptor, node_pods, 4000))
+    assert status.is_success and violations == 0
+    # 4 cpu used, 2 needed: reprieve a (10), then b (5, started earlier than c); c and d cannot come back
+    assert [v.name for v in victims or []] == ["c", "d"]
+
+
+def test_higher_or_equal_priority_pods_are_never_victims() -> None:
+    node_pods = [_pod("same", 100), _pod("higher", 200)]
+    preemptor = _pod("p", 100)
+    victims, _, status = select_victims_on_node(preemptor, node_pods, _cpu_fits(preemptor, node_pods, 2000))
+    assert victims is None and status.reasons == (NO_VICTIMS,)
+
+
+def test_node_where_even_all_victims_are_not_enough_is_no_candidate() -> None:
+    node_pods = [_pod("low", 1, cpu="1"), _pod("high", 500, cpu="3")]
+    preemptor = _pod("p", 100, cpu="2")
+    victims, _, status = select_victims_on_node(preemptor, node_pods, _cpu_fits(preemptor, node_pods, 4000))
+    assert victims is None and status.reasons == ("Insufficient cpu",)
+
+
+def test_pdb_protected_pods_are_reprieved_first() -> None:
+    pdb = Pdb("default", "guard", _selector({"app": "guarded"}), disruptions_allowed=0, disrupted_pods=frozenset())
+    guarded = _pod("guarded", 5, labels={"app": "guarded"})
+    free = _pod("free", 5)
+    node_pods = [free, guarded]
+    preemptor = _pod("p", 100)
+    victims, violations, _ = select_victims_on_node(preemptor, node_pods, _cpu_fits(preemptor, node_pods, 2000), [pdb])
+    assert [v.name for v in victims or []] == ["free"] and violations == 0
+
+
+def test_pdb_violation_counted_when_unavoidable() -> None:
+    pdb = Pdb("default", "guard", _selector({"app": "g"}), disruptions_allowed=1, disrupted_pods=frozenset())
+    pods = [_pod("g1", 5, labels={"app": "g"}), _pod("g2", 5, labels={"app": "g"})]
+    violating, non_violating = split_by_pdb_violation(pods, [pdb])
+    assert [p.name for p in non_violating] == ["g1"] and [p.name for p in violating] == ["g2"]
+    preemptor = _pod("p", 100, cpu="2")
+    victims, violations, _ = select_victims_on_node(preemptor, pods, _cpu_fits(preemptor, pods, 2000), [pdb])
+    assert len(victims or []) == 2 and violations == 1
+
+
+def test_pick_one_node_tie_breakers_in_kube_order() -> None:
+    def cand(name: str, *victims: PodInfo, pdb: int = 0) -> Candidate:
+        return Candidate(name, list(victims), pdb)
+
+    # 1. fewest PDB violations
+    assert pick_one_node([cand("a", _pod("x", 1), pdb=1), cand("b", _pod("y", 50))]).node_name == "b"  # type: ignore[union-attr]
+    # 2. lowest highest-victim priority
+    assert pick_one_node([cand("a", _pod("x", 9)), cand("b", _pod("y", 3), _pod("z", 3))]).node_name == "b"  # type: ignore[union-attr]
+    # 3. lowest priority sum
+    assert pick_one_node([cand("a", _pod("x", 3), _pod("y", 3)), cand("b", _pod("z", 3), _pod("w", 1))]).node_name == "b"  # type: ignore[union-attr]
+    # 4. fewest victims
+    assert pick_one_node([cand("a", _pod("x", 3), _pod("y", 0)), cand("b", _pod("z", 3))]).node_name == "b"  # type: ignore[union-attr]
+    # 5. latest start time of the highest-priority victims
+    early, late = _pod("x", 3, started=100), _pod("y", 3, started=200)
+    assert pick_one_node([cand("a", early), cand("b", late)]).node_name == "b"  # type: ignore[union-attr]
+    # all equal: the first
+    assert pick_one_node([cand("a", _pod("x", 3, started=1)), cand("b", _pod("y", 3, started=1))]).node_name == "a"  # type: ignore[union-attr]
+    assert pick_one_node([]) is None
+
+
+def test_candidate_count_is_ten_percent_or_a_hundred() -> None:
+    rng = random.Random(1)
+    assert offset_and_num_candidates(50, rng)[1] == 50
+    assert offset_and_num_candidates(500, rng)[1] == 100
+    assert offset_and_num_candidates(5000, rng)[1] == 500
+    assert all(0 <= offset_and_num_candidates(7, rng)[0] < 7 for _ in range(20))
+
+
+def _selector(labels: dict[str, str]):  # type: ignore[no-untyped-def]
+    from minisched.selectors import from_label_selector_json
+
+    return from_label_selector_json({"matchLabels": labels})
