@@ -15,14 +15,17 @@ with an exception (or `keep_logs=True`), and `stop()` says where they are.
 
 from __future__ import annotations
 
+import atexit
 import http.client
 import json
 import os
 import shutil
 import ssl
+import sys
 import tempfile
 import threading
 import time
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -99,6 +102,7 @@ class ControlPlane:
         if self._started:
             return self
         self._started = True
+        _running.add(self)
         try:
             self._write_certs()
             self._start_etcd()
@@ -116,6 +120,7 @@ class ControlPlane:
         """Stop everything (scheduler, KWOK, apiserver, etcd: clients first), then clean up.
 
         Logs are kept if `keep_logs`, or options.keep_logs, or something failed; otherwise removed."""
+        _running.discard(self)
         with self._lock:
             for name in reversed(list(self._processes)):
                 self._processes.pop(name).stop()
@@ -368,6 +373,19 @@ class ControlPlane:
         proc.wait_until(
             lambda: _http_get("127.0.0.1", port, "/healthz") == 200, self.options.ready_timeout, "healthy"
         )
+
+
+_running: weakref.WeakSet[ControlPlane] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_running_control_planes() -> None:
+    """An interpreter exiting with a control plane still up (stop() never called): stop it, remove its
+    state, and keep its logs, since something went wrong. Runs before processes.py's own backstop."""
+    for cp in list(_running):
+        cp.mark_failed()
+        cp.stop()
+        print(f"minisched: stopped a control plane left running; logs in {cp.log_dir}", file=sys.stderr)
 
 
 def _https_get(

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
 import os
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -54,6 +56,7 @@ class ManagedProcess:
             stderr=subprocess.STDOUT,
             env=env,
             start_new_session=True,  # its own process group: killpg reaches any children too
+            preexec_fn=_die_with_parent,
         )
         with _live_lock:
             _live.add(self)
@@ -110,6 +113,20 @@ class ManagedProcess:
             self._log.close()
             with _live_lock:
                 _live.discard(self)
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: ask Linux to SIGKILL it when its parent dies.
+
+    atexit covers normal exits and exceptions; this covers the parent being killed outright (a
+    SIGKILLed pytest, a closed terminal), which would otherwise leave etcd and the API server
+    running. Linux counts the parent *thread*: start control planes from a long-lived thread."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(Exception):
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+_PR_SET_PDEATHSIG = 1
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:

@@ -7,6 +7,8 @@ import ipaddress
 import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -161,3 +163,31 @@ def test_stopping_one_component_ends_its_process(control_plane: ControlPlane) ->
     control_plane.stop_component("short-lived-scheduler")
     assert not proc.running()
     assert not _alive(proc.pid)
+
+
+_ORPHAN_SCRIPT = """
+import os, sys
+from minisched.controlplane import ControlPlane
+cp = ControlPlane().start()
+print(" ".join(str(p.pid) for p in cp.processes.values()), cp.apiserver_port, cp.etcd_port, flush=True)
+print(cp.work_dir, cp.log_dir, flush=True)
+if sys.argv[1] == "kill":
+    os.kill(os.getpid(), 9)
+sys.exit(3)  # no stop(): atexit must clean up
+"""
+
+
+@pytest.mark.parametrize("how", ["exit", "kill"])
+def test_no_stray_processes_when_the_python_process_ends_without_stopping(how: str) -> None:
+    require_binaries()
+    done = subprocess.run(
+        [sys.executable, "-c", _ORPHAN_SCRIPT, how], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode in (3, -9), done.stderr
+    numbers, directories = done.stdout.splitlines()[:2]
+    for directory in directories.split():  # a killed parent cannot clean up its temp dirs
+        shutil.rmtree(directory, ignore_errors=True)
+    *pids, apiserver_port, etcd_port = (int(x) for x in numbers.split())
+    assert len(pids) == 3
+    wait_for(lambda: not any(_alive(p) for p in pids), 15, "the components to die with their parent")
+    assert not port_is_listening(apiserver_port) and not port_is_listening(etcd_port)
