@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from minisched.informer import Delta, DeletedFinalStateUnknown, DeltaFIFO, DeltaType, FIFOClosedError, Store
+from minisched.informer import DeletedFinalStateUnknown, Delta, DeltaFIFO, DeltaType, FIFOClosedError, Store
 from tests.informer.fakes import pod
 
 A, U, D, R, S = DeltaType.ADDED, DeltaType.UPDATED, DeltaType.DELETED, DeltaType.REPLACED, DeltaType.SYNC
