@@ -35,3 +35,24 @@ def run_in_thread(fn: Callable[[], object]) -> tuple[threading.Thread, dict[str,
 
 def wait_for_sleepers(clock: VirtualClock, timeout: float = 5.0) -> None:
     eventually(clock.has_waiters, timeout, "a thread to sleep on the virtual clock")
+
+
+def drive(clock: VirtualClock, seconds: float, *, step: float = 0.25, settle: float = 0.003) -> None:
+    """Move virtual time forward in small steps, letting real threads react between steps."""
+    end = clock.now() + seconds
+    while clock.now() < end - 1e-9:
+        time.sleep(settle)
+        clock.advance(min(step, end - clock.now()))
+    time.sleep(settle)
+
+
+def drive_until(clock: VirtualClock, cond: Callable[[], bool], *, limit: float, step: float = 0.25,
+                what: str = "condition") -> float:
+    """Advance virtual time until cond() holds; return the virtual seconds it took."""
+    start = clock.now()
+    while not cond():
+        if clock.now() - start > limit:
+            raise AssertionError(f"{what} did not happen within {limit} virtual seconds")
+        time.sleep(0.003)
+        clock.advance(step)
+    return clock.now() - start
