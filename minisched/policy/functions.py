@@ -16,7 +16,10 @@ import enum
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from fractions import Fraction
 from typing import Any
+
+from minisched import quantity
 
 Object = dict[str, Any]
 Value = bool | str | Decimal | tuple[str, ...] | Object
@@ -90,12 +93,10 @@ def _one_of(allowed: Sequence[str]) -> Callable[[Value], str | None]:
     return check
 
 
-def parse_quantity(value: Value) -> Decimal:
-    """A Kubernetes quantity ("500m", "2", "16Gi") as a number, as resource.Quantity reads it."""
-    from kubernetes.utils.quantity import parse_quantity as parse  # the official client's parser
-
+def parse_quantity(value: Value) -> Fraction:
+    """A Kubernetes quantity ("500m", "2", "16Gi") as an exact number, as resource.Quantity reads it."""
     text = format(value, "f") if isinstance(value, Decimal) else str(value)
-    return Decimal(parse(text))
+    return quantity.parse_quantity(text).amount
 
 
 def _is_quantity(value: Value) -> str | None:
@@ -185,9 +186,9 @@ def _tolerates_node_taints(ctx: PolicyContext, obj: Object, args: Sequence[Value
     )
 
 
-def _allocatable(node: Object, resource: str) -> Decimal:
+def _allocatable(node: Object, resource: str) -> Fraction:
     value = ((node.get("status") or {}).get("allocatable") or {}).get(resource)
-    return Decimal(0) if value is None else parse_quantity(value)
+    return Fraction(0) if value is None else parse_quantity(value)
 
 
 def _allocatable_at_least(ctx: PolicyContext, obj: Object, args: Sequence[Value]) -> bool:
