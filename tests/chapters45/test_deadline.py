@@ -219,3 +219,69 @@ def test_a_deadline_that_expires_during_a_watch(virtual_clock: VirtualClock) -> 
     thread.join(2)
     assert not thread.is_alive(), "the deadline must stop a watch that has nothing to say"
     assert isinstance(box.get("error"), DeadlineExceeded) and len(got) == 1
+
+
+# -- applied to a cluster: binding and watching ------------------------------------------------------
+
+
+def test_a_deadline_that_expires_during_a_cluster_watch(cluster, virtual_clock: VirtualClock) -> None:  # type: ignore[no-untyped-def]
+    from minisched.objects import make_pod
+
+    listed = cluster.list("pods", "default")
+    watch = cluster.watch("pods", "default", resource_version=listed["metadata"]["resourceVersion"])
+    ctx = background(virtual_clock).with_timeout(30)
+    got: list[str] = []
+    thread, box = run_in_thread(
+        lambda: [got.append(e["object"]["metadata"]["name"]) for e in watch_events(ctx, watch)]
+    )
+    cluster.create("pods", make_pod("deadline-watch"))
+    eventually(lambda: got == ["deadline-watch"], what="the ADDED event")
+    virtual_clock.advance(30)
+    thread.join(5)
+    assert not thread.is_alive() and isinstance(box.get("error"), DeadlineExceeded)
+    cluster.delete("pods", "deadline-watch", "default", grace_period_seconds=0)
+
+
+class LostReplies:
+    """A cluster whose first `n` binds take effect but whose replies are lost (a timeout)."""
+
+    def __init__(self, cluster, n: int) -> None:  # type: ignore[no-untyped-def]
+        self._cluster, self.lost = cluster, n
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        return getattr(self._cluster, name)
+
+    def bind(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        self._cluster.bind(*args, **kwargs)
+        if self.lost > 0:
+            self.lost -= 1
+            from minisched.errors import Timeout
+
+            raise Timeout("the reply to POST pods/binding never arrived")
+
+
+def test_bind_pod_retries_through_server_errors(embedded_cluster, virtual_clock: VirtualClock) -> None:  # type: ignore[no-untyped-def]
+    from minisched.deadline import bind_pod
+    from minisched.objects import make_pod
+
+    embedded_cluster.create("pods", make_pod("web"))
+    embedded_cluster.faults.fail_next(2, verbs={"bind"})
+    policy = RetryPolicy(initial=0.0, jitter=0, max_attempts=5)
+    bind_pod(background(virtual_clock), embedded_cluster, "default", "web", "n1", policy=policy)
+    assert embedded_cluster.get("pods", "web", "default")["spec"]["nodeName"] == "n1"
+
+
+def test_a_bind_whose_reply_was_lost_counts_as_done(embedded_cluster, virtual_clock: VirtualClock) -> None:  # type: ignore[no-untyped-def]
+    from minisched.deadline import bind_pod
+    from minisched.objects import make_pod
+
+    embedded_cluster.create("pods", make_pod("web"))
+    flaky_link = LostReplies(embedded_cluster, 1)
+    policy = RetryPolicy(initial=0.0, jitter=0, max_attempts=3)
+    bind_pod(background(virtual_clock), flaky_link, "default", "web", "n1", policy=policy)  # type: ignore[arg-type]
+    assert embedded_cluster.get("pods", "web", "default")["spec"]["nodeName"] == "n1"
+    # A pod someone else bound elsewhere is a real conflict.
+    embedded_cluster.create("pods", make_pod("db"))
+    embedded_cluster.bind("default", "db", "n2")
+    with pytest.raises(Conflict):
+        bind_pod(background(virtual_clock), embedded_cluster, "default", "db", "n1", policy=policy)
