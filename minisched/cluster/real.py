@@ -42,6 +42,11 @@ DEFAULT_POOL_SIZE = 64
 DEFAULT_REQUEST_TIMEOUT = 30.0
 
 
+# Only connection failures are retried: such a request never reached the server, so even a POST (a
+# bind) cannot happen twice. A read failure is not retried: the server may have acted on it.
+_CONNECT_RETRIES = urllib3.Retry(total=3, connect=3, read=0, redirect=0, status=0)
+
+
 class RealCluster:
     """A Kubernetes API server reached over HTTPS. Thread-safe; share one per process."""
 
@@ -302,9 +307,7 @@ class RealCluster:
                 body=payload,
                 headers=headers,
                 timeout=timeout,
-                # Only connection failures are retried: the request never reached the server, so even
-                # a POST (a bind) cannot happen twice.
-                retries=urllib3.Retry(total=3, connect=3, read=0, redirect=0, status=0, other=0),
+                retries=_CONNECT_RETRIES,
                 preload_content=False,
             )
         except urllib3.exceptions.TimeoutError as err:

@@ -285,3 +285,34 @@ def test_nodes_are_cluster_scoped(real_cluster: RealCluster) -> None:
     node = real_cluster.create("nodes", fake_node("scope-check"))
     assert "namespace" not in node["metadata"]
     assert real_cluster.get("nodes", "scope-check")["metadata"]["name"] == "scope-check"
+
+
+def test_raw_requests_reach_any_api_including_server_side_dry_run(real_cluster: RealCluster) -> None:
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": "minisched-dry-run-check"},
+        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}],
+    }
+    path = "/apis/rbac.authorization.k8s.io/v1/clusterroles"
+    answer = real_cluster.request("POST", path, query={"dryRun": "All"}, body=role)
+    assert answer["metadata"]["name"] == "minisched-dry-run-check" and answer["metadata"].get("uid")
+    with pytest.raises(NotFound):  # a dry run persists nothing
+        real_cluster.request("GET", f"{path}/minisched-dry-run-check")
+
+
+def test_cleanup_between_tests_removes_what_a_test_created(real_cluster: RealCluster) -> None:
+    from tests.plugins.controlplane import _CLEANED, _keys, cleanup
+
+    baseline = {r: _keys(real_cluster, r) for r in _CLEANED}
+    real_cluster.create("namespaces", {"metadata": {"name": "cleanup-check"}})
+    real_cluster.create("pods", _pod("p", "cleanup-check"))
+    real_cluster.bind("cleanup-check", "p", "some-node")  # bound: its deletion would wait for a kubelet
+    real_cluster.create("pods", _pod("p", "default"))
+    real_cluster.create("nodes", fake_node("cleanup-node"))
+    real_cluster.create(
+        "priorityclasses.scheduling.k8s.io",
+        {"metadata": {"name": "cleanup-high"}, "value": 1000},
+    )
+    cleanup(real_cluster, baseline)
+    assert {r: _keys(real_cluster, r) for r in _CLEANED} == baseline
