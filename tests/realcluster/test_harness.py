@@ -191,3 +191,22 @@ def test_no_stray_processes_when_the_python_process_ends_without_stopping(how: s
     assert len(pids) == 3
     wait_for(lambda: not any(_alive(p) for p in pids), 15, "the components to die with their parent")
     assert not port_is_listening(apiserver_port) and not port_is_listening(etcd_port)
+
+
+_NO_ROUTE_SCRIPT = """
+from minisched.controlplane import ControlPlane, ControlPlaneOptions
+with ControlPlane(ControlPlaneOptions(start_kwok=False)) as cp:
+    print(cp.api_get("/readyz")[0])
+"""
+
+
+def test_starts_on_a_machine_without_a_default_route() -> None:
+    # kube-apiserver derives its advertise address from the default route and refuses to start
+    # without one ("no default routes found"); the harness passes --advertise-address=127.0.0.1.
+    require_binaries()
+    if shutil.which("unshare") is None or subprocess.run(["unshare", "-n", "true"]).returncode != 0:
+        pytest.skip("needs `unshare -n` (root or user namespaces) to get a network without routes")
+    script = f"ip link set lo up 2>/dev/null || true; exec {sys.executable} -c '{_NO_ROUTE_SCRIPT}'"
+    done = subprocess.run(["unshare", "-n", "sh", "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "200"
