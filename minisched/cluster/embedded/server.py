@@ -93,6 +93,9 @@ class EmbeddedCluster:
                 "value": value, "description": "Used for system critical pods that must not be moved from their "
                 "current node.",
             }, None)
+        # Like a real server's watch cache, history starts when the server came up: watching from a
+        # version older than the bootstrap objects answers 410.
+        self._hub.compact(self._rv.current)
 
     # ------------------------------------------------------------------ the Cluster protocol
 
@@ -524,7 +527,8 @@ class EmbeddedCluster:
         if new_meta.get("uid") and new_meta["uid"] != old_meta["uid"]:
             raise _uid_mismatch(r, name, new_meta["uid"], existing)
 
-        if subresource == "status":
+        if subresource == "status" and (r == CRDS or (r.group, r.version, r.plural) not in BUILTIN_KINDS):
+            # Custom resources (and CRDs): a status update changes nothing but status.
             candidate = clone(existing)
             if "status" in new:
                 candidate["status"] = new["status"]
@@ -532,6 +536,15 @@ class EmbeddedCluster:
                 candidate.pop("status", None)
         else:
             candidate = new
+            if subresource == "status":
+                # Built-in kinds: everything but status comes from the stored object, except the
+                # ordinary metadata (labels, annotations, finalizers), which a status write may change.
+                for key in set(existing) | set(candidate):
+                    if key not in ("metadata", "status", "apiVersion", "kind"):
+                        if key in existing:
+                            candidate[key] = clone(existing[key])
+                        else:
+                            candidate.pop(key, None)
             meta = candidate["metadata"]
             for system_field in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
                                  "generation", "name", "namespace"):
@@ -539,7 +552,7 @@ class EmbeddedCluster:
                     meta[system_field] = old_meta[system_field]
                 else:
                     meta.pop(system_field, None)
-            if kind.status_subresource:
+            if kind.status_subresource and subresource is None:
                 if "status" in existing:
                     candidate["status"] = clone(existing["status"])
                 else:
@@ -578,13 +591,17 @@ class EmbeddedCluster:
         if existing is None:
             raise not_found(r, name)
         meta = existing["metadata"]
+        # rest.BeforeDelete words these against the Kind ("ConfigMap", "Lease.coordination.k8s.io").
+        qualified_kind = f"{r.kind}.{r.group}" if r.group else r.kind
         for key, value in (preconditions or {}).items():
             if key == "uid" and value != meta["uid"]:
-                raise _uid_mismatch(r, name, value, existing)
+                raise conflict(qualified_kind, name, (
+                    f"the UID in the precondition ({value}) does not match the UID in record ({meta['uid']}). "
+                    "The object might have been deleted and then recreated"))
             if key == "resourceVersion" and value != meta["resourceVersion"]:
-                raise conflict(r.group_resource, name, (
-                    f"Precondition failed: ResourceVersion in precondition: {value}, "
-                    f"ResourceVersion in object meta: {meta['resourceVersion']}"))
+                raise conflict(qualified_kind, name, (
+                    f"the ResourceVersion in the precondition ({value}) does not match the ResourceVersion in "
+                    f"record ({meta['resourceVersion']}). The object might have been modified"))
             if key not in ("uid", "resourceVersion"):
                 raise BadRequest(f"unknown delete precondition {key!r} (use uid or resourceVersion)")
         if grace is not None and grace < 0:
