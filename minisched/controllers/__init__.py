@@ -1,2 +1,1 @@
-"""Controllers: loops that drive the cluster toward a desired state, and the leader election that
-decides which replica of a controller may act."""
+"""Controllers (§2.3, §2.5): the reconciler contract, the runner, and worked examples."""

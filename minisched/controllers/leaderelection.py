@@ -117,7 +117,11 @@ class LeaderElector:
         self.cluster = cluster
         self.name, self.namespace, self.identity = name, namespace, identity
         self.clock: Clock = clock or RealClock()
-        self.lease_duration, self.renew_deadline, self.retry_period = lease_duration, renew_deadline, retry_period
+        self.lease_duration, self.renew_deadline, self.retry_period = (
+            lease_duration,
+            renew_deadline,
+            retry_period,
+        )
         self.release_on_cancel = release_on_cancel
         self._on_started = on_started_leading
         self._on_stopped = on_stopped_leading
@@ -125,7 +129,9 @@ class LeaderElector:
         self._rng = rng or random.Random()
         self._lock = threading.Lock()
         self._observed: LeaderElectionRecord | None = None
-        self._observed_raw: Object | None = None  # the lease as last read or written (with its resourceVersion)
+        self._observed_raw: Object | None = (
+            None  # the lease as last read or written (with its resourceVersion)
+        )
         self._observed_time = 0.0  # clock.monotonic() when the record last changed
         self._reported_leader: str | None = None
         self.leading_thread: threading.Thread | None = None
@@ -249,7 +255,11 @@ class LeaderElector:
                 return False  # someone else holds a lease that has not expired by our clock
         if record.holder_identity == self.identity:
             desired = LeaderElectionRecord(
-                self.identity, desired.lease_duration_seconds, record.acquire_time, now, record.lease_transitions
+                self.identity,
+                desired.lease_duration_seconds,
+                record.acquire_time,
+                now,
+                record.lease_transitions,
             )
         else:
             desired = LeaderElectionRecord(
@@ -309,7 +319,9 @@ class LeaderElector:
         }
 
     def __repr__(self) -> str:
-        return f"LeaderElector({self.identity!r}, lease={self.namespace}/{self.name}, leader={self.leader()!r})"
+        return (
+            f"LeaderElector({self.identity!r}, lease={self.namespace}/{self.name}, leader={self.leader()!r})"
+        )
 
 
 def describe(lease: Object) -> dict[str, Any]:
