@@ -1,0 +1,523 @@
+"""Framework: a profile's plugins, instantiated and run extension point by extension point.
+
+`schedule(pod, snapshot)` is kube-scheduler's SchedulePod: PreFilter, the pod's nominated node
+first, Filter, the percentageOfNodesToScore cut with its rotating start, PreScore, Score,
+NormalizeScore, weights, and the pick (ties broken at random, as kube's selectHost does). Filter and
+Score run once per plugin over all nodes as numpy operations. Reserve, Permit and the binding
+points are run by the scheduler loop through the run_* methods.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from minisched.cluster.base import Cluster
+from minisched.scheduler.framework.cycle_state import CycleState
+from minisched.scheduler.framework.decision import Decision, PluginScores
+from minisched.scheduler.framework.diagnosis import Diagnosis
+from minisched.scheduler.framework.interface import (
+    EXTENSION_POINTS,
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    BindPlugin,
+    EventRecorder,
+    FilterPlugin,
+    FilterResult,
+    Handle,
+    NormalizeScorePlugin,
+    PermitPlugin,
+    Plugin,
+    PostBindPlugin,
+    PostFilterPlugin,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreScorePlugin,
+    QueuedPod,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScorePlugin,
+)
+from minisched.scheduler.framework.profile import PluginSet, Profile, default_profile
+from minisched.scheduler.framework.registry import PluginFactory, Registry
+from minisched.scheduler.framework.status import Code, Status
+from minisched.scheduler.framework.types import PodInfo, PodSpecError
+from minisched.scheduler.snapshot import NodeTable
+
+Object = dict[str, Any]
+Observer = Callable[[str, str, float], None]  # (extension point, status label, seconds)
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+MAX_PERMIT_TIMEOUT = 15 * 60.0
+NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+
+
+def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
+    """kube's numFeasibleNodesToFind: how many feasible nodes are enough to stop filtering.
+
+    Under 100 nodes, all. percentage 0 means adaptive: 50% minus 1% per 125 nodes, at least 5%.
+    Never fewer than 100."""
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND or percentage >= 100:
+        return num_all_nodes
+    if percentage == 0:
+        percentage = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    return max(num_all_nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+@dataclass
+class SimpleHandle:
+    """A Handle from parts: the scheduler passes its cluster, its cache's snapshot and its recorder."""
+
+    cluster: Cluster | None = None
+    snapshot_fn: Callable[[], NodeTable] | None = None
+    event_recorder: EventRecorder | None = None
+
+    def snapshot(self) -> NodeTable:
+        if self.snapshot_fn is None:
+            raise RuntimeError("this handle has no snapshot source")
+        return self.snapshot_fn()
+
+
+@dataclass
+class ScheduleResult:
+    node: str | None
+    status: Status
+    decision: Decision
+    diagnosis: Diagnosis | None = None
+
+    @property
+    def evaluated(self) -> int:
+        return self.decision.evaluated
+
+    @property
+    def feasible(self) -> int:
+        return self.decision.feasible
+
+
+@dataclass
+class _Points:
+    pre_enqueue: list[Any] = field(default_factory=list)
+    queue_sort: list[Any] = field(default_factory=list)
+    pre_filter: list[Any] = field(default_factory=list)
+    filter: list[Any] = field(default_factory=list)
+    post_filter: list[Any] = field(default_factory=list)
+    pre_score: list[Any] = field(default_factory=list)
+    score: list[Any] = field(default_factory=list)
+    reserve: list[Any] = field(default_factory=list)
+    permit: list[Any] = field(default_factory=list)
+    pre_bind: list[Any] = field(default_factory=list)
+    bind: list[Any] = field(default_factory=list)
+    post_bind: list[Any] = field(default_factory=list)
+
+
+_ATTR = {
+    "preEnqueue": "pre_enqueue", "queueSort": "queue_sort", "preFilter": "pre_filter", "filter": "filter",
+    "postFilter": "post_filter", "preScore": "pre_score", "score": "score", "reserve": "reserve",
+    "permit": "permit", "preBind": "pre_bind", "bind": "bind", "postBind": "post_bind",
+}
+
+
+class Framework:
+    """One profile's plugins, ready to run. Not thread-safe across scheduling cycles (they are
+    serial, as in kube); binding points may run concurrently if the plugins allow it."""
+
+    def __init__(
+        self,
+        profile: Profile | None = None,
+        registry: Mapping[str, PluginFactory] | None = None,
+        handle: Handle | None = None,
+        *,
+        percentage_of_nodes_to_score: int = 0,
+        seed: int | None = None,
+        observer: Observer | None = None,
+    ) -> None:
+        if registry is None:
+            from minisched.scheduler.plugins import in_tree_registry  # plugins build on this module
+
+            registry = in_tree_registry()
+        reg = registry if isinstance(registry, Registry) else Registry(registry)
+        self.profile = profile or default_profile()
+        self.handle = handle
+        self.observer = observer
+        self.percentage_of_nodes_to_score = (
+            self.profile.percentage_of_nodes_to_score
+            if self.profile.percentage_of_nodes_to_score is not None
+            else percentage_of_nodes_to_score
+        )
+        self.next_start_node_index = 0
+        self._rng = random.Random(seed)
+        self.plugins: dict[str, Plugin] = {
+            name: reg.create(name, self.profile.args_for(name), handle) for name in self.profile.plugin_names()
+        }
+        self.points = _Points()
+        for point, proto in EXTENSION_POINTS.items():
+            for ref in self.profile.points.get(point, PluginSet()).enabled:
+                if not isinstance(self.plugins[ref.name], proto):
+                    raise ValueError(f"plugin {ref.name!r} does not implement the {point} extension point")
+            names = self.profile.enabled_at(point, functools.partial(self._implements, proto=proto))
+            getattr(self.points, _ATTR[point]).extend(self.plugins[n] for n in names)
+        if len(self.points.queue_sort) != 1:
+            raise ValueError(
+                f"profile {self.profile.scheduler_name!r} needs exactly one queueSort plugin, "
+                f"has {[p.name for p in self.points.queue_sort]}"
+            )
+        if not self.points.bind:
+            raise ValueError(f"profile {self.profile.scheduler_name!r} needs at least one bind plugin")
+        self.weights = {p.name: self.profile.score_weight(p.name) for p in self.points.score}
+
+    def _implements(self, name: str, proto: type) -> bool:
+        return isinstance(self.plugins[name], proto)
+
+    @property
+    def profile_name(self) -> str:
+        return self.profile.scheduler_name
+
+    def plugin_names(self, point: str) -> list[str]:
+        return [p.name for p in getattr(self.points, _ATTR[point])]
+
+    def _observe(self, point: str, status: Status, started: float) -> None:
+        if self.observer is not None:
+            self.observer(point, status.code.label, time.perf_counter() - started)
+
+    # ------------------------------------------------------------ queueing
+    def run_pre_enqueue(self, pod: Object) -> Status:
+        for p in self.points.pre_enqueue:
+            status = p.pre_enqueue(pod)
+            if not status.is_success:
+                return status.with_plugin(p.name)
+        return Status.success()
+
+    def less(self, a: QueuedPod, b: QueuedPod) -> bool:
+        plugin: QueueSortPlugin = self.points.queue_sort[0]
+        return plugin.less(a, b)
+
+    # ------------------------------------------------------------ scheduling cycle
+    def schedule_object(self, pod: Object, nodes: NodeTable, **kwargs: Any) -> tuple[PodInfo | None, ScheduleResult]:
+        """Parse and schedule; a pod that cannot be parsed comes back UnschedulableAndUnresolvable
+        with the parse error as its reason (what FailedScheduling should say)."""
+        try:
+            info = PodInfo.from_pod(pod)
+        except PodSpecError as e:
+            meta = pod.get("metadata") or {}
+            key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+            status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (str(e),), "PodInfo")
+            return None, ScheduleResult(None, status, Decision(key, self.profile_name, nodes.names, message=str(e)))
+        return info, self.schedule(info, nodes, **kwargs)
+
+    def schedule(
+        self,
+        pod: PodInfo,
+        nodes: NodeTable,
+        *,
+        state: CycleState | None = None,
+        nominated: Iterable[tuple[str, PodInfo]] = (),
+    ) -> ScheduleResult:
+        """Choose a node for `pod` in snapshot `nodes` (kube's SchedulePod).
+
+        `nominated`: (node, pod) of pods nominated by earlier preemptions; those with at least this
+        pod's priority are counted as if already there, so this pod does not take their room."""
+        started = time.perf_counter()
+        state = state if state is not None else CycleState()
+        placed = [(node, p) for node, p in nominated if p.priority >= pod.priority and p.key != pod.key]
+        if placed:
+            nodes = nodes.with_pods(placed)
+        n = len(nodes)
+        decision = Decision(pod.key, self.profile_name, nodes.names)
+        if n == 0:
+            status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (NO_NODES_AVAILABLE,))
+            decision.message = NO_NODES_AVAILABLE
+            return ScheduleResult(None, status, decision, Diagnosis(0))
+        try:
+            result = self._schedule(state, pod, nodes, decision)
+        except Exception as e:  # a plugin bug must not kill the loop: the pod backs off and retries
+            result = ScheduleResult(None, Status.from_error(e, getattr(e, "plugin", "")), decision)
+        self._observe("SchedulePod", result.status, started)
+        return result
+
+    def _schedule(self, state: CycleState, pod: PodInfo, nodes: NodeTable, decision: Decision) -> ScheduleResult:
+        n = len(nodes)
+        names = nodes.names
+        allowed: npt.NDArray[np.bool_] | None = None
+        t0 = time.perf_counter()
+        for p in self.points.pre_filter:
+            result, status = p.pre_filter(state, pod, nodes)
+            if status.is_skip:
+                state.skip_filter.add(p.name)
+                continue
+            if not status.is_success:
+                status = status.with_plugin(p.name)
+                if status.is_rejected:
+                    diagnosis = Diagnosis.from_pre_filter(n, list(names), status)
+                    decision.message = diagnosis.message()
+                    return ScheduleResult(None, Status(status.code, (decision.message,), p.name), decision, diagnosis)
+                return ScheduleResult(None, status, decision)
+            if result is not None and result.node_names is not None:
+                mask = np.zeros(n, np.bool_)
+                for name in result.node_names:
+                    row = nodes.row(name)
+                    if row is not None:
+                        mask[row] = True
+                allowed = mask if allowed is None else allowed & mask
+        self._observe("PreFilter", Status.success(), t0)
+
+        # the nominated node first: if the pod still fits there, it goes there without scoring
+        if pod.nominated_node_name and nodes.row(pod.nominated_node_name) is not None:
+            row = nodes.row(pod.nominated_node_name)
+            assert row is not None
+            if allowed is None or allowed[row]:
+                view = nodes.for_node(pod.nominated_node_name)
+                results, passed, _ = self._run_filters(state, pod, view)
+                if passed[0]:
+                    decision.evaluated_rows = np.array([row], np.intp)
+                    decision.filter_plugins = [p.name for p in self._active_filters(state)]
+                    decision.filter_results = [_widen(r, n, row) for r in results]
+                    decision.first_fail = np.array([-1], np.int64)
+                    decision.feasible_rows = np.array([row], np.intp)
+                    decision.chosen = pod.nominated_node_name
+                    decision.nominated = True
+                    return ScheduleResult(pod.nominated_node_name, Status.success(), decision)
+
+        t0 = time.perf_counter()
+        results, passed, first_fail = self._run_filters(state, pod, nodes)
+        if allowed is not None:
+            passed = passed & allowed
+        self._observe("Filter", Status.success(), t0)
+
+        # percentageOfNodesToScore: stop once enough feasible nodes are found, starting where the
+        # last cycle stopped, so every node gets its turn
+        to_find = num_feasible_nodes_to_find(self.percentage_of_nodes_to_score, n)
+        start = self.next_start_node_index % n
+        order = np.arange(n, dtype=np.intp)
+        if start:
+            order = np.roll(order, -start)
+        processed = n
+        if to_find < n:
+            cum = np.cumsum(passed[order])
+            if cum[-1] >= to_find:
+                processed = int(np.searchsorted(cum, to_find)) + 1
+        evaluated = order[:processed] if processed < n else order
+        self.next_start_node_index = (start + processed) % n
+        feasible = evaluated[passed[evaluated]]
+        decision.evaluated_rows = evaluated
+        decision.filter_plugins = [p.name for p in self._active_filters(state)]
+        decision.filter_results = results
+        decision.first_fail = first_fail[evaluated]
+        decision.feasible_rows = feasible
+
+        if feasible.size == 0:
+            extra = {}
+            if allowed is not None:
+                outside = Status(
+                    Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("node is filtered out by the prefilter result",)
+                )
+                extra = {names[int(r)]: outside for r in evaluated if not allowed[r]}
+            diagnosis = Diagnosis.from_filters(
+                n, list(names), evaluated, decision.filter_plugins, results, decision.first_fail, extra
+            )
+            decision.message = diagnosis.message()
+            return ScheduleResult(None, Status(Code.UNSCHEDULABLE, (decision.message,)), decision, diagnosis)
+
+        if feasible.size == 1:  # kube skips scoring when there is nothing to choose between
+            decision.total = np.zeros(1, np.int64)
+            decision.chosen = names[int(feasible[0])]
+            return ScheduleResult(decision.chosen, Status.success(), decision)
+
+        t0 = time.perf_counter()
+        status = self._run_scores(state, pod, nodes, feasible, decision)
+        self._observe("Score", status, t0)
+        if not status.is_success:
+            return ScheduleResult(None, status, decision)
+        best = int(decision.total.max())
+        ties = np.flatnonzero(decision.total == best)
+        pick = int(ties[0]) if ties.size == 1 else int(ties[self._rng.randrange(ties.size)])
+        decision.chosen = names[int(feasible[pick])]
+        return ScheduleResult(decision.chosen, Status.success(), decision)
+
+    def _active_filters(self, state: CycleState) -> list[Any]:
+        if not state.skip_filter:
+            return self.points.filter
+        return [p for p in self.points.filter if p.name not in state.skip_filter]
+
+    def _run_filters(
+        self, state: CycleState, pod: PodInfo, nodes: NodeTable
+    ) -> tuple[list[FilterResult], npt.NDArray[np.bool_], npt.NDArray[np.int64]]:
+        """Every active filter over every row; `first_fail[row]` is the index of the first filter
+        (in profile order) that rejected the row, -1 if none did."""
+        n = len(nodes)
+        passed = np.ones(n, np.bool_)
+        first_fail = np.full(n, -1, np.int64)
+        results = []
+        for k, p in enumerate(self._active_filters(state)):
+            try:
+                r = p.filter(state, pod, nodes)
+            except Exception as e:
+                e.plugin = p.name  # type: ignore[attr-defined]
+                raise
+            if r.passed.shape != (n,):
+                raise RuntimeError(f"filter plugin {p.name} returned {r.passed.shape} verdicts for {n} nodes")
+            newly = passed & ~r.passed
+            first_fail[newly] = k
+            passed &= r.passed
+            results.append(r)
+        return results, passed, first_fail
+
+    def run_filters(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> dict[str, Status]:
+        """Filter verdicts per node (node -> Status of its first failing filter, Success if none):
+        what preemption uses on `snapshot.for_node(name, removed=victims)` views."""
+        results, passed, first_fail = self._run_filters(state, pod, nodes)
+        active = self._active_filters(state)
+        out = {}
+        for row, name in enumerate(nodes.names):
+            k = int(first_fail[row])
+            out[name] = Status.success() if k < 0 else results[k].status_at(row, active[k].name)
+        return out
+
+    def _run_scores(
+        self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: npt.NDArray[np.intp], decision: Decision
+    ) -> Status:
+        for p in self.points.pre_score:
+            status = p.pre_score(state, pod, nodes, rows)
+            if status.is_skip:
+                state.skip_score.add(p.name)
+            elif not status.is_success:
+                return status.with_plugin(p.name)
+        total = np.zeros(len(rows), np.int64)
+        for p in self.points.score:
+            if p.name in state.skip_score:
+                continue
+            try:
+                raw = np.asarray(p.score(state, pod, nodes, rows), np.int64)
+                normalized = p.normalize_score(state, pod, raw) if isinstance(p, NormalizeScorePlugin) else raw
+            except Exception as e:
+                return Status.from_error(e, p.name)
+            if raw.shape != rows.shape:
+                return Status.from_error(RuntimeError(f"score plugin {p.name} returned {raw.shape} scores"), p.name)
+            if normalized.size and (normalized.min() < MIN_NODE_SCORE or normalized.max() > MAX_NODE_SCORE):
+                bad = int(normalized[(normalized < MIN_NODE_SCORE) | (normalized > MAX_NODE_SCORE)][0])
+                return Status.from_error(
+                    ValueError(f"plugin {p.name} returns an invalid score {bad}, it should in the range of "
+                               f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"), p.name
+                )
+            scores = PluginScores(raw, normalized, self.weights[p.name])
+            total += scores.weighted
+            decision.score_plugins[p.name] = scores
+        decision.total = total
+        return Status.success()
+
+    # ------------------------------------------------------------ after a node is chosen
+    def run_post_filter(
+        self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
+    ) -> tuple[str | None, Status]:
+        """PostFilter (preemption) after no node fit. Returns (nominated node, status); the first
+        plugin to succeed wins. A rejection's message becomes the diagnosis' PostFilter message."""
+        statuses = diagnosis.statuses()
+        reasons: list[str] = []
+        for p in self.points.post_filter:
+            t0 = time.perf_counter()
+            try:
+                node, status = p.post_filter(state, pod, statuses)
+            except Exception as e:
+                status = Status.from_error(e, p.name)
+                node = None
+            self._observe("PostFilter", status, t0)
+            if status.is_success:
+                return node, status.with_plugin(p.name)
+            if status.is_error:
+                return None, status.with_plugin(p.name)
+            reasons.extend(status.reasons)
+        status = Status(Code.UNSCHEDULABLE, tuple(reasons))
+        if reasons:
+            diagnosis.post_filter_msg = status.message()
+        return None, status
+
+    def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """Reserve in order; on failure the caller runs run_unreserve (as kube's scheduler does)."""
+        for p in self.points.reserve:
+            status = _call(p.name, p.reserve, state, pod, node_name)
+            if not status.is_success:
+                return status.with_plugin(p.name)
+        return Status.success()
+
+    def run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        for p in reversed(self.points.reserve):
+            p.unreserve(state, pod, node_name)
+
+    def run_permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
+        """(Success|Wait|rejection, how long to wait). Any rejection wins over Wait."""
+        wait = 0.0
+        for p in self.points.permit:
+            try:
+                status, timeout = p.permit(state, pod, node_name)
+            except Exception as e:
+                return Status.from_error(e, p.name), 0.0
+            if status.is_wait:
+                wait = max(wait, min(timeout, MAX_PERMIT_TIMEOUT))
+            elif not status.is_success:
+                return status.with_plugin(p.name), 0.0
+        return (Status.wait(), wait) if wait else (Status.success(), 0.0)
+
+    def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        for p in self.points.pre_bind:
+            status = _call(p.name, p.pre_bind, state, pod, node_name)
+            if not status.is_success:
+                return status.with_plugin(p.name)
+        return Status.success()
+
+    def run_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """The first bind plugin that does not Skip decides."""
+        t0 = time.perf_counter()
+        for p in self.points.bind:
+            status = _call(p.name, p.bind, state, pod, node_name)
+            if status.is_skip:
+                continue
+            self._observe("Bind", status, t0)
+            return status.with_plugin(p.name)
+        return Status.from_error(RuntimeError("all bind plugins skipped the pod"))
+
+    def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        for p in self.points.post_bind:
+            p.post_bind(state, pod, node_name)
+
+
+def _call(plugin: str, fn: Callable[..., Status], *args: Any) -> Status:
+    try:
+        return fn(*args)
+    except Exception as e:
+        return Status.from_error(e, plugin)
+
+
+def _widen(result: FilterResult, n: int, row: int) -> FilterResult:
+    """A one-row filter result placed at `row` of an n-row snapshot (for the decision record)."""
+    passed = np.ones(n, np.bool_)
+    reasons = np.zeros(n, np.int64)
+    passed[row] = result.passed[0]
+    reasons[row] = result.reasons[0]
+    return FilterResult(passed, reasons, result.messages, result.code)
+
+
+__all__: Sequence[str] = (
+    "Framework",
+    "ScheduleResult",
+    "SimpleHandle",
+    "num_feasible_nodes_to_find",
+    "FilterPlugin",
+    "ScorePlugin",
+    "PreFilterPlugin",
+    "PostFilterPlugin",
+    "PreScorePlugin",
+    "ReservePlugin",
+    "PermitPlugin",
+    "PreBindPlugin",
+    "BindPlugin",
+    "PostBindPlugin",
+    "PreEnqueuePlugin",
+)

@@ -1,0 +1,36 @@
+"""DefaultBinder (Bind): POST pods/binding. A 409 comes back as an error Status carrying the
+Conflict, so the runtime can tell "someone else bound it" from other failures."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from minisched.errors import ApiError
+from minisched.scheduler.framework.cycle_state import CycleState
+from minisched.scheduler.framework.interface import Handle
+from minisched.scheduler.framework.status import Status
+from minisched.scheduler.framework.types import PodInfo
+
+NAME = "DefaultBinder"
+
+
+class DefaultBinder:
+    name = NAME
+
+    def __init__(self, handle: Handle | None) -> None:
+        self.handle = handle
+
+    def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        cluster = self.handle.cluster if self.handle is not None else None
+        if cluster is None:
+            return Status.from_error(RuntimeError("DefaultBinder has no cluster to bind through"), NAME)
+        try:
+            cluster.bind(pod.namespace, pod.name, node_name, uid=pod.uid or None)
+        except ApiError as e:
+            return Status.from_error(e, NAME)
+        return Status.success()
+
+
+def new(args: Mapping[str, Any] | None, handle: Handle | None) -> DefaultBinder:
+    return DefaultBinder(handle)

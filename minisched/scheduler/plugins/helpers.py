@@ -1,0 +1,86 @@
+"""Shared by the plugins: kube's DefaultNormalizeScore, Go's integer division, and the per-node
+readings the pure (one node at a time) check functions use."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from minisched.scheduler.framework.interface import MAX_NODE_SCORE
+from minisched.scheduler.framework.types import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    PODS,
+    PodInfo,
+    is_scalar_resource,
+    resource_amount,
+)
+
+Object = dict[str, Any]
+IntArray = npt.NDArray[np.int64]
+
+
+def default_normalize_score(scores: IntArray, *, reverse: bool = False, max_priority: int = MAX_NODE_SCORE) -> IntArray:
+    """kube's helper.DefaultNormalizeScore: scale so the highest becomes `max_priority` (integer
+    division); with `reverse`, the lowest raw score gets the most. All zero: 0 (or max if reverse)."""
+    if scores.size == 0:
+        return scores
+    top = int(scores.max())
+    if top <= 0:
+        return np.full_like(scores, max_priority) if reverse else scores
+    out = max_priority * scores // top
+    return max_priority - out if reverse else out
+
+
+def go_div(a: IntArray, b: IntArray | int) -> IntArray:
+    """Go's integer division (truncates towards zero; numpy's // floors)."""
+    q = np.abs(a) // np.abs(b)
+    return np.where((a < 0) ^ (np.asarray(b) < 0), -q, q)
+
+
+# ---- per-node readings for the pure check functions (no NodeTable involved) ----
+def node_name(node: Object) -> str:
+    return str((node.get("metadata") or {}).get("name") or "")
+
+
+def node_labels(node: Object) -> dict[str, str]:
+    return {str(k): str(v) for k, v in ((node.get("metadata") or {}).get("labels") or {}).items()}
+
+
+def node_allocatable(node: Object) -> dict[str, int]:
+    status = node.get("status") or {}
+    raw: Mapping[str, Any] = status.get("allocatable") or status.get("capacity") or {}
+    return {
+        r: resource_amount(r, q)
+        for r, q in raw.items()
+        if r in (CPU, MEMORY, EPHEMERAL_STORAGE, PODS) or is_scalar_resource(r)
+    }
+
+
+def node_taints(node: Object) -> list[tuple[str, str, str]]:
+    return [
+        (str(t.get("key") or ""), str(t.get("value") or ""), str(t.get("effect") or ""))
+        for t in (node.get("spec") or {}).get("taints") or []
+    ]
+
+
+def summed_requests(pods: Iterable[PodInfo]) -> dict[str, int]:
+    """What the pods on a node request in total; "pods" counts them."""
+    total: dict[str, int] = {PODS: 0}
+    for p in pods:
+        for r, v in p.requests.items():
+            total[r] = total.get(r, 0) + v
+        total[PODS] += 1
+    return total
+
+
+def summed_nonzero(pods: Iterable[PodInfo]) -> tuple[int, int]:
+    cpu = mem = 0
+    for p in pods:
+        cpu += p.nonzero_cpu
+        mem += p.nonzero_memory
+    return cpu, mem

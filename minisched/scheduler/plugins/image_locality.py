@@ -1,0 +1,88 @@
+"""ImageLocality (Score): prefer nodes that already hold the pod's images, weighted by image size
+and by how widely the image is spread (an image on every node says nothing about any one of them).
+
+kube's formula (imagelocality/image_locality.go): each image present on the node adds
+size * (nodes having it / all nodes); the sum is clamped to [23 MiB, 1000 MiB * containers] and
+mapped linearly onto 0..100.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from minisched.scheduler.framework.cycle_state import CycleState
+from minisched.scheduler.framework.interface import MAX_NODE_SCORE, Handle
+from minisched.scheduler.framework.types import PodInfo
+from minisched.scheduler.snapshot import NodeTable
+
+NAME = "ImageLocality"
+MB = 1024 * 1024
+MIN_THRESHOLD = 23 * MB
+MAX_CONTAINER_THRESHOLD = 1000 * MB
+
+Object = dict[str, Any]
+IntArray = npt.NDArray[np.int64]
+
+
+def scaled_image_score(size: int, nodes_with_image: int, total_nodes: int) -> int:
+    spread = nodes_with_image / total_nodes
+    return int(size * spread)
+
+
+def calculate_priority(sum_scores: int, num_containers: int) -> int:
+    max_threshold = MAX_CONTAINER_THRESHOLD * num_containers
+    clamped = min(max(sum_scores, MIN_THRESHOLD), max_threshold)
+    return MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)
+
+
+def _images_of(node: Object) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for img in (node.get("status") or {}).get("images") or []:
+        for name in img.get("names") or []:
+            out[str(name)] = int(img.get("sizeBytes") or 0)
+    return out
+
+
+def node_score(pod: PodInfo, node: Object, all_nodes: Sequence[Object]) -> int:
+    """The pure score for one node, given every node of the snapshot (for the spread)."""
+    if not pod.images:
+        return 0
+    here = _images_of(node)
+    everywhere = [_images_of(n) for n in all_nodes]
+    total = 0
+    for image in pod.images:
+        if image in here:
+            having = sum(1 for imgs in everywhere if image in imgs)
+            total += scaled_image_score(here[image], having, len(all_nodes))
+    return calculate_priority(total, len(pod.images))
+
+
+class ImageLocality:
+    name = NAME
+
+    def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: npt.NDArray[np.intp]) -> IntArray:
+        if not pod.images:
+            return np.zeros(len(rows), np.int64)
+        ids = [nodes.image_id(image) for image in pod.images]
+        known = [i for i in ids if i is not None]
+        sums = np.zeros(len(rows), np.int64)
+        if known:
+            presence = nodes.image_presence
+            having = presence[:, known].sum(axis=0)
+            total = len(nodes)
+            scaled = np.array(
+                [scaled_image_score(nodes.image_size(i), int(h), total) for i, h in zip(known, having, strict=True)],
+                np.int64,
+            )
+            sums = presence[rows][:, known].astype(np.int64) @ scaled
+        max_threshold = MAX_CONTAINER_THRESHOLD * len(pod.images)
+        clamped = np.clip(sums, MIN_THRESHOLD, max_threshold)
+        return MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)
+
+
+def new(args: Mapping[str, Any] | None, handle: Handle | None) -> ImageLocality:
+    return ImageLocality()

@@ -1,0 +1,56 @@
+"""NodePorts (Filter): a pod asking for a host port fits only where no assigned pod holds the same
+(protocol, port) on an overlapping host IP (0.0.0.0 overlaps every IP)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from minisched.scheduler.framework.cycle_state import CycleState
+from minisched.scheduler.framework.interface import FilterResult, Handle
+from minisched.scheduler.framework.status import Code
+from minisched.scheduler.framework.types import HostPort, PodInfo
+from minisched.scheduler.snapshot import NodeTable
+
+NAME = "NodePorts"
+REASON = "node(s) didn't have free ports for the requested pod ports"
+WILDCARD = "0.0.0.0"
+
+BoolArray = npt.NDArray[np.bool_]
+
+
+def conflicts(a: HostPort, b: HostPort) -> bool:
+    if a.port != b.port or a.protocol != b.protocol:
+        return False
+    return a.ip == b.ip or WILDCARD in (a.ip, b.ip)
+
+
+def fits(pod: PodInfo, node_pods: Sequence[PodInfo]) -> bool:
+    """The pure rule for one node, given the pods already on it."""
+    used = [hp for p in node_pods for hp in p.host_ports]
+    return not any(conflicts(want, have) for want in pod.host_ports for have in used)
+
+
+class NodePorts:
+    name = NAME
+
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult:
+        n = len(nodes)
+        if not pod.host_ports:
+            return FilterResult.all_pass(n)
+        known = nodes.ports
+        cols = sorted({
+            i for hp in pod.host_ports for i, (ip, proto, port) in enumerate(known)
+            if conflicts(hp, HostPort(port, proto, ip))
+        })
+        if not cols:
+            return FilterResult.all_pass(n)
+        used = np.asarray((nodes.port_counts[:, cols] > 0).any(axis=1), np.bool_)
+        return FilterResult.fail_where(used, REASON, Code.UNSCHEDULABLE)
+
+
+def new(args: Mapping[str, Any] | None, handle: Handle | None) -> NodePorts:
+    return NodePorts()

@@ -1,0 +1,329 @@
+"""NodeResourcesFit (Filter, Score): a pod fits where every resource it requests is still free, and
+one pod slot is left; the score strategy (LeastAllocated by default, MostAllocated or
+RequestedToCapacityRatio) ranks the nodes that fit.
+
+Filter uses the pod's real requests; scoring uses the "non-zero" ones (a container without a cpu or
+memory request counts as 100m / 200Mi), as kube-scheduler does. All integer arithmetic follows
+kube's (noderesources/least_allocated.go, most_allocated.go, requested_to_capacity_ratio.go).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from minisched.scheduler.framework.cycle_state import CycleState
+from minisched.scheduler.framework.interface import MAX_NODE_SCORE, FilterResult, Handle
+from minisched.scheduler.framework.status import Code
+from minisched.scheduler.framework.types import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    PODS,
+    PodInfo,
+    is_scalar_resource,
+)
+from minisched.scheduler.plugins.helpers import node_allocatable, summed_nonzero, summed_requests
+from minisched.scheduler.snapshot import NodeTable
+
+NAME = "NodeResourcesFit"
+TOO_MANY_PODS = "Too many pods"
+
+LEAST_ALLOCATED = "LeastAllocated"
+MOST_ALLOCATED = "MostAllocated"
+REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
+STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)
+MAX_UTILIZATION = 100
+MAX_CUSTOM_PRIORITY_SCORE = 10  # shape scores are 0..10, scaled to 0..100
+
+Object = dict[str, Any]
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class ResourceSpec:
+    name: str
+    weight: int = 1
+
+
+DEFAULT_RESOURCES = (ResourceSpec(CPU, 1), ResourceSpec(MEMORY, 1))
+
+
+@dataclass(frozen=True)
+class FitArgs:
+    """NodeResourcesFitArgs (kubescheduler.config.k8s.io/v1)."""
+
+    strategy: str = LEAST_ALLOCATED
+    resources: tuple[ResourceSpec, ...] = DEFAULT_RESOURCES
+    shape: tuple[tuple[int, int], ...] = ((0, 0), (100, 10))  # (utilization, score 0..10)
+    ignored_resources: frozenset[str] = frozenset()
+    ignored_resource_groups: frozenset[str] = frozenset()
+
+    @classmethod
+    def parse(cls, args: Mapping[str, Any] | None) -> FitArgs:
+        args = dict(args or {})
+        unknown = set(args) - {"scoringStrategy", "ignoredResources", "ignoredResourceGroups"}
+        if unknown:
+            raise ValueError(f"NodeResourcesFitArgs: unknown field(s) {sorted(unknown)}")
+        strategy = args.get("scoringStrategy") or {}
+        kind = strategy.get("type", LEAST_ALLOCATED)
+        if kind not in STRATEGIES:
+            raise ValueError(f"NodeResourcesFitArgs.scoringStrategy.type {kind!r} is not one of {', '.join(STRATEGIES)}")
+        resources = parse_resources(strategy.get("resources"), "NodeResourcesFitArgs.scoringStrategy.resources")
+        shape: tuple[tuple[int, int], ...] = cls.shape
+        if kind == REQUESTED_TO_CAPACITY_RATIO:
+            raw = (strategy.get("requestedToCapacityRatio") or {}).get("shape")
+            if not raw:
+                raise ValueError("NodeResourcesFitArgs: RequestedToCapacityRatio needs requestedToCapacityRatio.shape")
+            shape = tuple((int(p.get("utilization", 0)), int(p.get("score", 0))) for p in raw)
+            for i, (u, s) in enumerate(shape):
+                if not 0 <= u <= MAX_UTILIZATION or not 0 <= s <= MAX_CUSTOM_PRIORITY_SCORE:
+                    raise ValueError(f"requestedToCapacityRatio.shape[{i}]: utilization must be 0..100 and score 0..10")
+                if i and u <= shape[i - 1][0]:
+                    raise ValueError(f"requestedToCapacityRatio.shape[{i}]: utilization values must be increasing")
+        return cls(
+            kind, resources, shape,
+            frozenset(args.get("ignoredResources") or ()), frozenset(args.get("ignoredResourceGroups") or ()),
+        )
+
+
+def parse_resources(raw: Any, where: str) -> tuple[ResourceSpec, ...]:
+    if raw is None:
+        return DEFAULT_RESOURCES
+    out = []
+    for i, r in enumerate(raw):
+        weight = r.get("weight", 1)
+        if not r.get("name") or not isinstance(weight, int) or not 1 <= weight <= 100:
+            raise ValueError(f"{where}[{i}]: needs a name and a weight in 1..100, got {r!r}")
+        out.append(ResourceSpec(str(r["name"]), weight))
+    return tuple(out)
+
+
+def _ignored(args: FitArgs, resource: str) -> bool:
+    if not is_scalar_resource(resource):
+        return False
+    return resource in args.ignored_resources or resource.split("/", 1)[0] in args.ignored_resource_groups
+
+
+def _checked_resources(pod: PodInfo, args: FitArgs) -> list[tuple[str, int]]:
+    """(resource, request) the filter checks, in kube's order: cpu, memory, ephemeral-storage, then
+    extended resources."""
+    order = {CPU: 0, MEMORY: 1, EPHEMERAL_STORAGE: 2}
+    items = [(r, v) for r, v in pod.requests.items() if v > 0 and not _ignored(args, r)]
+    return sorted(items, key=lambda rv: (order.get(rv[0], 3), rv[0]))
+
+
+def insufficient_resources(
+    pod: PodInfo, node: Object, node_pods: Sequence[PodInfo], args: FitArgs = FitArgs()
+) -> list[str]:
+    """The pure filter rule for one node: the reasons it cannot take the pod (empty: it fits)."""
+    allocatable, requested = node_allocatable(node), summed_requests(node_pods)
+    reasons = []
+    if requested[PODS] + 1 > allocatable.get(PODS, 0):
+        reasons.append(TOO_MANY_PODS)
+    for resource, amount in _checked_resources(pod, args):
+        if amount > allocatable.get(resource, 0) - requested.get(resource, 0):
+            reasons.append(f"Insufficient {resource}")
+    return reasons
+
+
+# ---- scoring, one node at a time (kube's scorer functions, verbatim in Python) ----
+def least_requested_score(requested: int, capacity: int) -> int:
+    if capacity == 0 or requested > capacity:
+        return 0
+    return (capacity - requested) * MAX_NODE_SCORE // capacity
+
+
+def most_requested_score(requested: int, capacity: int) -> int:
+    if capacity == 0:
+        return 0
+    return min(requested, capacity) * MAX_NODE_SCORE // capacity
+
+
+def broken_linear(shape: Sequence[tuple[int, int]], p: int) -> int:
+    """kube's helper.BuildBrokenLinearFunction over (utilization, score 0..100) points."""
+    for i, (u, s) in enumerate(shape):
+        if p <= u:
+            if i == 0:
+                return s
+            u0, s0 = shape[i - 1]
+            return s0 + _go_div((s - s0) * (p - u0), u - u0)
+    return shape[-1][1]
+
+
+def _go_div(a: int, b: int) -> int:
+    q = abs(a) // abs(b)
+    return -q if (a < 0) != (b < 0) else q
+
+
+def allocation_score(strategy: str, requested: Sequence[int], allocatable: Sequence[int],
+                     weights: Sequence[int], shape: Sequence[tuple[int, int]] = ()) -> int:
+    """Combine per-resource scores as kube's resourceAllocationScorer does (resources with zero
+    allocatable are left out)."""
+    node_score = weight_sum = 0
+    scaled = [(u, s * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE)) for u, s in shape]
+    for req, alloc, w in zip(requested, allocatable, weights, strict=True):
+        if alloc == 0:
+            continue
+        if strategy == LEAST_ALLOCATED:
+            s = least_requested_score(req, alloc)
+        elif strategy == MOST_ALLOCATED:
+            s = most_requested_score(req, alloc)
+        else:
+            s = broken_linear(scaled, MAX_UTILIZATION if req > alloc else req * MAX_UTILIZATION // alloc)
+            if s <= 0:  # RequestedToCapacityRatio leaves zero scores out of the average
+                continue
+        node_score += s * w
+        weight_sum += w
+    if weight_sum == 0:
+        return 0
+    if strategy == REQUESTED_TO_CAPACITY_RATIO:
+        return (2 * node_score + weight_sum) // (2 * weight_sum)  # math.Round of a non-negative ratio
+    return node_score // weight_sum
+
+
+def pod_score_requests(pod: PodInfo, resources: Sequence[ResourceSpec], *, use_requested: bool) -> list[int]:
+    """The pod's request per scored resource; cpu/memory "non-zero" unless `use_requested`."""
+    out = []
+    for r in resources:
+        if not use_requested and r.name == CPU:
+            out.append(pod.nonzero_cpu)
+        elif not use_requested and r.name == MEMORY:
+            out.append(pod.nonzero_memory)
+        else:
+            out.append(pod.request(r.name))
+    return out
+
+
+def node_score_inputs(pod: PodInfo, node: Object, node_pods: Sequence[PodInfo],
+                      resources: Sequence[ResourceSpec], *, use_requested: bool) -> tuple[list[int], list[int]]:
+    """(requested incl. the pod, allocatable) per scored resource for one node, as kube's
+    calculateResourceAllocatableRequest: a scalar resource the pod does not ask for is left out."""
+    allocatable = node_allocatable(node)
+    summed = summed_requests(node_pods)
+    nz_cpu, nz_mem = summed_nonzero(node_pods)
+    pod_reqs = pod_score_requests(pod, resources, use_requested=use_requested)
+    reqs, allocs = [], []
+    for r, pod_req in zip(resources, pod_reqs, strict=True):
+        if pod_req == 0 and is_scalar_resource(r.name):
+            reqs.append(0)
+            allocs.append(0)
+            continue
+        if r.name in (CPU, MEMORY) and not use_requested:
+            base = nz_cpu if r.name == CPU else nz_mem
+        else:
+            base = summed.get(r.name, 0)
+        if r.name not in (CPU, MEMORY, EPHEMERAL_STORAGE) and r.name not in allocatable:
+            reqs.append(0)
+            allocs.append(0)
+            continue
+        allocs.append(allocatable.get(r.name, 0))
+        reqs.append(base + pod_req)
+    return reqs, allocs
+
+
+def node_score(pod: PodInfo, node: Object, node_pods: Sequence[PodInfo], args: FitArgs = FitArgs()) -> int:
+    """The pure score for one node."""
+    reqs, allocs = node_score_inputs(pod, node, node_pods, args.resources, use_requested=False)
+    return allocation_score(args.strategy, reqs, allocs, [r.weight for r in args.resources], args.shape)
+
+
+# ---- vectorised ----
+def score_inputs(pod: PodInfo, nodes: NodeTable, rows: npt.NDArray[np.intp], resources: Sequence[ResourceSpec],
+                 *, use_requested: bool) -> tuple[IntArray, IntArray]:
+    """[rows, resources] matrices of requested (with the pod) and allocatable; zero columns for
+    resources left out of scoring."""
+    pod_reqs = pod_score_requests(pod, resources, use_requested=use_requested)
+    req = np.zeros((len(rows), len(resources)), np.int64)
+    alloc = np.zeros((len(rows), len(resources)), np.int64)
+    for j, (r, pod_req) in enumerate(zip(resources, pod_reqs, strict=True)):
+        if pod_req == 0 and is_scalar_resource(r.name):
+            continue
+        if r.name not in (CPU, MEMORY, EPHEMERAL_STORAGE) and nodes.resource_column(r.name) is None:
+            continue
+        if r.name in (CPU, MEMORY) and not use_requested:
+            base = nodes.nonzero_requested(r.name)
+        else:
+            base = nodes.requested(r.name)
+        alloc[:, j] = nodes.allocatable(r.name)[rows]
+        req[:, j] = base[rows] + pod_req
+    return req, alloc
+
+
+def allocation_scores(strategy: str, req: IntArray, alloc: IntArray, weights: Sequence[int],
+                      shape: Sequence[tuple[int, int]] = ()) -> IntArray:
+    """`allocation_score` for every row at once."""
+    n = req.shape[0]
+    node_score = np.zeros(n, np.int64)
+    weight_sum = np.zeros(n, np.int64)
+    scaled = [(u, s * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE)) for u, s in shape]
+    for j, w in enumerate(weights):
+        a, r = alloc[:, j], req[:, j]
+        valid = a != 0
+        safe = np.where(valid, a, 1)
+        if strategy == LEAST_ALLOCATED:
+            s = np.where(r > a, 0, (a - r) * MAX_NODE_SCORE // safe)
+        elif strategy == MOST_ALLOCATED:
+            s = np.minimum(r, a) * MAX_NODE_SCORE // safe
+        else:
+            p = np.where(r > a, MAX_UTILIZATION, r * MAX_UTILIZATION // safe)
+            s = _broken_linear_vec(scaled, p)
+            valid &= s > 0
+        node_score += np.where(valid, s * w, 0)
+        weight_sum += np.where(valid, w, 0)
+    safe_sum = np.maximum(weight_sum, 1)
+    if strategy == REQUESTED_TO_CAPACITY_RATIO:
+        out = (2 * node_score + weight_sum) // (2 * safe_sum)
+    else:
+        out = node_score // safe_sum
+    return np.where(weight_sum == 0, 0, out).astype(np.int64)
+
+
+def _broken_linear_vec(shape: Sequence[tuple[int, int]], p: IntArray) -> IntArray:
+    out = np.full(p.shape, shape[-1][1], np.int64)
+    done = np.zeros(p.shape, np.bool_)
+    for i, (u, s) in enumerate(shape):
+        m = ~done & (p <= u)
+        if i == 0:
+            out[m] = s
+        else:
+            u0, s0 = shape[i - 1]
+            num = (s - s0) * (p[m] - u0)
+            q = np.abs(num) // (u - u0)
+            out[m] = s0 + np.where(num < 0, -q, q)
+        done |= m
+    return out
+
+
+class NodeResourcesFit:
+    name = NAME
+
+    def __init__(self, args: FitArgs = FitArgs()) -> None:
+        self.args = args
+
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult:
+        alloc, req = nodes.allocatable_matrix, nodes.requested_matrix
+        pods_col = nodes.resource_column(PODS)
+        assert pods_col is not None
+        reasons = (req[:, pods_col] + 1 > alloc[:, pods_col]).astype(np.int64)
+        messages = [TOO_MANY_PODS]
+        for bit, (resource, amount) in enumerate(_checked_resources(pod, self.args), start=1):
+            col = nodes.resource_column(resource)  # None: no node offers it at all
+            short = np.ones(len(nodes), np.bool_) if col is None else amount > alloc[:, col] - req[:, col]
+            reasons |= short.astype(np.int64) << bit
+            messages.append(f"Insufficient {resource}")
+        return FilterResult(reasons == 0, reasons, tuple(messages), Code.UNSCHEDULABLE)
+
+    def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: npt.NDArray[np.intp]) -> IntArray:
+        req, alloc = score_inputs(pod, nodes, rows, self.args.resources, use_requested=False)
+        return allocation_scores(
+            self.args.strategy, req, alloc, [r.weight for r in self.args.resources], self.args.shape
+        )
+
+
+def new(args: Mapping[str, Any] | None, handle: Handle | None) -> NodeResourcesFit:
+    return NodeResourcesFit(FitArgs.parse(args))

@@ -1,0 +1,43 @@
+"""NodeUnschedulable (Filter): nodes with spec.unschedulable (cordoned) take only pods that tolerate
+the node.kubernetes.io/unschedulable:NoSchedule taint."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from minisched.scheduler.framework.cycle_state import CycleState
+from minisched.scheduler.framework.interface import FilterResult, Handle
+from minisched.scheduler.framework.status import Code
+from minisched.scheduler.framework.types import PodInfo
+from minisched.scheduler.snapshot import NodeTable
+
+NAME = "NodeUnschedulable"
+REASON = "node(s) were unschedulable"
+TAINT_KEY = "node.kubernetes.io/unschedulable"
+
+Object = dict[str, Any]
+
+
+def tolerates_unschedulable(pod: PodInfo) -> bool:
+    return any(t.tolerates(TAINT_KEY, "", "NoSchedule") for t in pod.tolerations)
+
+
+def fits(pod: PodInfo, node: Object) -> bool:
+    """The pure rule for one node."""
+    return not (node.get("spec") or {}).get("unschedulable") or tolerates_unschedulable(pod)
+
+
+class NodeUnschedulable:
+    name = NAME
+
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult:
+        if tolerates_unschedulable(pod):
+            return FilterResult.all_pass(len(nodes))
+        return FilterResult.fail_where(np.asarray(nodes.unschedulable), REASON, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+
+
+def new(args: Mapping[str, Any] | None, handle: Handle | None) -> NodeUnschedulable:
+    return NodeUnschedulable()

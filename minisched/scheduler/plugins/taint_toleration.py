@@ -1,0 +1,97 @@
+"""TaintToleration (Filter, Score): a node's NoSchedule/NoExecute taints keep out pods that do not
+tolerate them; untolerated PreferNoSchedule taints lower a node's score.
+
+Vectorised as: which of the snapshot's distinct taints does this pod tolerate (a loop over distinct
+taints, not nodes), then one lookup in the [node, taint] position matrix. The position keeps kube's
+choice of *which* taint to name: the first untolerated one in the node's own list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from minisched.scheduler.framework.cycle_state import CycleState
+from minisched.scheduler.framework.interface import FilterResult, Handle
+from minisched.scheduler.framework.status import Code
+from minisched.scheduler.framework.types import PodInfo, Toleration
+from minisched.scheduler.plugins.helpers import default_normalize_score, node_taints
+from minisched.scheduler.snapshot import NO_TAINT, NodeTable
+
+NAME = "TaintToleration"
+
+Object = dict[str, Any]
+Taint = tuple[str, str, str]
+IntArray = npt.NDArray[np.int64]
+
+_FILTER_EFFECTS = ("NoSchedule", "NoExecute")
+_MAX_REASON_BITS = 62
+
+
+def reason(taint: Taint) -> str:
+    return f"node(s) had untolerated taint {{{taint[0]}: {taint[1]}}}"
+
+
+def tolerated(tolerations: Sequence[Toleration], taint: Taint) -> bool:
+    return any(t.tolerates(*taint) for t in tolerations)
+
+
+def prefer_no_schedule_tolerations(pod: PodInfo) -> tuple[Toleration, ...]:
+    """Only tolerations with effect PreferNoSchedule or empty count for scoring (as in kube)."""
+    return tuple(t for t in pod.tolerations if t.effect in ("", "PreferNoSchedule"))
+
+
+def untolerated_taint(pod: PodInfo, node: Object) -> Taint | None:
+    """The pure filter rule: the first NoSchedule/NoExecute taint of the node the pod does not
+    tolerate, or None when the pod fits."""
+    for t in node_taints(node):
+        if t[2] in _FILTER_EFFECTS and not tolerated(pod.tolerations, t):
+            return t
+    return None
+
+
+def intolerable_prefer_no_schedule(pod: PodInfo, node: Object) -> int:
+    """The pure raw score: how many PreferNoSchedule taints the pod does not tolerate."""
+    tols = prefer_no_schedule_tolerations(pod)
+    return sum(1 for t in node_taints(node) if t[2] == "PreferNoSchedule" and not tolerated(tols, t))
+
+
+class TaintToleration:
+    name = NAME
+
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult:
+        n = len(nodes)
+        cols = [i for i, t in enumerate(nodes.taints) if t[2] in _FILTER_EFFECTS and not tolerated(pod.tolerations, t)]
+        if not cols:
+            return FilterResult.all_pass(n)
+        positions = nodes.taint_positions[:, cols]
+        first = positions.argmin(axis=1)
+        failed = positions[np.arange(n), first] != NO_TAINT
+        if not failed.any():
+            return FilterResult.all_pass(n)
+        taint_of_row = np.asarray(cols, np.int64)[first]
+        unique, inverse = np.unique(taint_of_row[failed], return_inverse=True)
+        messages = [reason(nodes.taints[int(t)]) for t in unique[:_MAX_REASON_BITS]]
+        bit = np.minimum(inverse, _MAX_REASON_BITS)  # past 62 distinct taints, one shared message
+        if len(unique) > _MAX_REASON_BITS:
+            messages.append("node(s) had untolerated taint")
+        reasons = np.zeros(n, np.int64)
+        reasons[failed] = np.left_shift(np.int64(1), bit.astype(np.int64))
+        return FilterResult(~failed, reasons, tuple(messages), Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+
+    def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: npt.NDArray[np.intp]) -> IntArray:
+        tols = prefer_no_schedule_tolerations(pod)
+        cols = [i for i, t in enumerate(nodes.taints) if t[2] == "PreferNoSchedule" and not tolerated(tols, t)]
+        if not cols:
+            return np.zeros(len(rows), np.int64)
+        return (nodes.taint_positions[rows][:, cols] != NO_TAINT).sum(axis=1).astype(np.int64)
+
+    def normalize_score(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray:
+        return default_normalize_score(scores, reverse=True)
+
+
+def new(args: Mapping[str, Any] | None, handle: Handle | None) -> TaintToleration:
+    return TaintToleration()
