@@ -134,14 +134,17 @@ class LeaderElector:
         )
         self._observed_time = 0.0  # clock.monotonic() when the record last changed
         self._reported_leader: str | None = None
+        self._leading = False
         self.leading_thread: threading.Thread | None = None
         self.transitions_seen: list[str] = []  # holders as this elector saw them change, for the chapter
 
     # -- state ---------------------------------------------------------------------------------------
 
     def is_leader(self) -> bool:
+        """True while run() leads: elected, and not yet given up (client-go looks only at the
+        observed record, which still names us after a failed renewal; this does not)."""
         with self._lock:
-            return self._observed is not None and self._observed.holder_identity == self.identity
+            return self._leading and self._observed is not None and self._observed.holder_identity == self.identity
 
     def leader(self) -> str | None:
         """The holder this elector last observed ("" when the lease is free); None before the first read."""
@@ -157,7 +160,7 @@ class LeaderElector:
         """client-go's HealthzAdaptor: unhealthy only if this instance thinks it leads but has not
         renewed for lease_duration + `max_tolerable_expired` (kube-scheduler: 20 s): it is stuck."""
         with self._lock:
-            leading = self._observed is not None and self._observed.holder_identity == self.identity
+            leading = self._leading and self._observed is not None and self._observed.holder_identity == self.identity
             stale = self.clock.monotonic() - self._observed_time
         if leading and stale > self.lease_duration + max_tolerable_expired:
             return f"failed election to renew leadership on lease {self.namespace}/{self.name} ({stale:.1f} s ago)"
@@ -172,6 +175,8 @@ class LeaderElector:
         try:
             if not self._acquire(ctx):
                 return
+            with self._lock:
+                self._leading = True
             leading = ctx.with_cancel(name=f"leading {self.name}")
             if self._on_started is not None:
                 started = self._on_started
@@ -182,6 +187,8 @@ class LeaderElector:
             try:
                 self._renew(ctx)
             finally:
+                with self._lock:
+                    self._leading = False
                 leading.cancel("leadership lost" if ctx.err() is None else "elector stopped")
                 if self.release_on_cancel:
                     self._release(ctx)

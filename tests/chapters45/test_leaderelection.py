@@ -122,6 +122,7 @@ def test_fail_over_when_the_leader_loses_the_lease(embedded_cluster: Cluster, vi
     assert a_stop - cut_at <= 10.0 + 2.0 + 0.5, "a stops within renew_deadline of its last good renewal"
     assert b_start - cut_at >= 15.0 - 2.0 * 2.2, "b waits a whole lease duration of unchanged record"
     assert a.leading_ctx is not None and a.leading_ctx.done(), "a's leading context is cancelled"
+    assert not a.elector.is_leader() and b.elector.is_leader()
     spec = lease(embedded_cluster)["spec"]
     assert spec["holderIdentity"] == "sched-b" and spec["leaseTransitions"] == 1
     assert a.elector.check_health() is None, "a gave up cleanly: it is not stuck believing it leads"
