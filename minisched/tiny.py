@@ -1,0 +1,276 @@
+"""Chapter 1: a whole scheduler in about 200 lines, readable in one sitting.
+
+    informers (pods, nodes) ──pending pods for us──> rate-limited work queue ──> schedule_one(key)
+        schedule_one: filter (Ready, schedulable, CPU, memory and pod count fit)
+                      → score (least allocated, ties by name) → bind (pods/binding)
+                      → or, if nothing fits, preempt lower-priority pods, then retry
+
+It is the book's design done right: the "enough CPU" check compares the pod's requests with the
+node's allocatable minus what is already bound there (CPU *and* memory, not "usage < 80%"), the
+choice scores every feasible node (the book's "round-robin" takes candidates[0], the same node
+every time), and preemption removes only as many lower-priority pods as the pod needs, on the node
+where that costs least, and binds only after they are gone. The full, pluggable scheduler lives in
+minisched.scheduler; this file depends on nothing of it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from minisched.clock import Clock
+from minisched.cluster.base import Cluster
+from minisched.errors import ApiError, Conflict, NotFound
+from minisched.informer import ResourceEventHandlerFuncs, SharedInformerFactory
+from minisched.meta import key_of, name_of, namespace_of, uid_of
+from minisched.objects import DEFAULT_SCHEDULER_NAME
+from minisched.quantity import milli_value, value
+from minisched.resources import NODES, PODS
+from minisched.workqueue import RateLimitingQueue
+
+Object = dict[str, Any]
+log = logging.getLogger("minisched.tiny")
+RESOURCES = ("cpu", "memory", "pods")  # cpu in millicores, memory in bytes, pods in pods
+
+
+def pod_requests(pod: Object) -> dict[str, int]:
+    """What a pod asks for: the sum over containers, or the largest init container if larger."""
+    spec = pod.get("spec") or {}
+
+    def of(container: Object, name: str) -> int:
+        raw = ((container.get("resources") or {}).get("requests") or {}).get(name)
+        return 0 if raw is None else (milli_value(raw) if name == "cpu" else value(raw))
+
+    total = {r: sum(of(c, r) for c in spec.get("containers") or []) for r in ("cpu", "memory")}
+    for init in spec.get("initContainers") or []:
+        total = {r: max(total[r], of(init, r)) for r in total}
+    return {**total, "pods": 1}
+
+
+def allocatable(node: Object) -> dict[str, int]:
+    alloc = (node.get("status") or {}).get("allocatable") or {}
+    return {"cpu": milli_value(alloc.get("cpu", 0)), "memory": value(alloc.get("memory", 0)),
+            "pods": value(alloc.get("pods", 0))}  # fmt: skip
+
+
+def is_ready(node: Object) -> bool:
+    conditions = (node.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def priority(pod: Object) -> int:
+    return int((pod.get("spec") or {}).get("priority") or 0)
+
+
+def is_active(pod: Object) -> bool:
+    """Holds its node's resources: bound and not finished (terminating pods still hold them)."""
+    return bool((pod.get("spec") or {}).get("nodeName")) and (pod.get("status") or {}).get("phase") not in (
+        "Succeeded", "Failed",
+    )  # fmt: skip
+
+
+@dataclass
+class Decision:
+    pod: str
+    node: str | None = None
+    scores: dict[str, int] = field(default_factory=dict)
+    rejected: dict[str, str] = field(default_factory=dict)  # node → why it was filtered out
+    victims: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+class TinyScheduler:
+    def __init__(self, cluster: Cluster, *, scheduler_name: str = DEFAULT_SCHEDULER_NAME,
+                 clock: Clock | None = None) -> None:  # fmt: skip
+        self.cluster, self.scheduler_name = cluster, scheduler_name
+        self.factory = SharedInformerFactory(cluster, clock=clock)
+        self.pods = self.factory.informer_for(PODS)
+        self.nodes = self.factory.informer_for(NODES)
+        self.queue: RateLimitingQueue[str] = RateLimitingQueue(name="tiny", clock=clock)
+        # Binds the cache has not seen yet (pod key → node): counted as used, or we would overcommit.
+        self.assumed: dict[str, tuple[str, Object]] = {}
+        self.nominated: dict[str, str] = {}  # preemptor key → node whose victims are going
+        self.decisions: list[Decision] = []
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self.pods.add_event_handler(ResourceEventHandlerFuncs(
+            add=lambda pod, _initial: self._on_pod(pod), update=lambda _old, new: self._on_pod(new),
+            delete=lambda _pod: self._requeue_pending(),  # freed room may let a waiting pod fit
+        ))  # fmt: skip
+        # A node appearing or changing may make waiting pods fit: look at them again.
+        self.nodes.add_event_handler(ResourceEventHandlerFuncs(
+            add=lambda _n, _i: self._requeue_pending(), update=lambda _o, _n: self._requeue_pending(),
+        ))  # fmt: skip
+
+    def _ours_and_pending(self, pod: Object) -> bool:
+        spec = pod.get("spec") or {}
+        return spec.get("schedulerName") == self.scheduler_name and not spec.get("nodeName") and not (
+            pod.get("metadata") or {}).get("deletionTimestamp")  # fmt: skip
+
+    def _on_pod(self, pod: Object) -> None:
+        if self._ours_and_pending(pod):
+            self.queue.add(key_of(pod))
+        elif key_of(pod) in self.assumed and (pod.get("spec") or {}).get("nodeName"):
+            with self._lock:
+                self.assumed.pop(key_of(pod), None)  # the cache has caught up with our bind
+
+    def _requeue_pending(self) -> None:
+        for pod in self.pods.store.list():
+            if self._ours_and_pending(pod):
+                self.queue.add(key_of(pod))
+
+    # -- one scheduling decision --------------------------------------------------------------
+
+    def node_usage(self) -> dict[str, dict[str, int]]:
+        """Requests already placed on each node: bound pods in the cache plus our assumed binds."""
+        used: dict[str, dict[str, int]] = {}
+        with self._lock:
+            assumed = dict(self.assumed)
+        placed = [(p["spec"]["nodeName"], p) for p in self.pods.store.list() if is_active(p)]
+        placed += [(node, pod) for key, (node, pod) in assumed.items() if self.pods.store.get_by_key(key) is None
+                   or not (self.pods.store.get_by_key(key) or {}).get("spec", {}).get("nodeName")]  # fmt: skip
+        for node, pod in placed:
+            slot = used.setdefault(node, dict.fromkeys(RESOURCES, 0))
+            for r, amount in pod_requests(pod).items():
+                slot[r] += amount
+        return used
+
+    def filter(self, pod: Object, node: Object, used: dict[str, int]) -> str | None:
+        """None if the pod fits on the node, else the reason it does not."""
+        if not is_ready(node):
+            return "not Ready"
+        if (node.get("spec") or {}).get("unschedulable"):
+            return "unschedulable"
+        free = {r: a - used.get(r, 0) for r, a in allocatable(node).items()}
+        short = [r for r, need in pod_requests(pod).items() if need > free[r]]
+        return f"insufficient {', '.join(short)}" if short else None
+
+    @staticmethod
+    def score(pod: Object, node: Object, used: dict[str, int]) -> int:
+        """Least allocated (kube-scheduler's default): mean free share of CPU and memory after
+        placing the pod, 0–100. Spreads pods instead of piling them on the first node."""
+        alloc, need = allocatable(node), pod_requests(pod)
+        shares = [(alloc[r] - used.get(r, 0) - need[r]) * 100 // alloc[r] for r in ("cpu", "memory") if alloc[r]]
+        return sum(shares) // len(shares) if shares else 0
+
+    def schedule_one(self, key: str) -> Decision:
+        pod = self.pods.store.get_by_key(key)
+        decision = Decision(key)
+        if pod is None or not self._ours_and_pending(pod):
+            return decision  # deleted or bound meanwhile: nothing to do
+        usage = self.node_usage()
+        nominated = self.nominated.get(key)
+        for node in sorted(self.nodes.store.list(), key=name_of):
+            used = dict(usage.get(name_of(node), {}))
+            for other, target in self.nominated.items():  # space freed for a preemptor is its
+                if other != key and target == name_of(node) and (p := self.pods.store.get_by_key(other)):
+                    used = {r: used.get(r, 0) + n for r, n in pod_requests(p).items()}
+            reason = self.filter(pod, node, used)
+            if reason:
+                decision.rejected[name_of(node)] = reason
+            else:
+                decision.scores[name_of(node)] = self.score(pod, node, used)
+        if decision.scores:
+            best = max(decision.scores.values())
+            tied = sorted(n for n, s in decision.scores.items() if s == best)
+            choice = nominated if nominated in tied else tied[0]  # ties: the nominated node, else by name
+            self.cluster.bind(namespace_of(pod), name_of(pod), choice, uid=uid_of(pod))
+            with self._lock:
+                self.assumed[key] = (choice, pod)
+                self.nominated.pop(key, None)
+            decision.node = choice
+        elif priority(pod) > 0 and not nominated:
+            decision.victims = self.preempt(pod, usage)
+            decision.error = "preempting " + ", ".join(decision.victims) if decision.victims else "no node fits"
+        elif nominated and self._terminating_on(nominated):
+            decision.error = "waiting for victims to go"
+        else:
+            self.nominated.pop(key, None)  # victims gone and still no room: start over next time
+            decision.error = "no node fits"
+        return decision
+
+    def _terminating_on(self, node_name: str) -> bool:
+        return any(p["spec"].get("nodeName") == node_name and p["metadata"].get("deletionTimestamp")
+                   for p in self.pods.store.list())  # fmt: skip
+
+    def preempt(self, pod: Object, usage: dict[str, dict[str, int]]) -> list[str]:
+        """The book's synchronous preemption, done carefully: on each node, take lower-priority pods
+        (lowest first) until the pod would fit; pick the node needing the fewest, lowest-priority
+        victims; delete them and nominate the node. Binding waits for the next attempt, after the
+        victims are gone (binding now would overcommit the node while they terminate)."""
+        best: tuple[tuple[int, int, str], str, list[Object]] | None = None
+        for node in self.nodes.store.list():
+            if not is_ready(node):
+                continue
+            used = dict(usage.get(name_of(node), dict.fromkeys(RESOURCES, 0)))
+            lower = sorted((p for p in self.pods.store.list() if is_active(p) and p["spec"]["nodeName"] ==
+                            name_of(node) and priority(p) < priority(pod)), key=lambda p: (priority(p), name_of(p)))
+            victims: list[Object] = []
+            while self.filter(pod, node, used) and lower:
+                victim = lower.pop(0)
+                victims.append(victim)
+                used = {r: used[r] - n for r, n in pod_requests(victim).items()}
+            if victims and not self.filter(pod, node, used):
+                cost = (len(victims), max(priority(v) for v in victims), name_of(node))
+                if best is None or cost < best[0]:
+                    best = (cost, name_of(node), victims)
+        if best is None:
+            return []
+        _, node_name, victims = best
+        for victim in victims:
+            with contextlib.suppress(NotFound, Conflict):  # already gone
+                self.cluster.delete(PODS, name_of(victim), namespace_of(victim), preconditions={"uid": uid_of(victim)})
+        self.nominated[key_of(pod)] = node_name
+        return [key_of(v) for v in victims]
+
+    # -- the loop -----------------------------------------------------------------------------
+
+    def process_next(self) -> bool:
+        key, shutdown = self.queue.get()
+        if shutdown or key is None:
+            return False
+        try:
+            decision = self.schedule_one(key)
+        except ApiError as error:  # e.g. 409: someone else bound it; the informer will tell us
+            decision = Decision(key, error=f"{type(error).__name__}: {error}")
+        try:
+            if decision.node or (decision.error is None):
+                self.queue.forget(key)
+            else:
+                self.queue.add_rate_limited(key)  # retry with back-off: nodes or victims may change
+        finally:
+            self.queue.done(key)
+        self.decisions.append(decision)
+        return True
+
+    def start(self, sync_timeout: float = 30.0) -> None:
+        self.factory.start()
+        if not all(self.factory.wait_for_cache_sync(sync_timeout).values()):
+            raise TimeoutError(f"tiny scheduler: caches did not sync within {sync_timeout} s")
+
+    def run_in_thread(self) -> None:
+        self._thread = threading.Thread(target=lambda: [None for _ in iter(self.process_next, False)], daemon=True)
+        self._thread.start()
+
+    def settle(self, timeout: float = 10.0, quiet: float = 0.1) -> int:
+        """Single-threaded: schedule until no work has arrived for `quiet` real seconds."""
+        deadline, last, count = time.monotonic() + timeout, time.monotonic(), 0
+        while time.monotonic() < deadline:
+            if len(self.queue):
+                self.process_next()
+                count, last = count + 1, time.monotonic()
+            elif time.monotonic() - last >= quiet:
+                return count
+            else:
+                time.sleep(0.005)
+        raise TimeoutError(f"tiny scheduler still busy after {timeout} s")
+
+    def stop(self) -> None:
+        self.queue.shut_down()
+        if self._thread:
+            self._thread.join(5)
+        self.factory.shutdown()
