@@ -40,15 +40,21 @@ command -v go >/dev/null 2>&1 || die "the Go toolchain ('go') is not on PATH. In
 # Run go at low priority: the build takes minutes on 2 cores and must not starve other test runs.
 gorun() { nice -n 10 go "$@"; }
 
-# Each binary must exist and answer --version with the pinned version.
+# Each binary must exist and answer --version with the pinned version. (Capture, then match: a
+# `bin --version | grep -q` pipeline fails at random under pipefail when grep exits first.)
+reports_version() {
+  local out
+  out=$("$1" --version 2>&1) || return 1
+  [[ "$out" == *"$2"* ]]
+}
 binaries_ok() {
   [[ -f "$STAMP" ]] || return 1
   [[ "$(cat "$STAMP")" == "$KEY" ]] || return 1
   [[ -s "${OUT}/stages.yaml" ]] || return 1
-  "${BIN}/etcd" --version 2>/dev/null | grep -q "etcd Version: ${ETCD_VERSION#v}" || return 1
-  "${BIN}/kube-apiserver" --version 2>/dev/null | grep -q "Kubernetes ${KUBERNETES_VERSION}" || return 1
-  "${BIN}/kube-scheduler" --version 2>/dev/null | grep -q "Kubernetes ${KUBERNETES_VERSION}" || return 1
-  "${BIN}/kwok" --version 2>/dev/null | grep -q "${KWOK_VERSION#v}" || return 1
+  reports_version "${BIN}/etcd" "etcd Version: ${ETCD_VERSION#v}" || return 1
+  reports_version "${BIN}/kube-apiserver" "Kubernetes ${KUBERNETES_VERSION}" || return 1
+  reports_version "${BIN}/kube-scheduler" "Kubernetes ${KUBERNETES_VERSION}" || return 1
+  reports_version "${BIN}/kwok" "${KWOK_VERSION#v}" || return 1
 }
 
 if [[ "${MINISCHED_FORCE_BUILD:-0}" != "1" ]] && binaries_ok; then
@@ -57,8 +63,27 @@ if [[ "${MINISCHED_FORCE_BUILD:-0}" != "1" ]] && binaries_ok; then
   exit 0
 fi
 
+# One build at a time per version key (two test runs may both find the cache empty).
+mkdir -p "$OUT"
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"${OUT}.lock"
+  if ! flock -n 9; then
+    log "another build of ${KEY} is running; waiting for it"
+    flock 9
+  fi
+  if [[ "${MINISCHED_FORCE_BUILD:-0}" != "1" ]] && binaries_ok; then
+    log "up to date: ${BIN}"
+    echo "$BIN"
+    exit 0
+  fi
+fi
+
+# Binaries are built into STAGE and renamed into BIN at the end: a process running an old binary
+# keeps its inode, and nobody ever executes a half-written file.
+STAGE="${WORK}/bin"
 rm -f "$STAMP"
-mkdir -p "$BIN" "$WORK"
+rm -rf "$WORK"
+mkdir -p "$BIN" "$STAGE"
 export CGO_ENABLED=0
 export GOFLAGS="-mod=mod -buildvcs=false"
 # Go module proxy only; fail fast with a readable message rather than a wall of resolver output.
@@ -80,7 +105,7 @@ tool go.etcd.io/etcd/server/v3
 EOF
   (cd "$dir" && gorun get "go.etcd.io/etcd/server/v3@${ETCD_VERSION}") || modfetch_fail "go.etcd.io/etcd/server/v3@${ETCD_VERSION}"
   log "etcd ${ETCD_VERSION}: compiling"
-  (cd "$dir" && gorun build -p "$BUILD_JOBS" -trimpath -ldflags "-s -w" -o "${BIN}/etcd" go.etcd.io/etcd/server/v3) \
+  (cd "$dir" && gorun build -p "$BUILD_JOBS" -trimpath -ldflags "-s -w" -o "${STAGE}/etcd" go.etcd.io/etcd/server/v3) \
     || die "building etcd failed"
   log "etcd ${ETCD_VERSION}: done ($(( $(date +%s) - START ))s elapsed)"
 }
@@ -133,7 +158,7 @@ build_kubernetes() {
   for cmd in kube-apiserver kube-scheduler; do
     log "kubernetes ${KUBERNETES_VERSION}: compiling ${cmd} (slow on 2 cores)"
     (cd "$dir" && gorun build -p "$BUILD_JOBS" -tags selinux,notest -trimpath -ldflags "$ldflags" \
-        -o "${BIN}/${cmd}" "k8s.io/kubernetes/cmd/${cmd}") || die "building ${cmd} failed"
+        -o "${STAGE}/${cmd}" "k8s.io/kubernetes/cmd/${cmd}") || die "building ${cmd} failed"
     log "kubernetes ${KUBERNETES_VERSION}: ${cmd} done ($(( $(date +%s) - START ))s elapsed)"
   done
 }
@@ -145,7 +170,7 @@ build_kwok() {
   log "kwok ${KWOK_VERSION}: compiling"
   # kwok reports its version from these ldflags (its Makefile sets them the same way).
   local ldflags="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION} -X sigs.k8s.io/kwok/pkg/consts.BinaryName=kwok"
-  (cd "$dir" && GOBIN="$BIN" gorun install -p "$BUILD_JOBS" -trimpath -ldflags "$ldflags" \
+  (cd "$dir" && GOBIN="$STAGE" gorun install -p "$BUILD_JOBS" -trimpath -ldflags "$ldflags" \
       "sigs.k8s.io/kwok/cmd/kwok@${KWOK_VERSION}") || modfetch_fail "sigs.k8s.io/kwok/cmd/kwok@${KWOK_VERSION}"
 
   # KWOK exits with "no stages found" unless it is given Stage objects; ship the upstream ones.
@@ -176,7 +201,8 @@ build_etcd
 build_kubernetes
 
 for b in etcd kube-apiserver kube-scheduler kwok; do
-  log "$b: $("${BIN}/${b}" --version 2>&1 | head -1)"
+  log "$b: $("${STAGE}/${b}" --version 2>&1 | head -1)"
+  mv -f "${STAGE}/${b}" "${BIN}/${b}"
 done
 echo "$KEY" >"$STAMP"
 binaries_ok || die "built binaries do not report the pinned versions (see --version output above)"
