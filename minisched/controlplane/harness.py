@@ -165,7 +165,8 @@ class ControlPlane:
         """Run kube-scheduler with a KubeSchedulerConfiguration (dict or YAML; None: the defaults).
 
         Its client connection is pointed at this control plane's admin kubeconfig, and leader
-        election is off (one scheduler per name). Returns when /healthz answers."""
+        election is off (one scheduler per name). Returns when /healthz answers; the process's
+        `port` then serves /metrics over HTTPS (self-signed) without authentication."""
         parsed: dict[str, Any] = yaml.safe_load(config) if isinstance(config, str) else dict(config or {})
         cfg: dict[str, Any] = dict(parsed or {})
         cfg.setdefault("apiVersion", "kubescheduler.config.k8s.io/v1")
@@ -188,14 +189,22 @@ class ControlPlane:
                 "-v=2",
             ],
         )
-        insecure = ssl.create_default_context()
-        insecure.check_hostname = False
-        insecure.verify_mode = ssl.CERT_NONE  # its serving cert is self-signed and only on loopback
+        insecure = _insecure_ssl_context()
         proc.wait_until(
             lambda: _https_get("127.0.0.1", port, "/healthz", insecure)[0] == 200, timeout, "healthy"
         )
-        proc.metrics_port = port  # type: ignore[attr-defined]
+        proc.port = port  # https://127.0.0.1:{port}/metrics, readable without credentials
         return proc
+
+    def scheduler_metrics(self, name: str = "kube-scheduler") -> str:
+        """The Prometheus text of a scheduler started with start_scheduler(name=...)."""
+        proc = self._processes.get(name)
+        if proc is None or proc.port is None:
+            raise KeyError(f"no scheduler named {name!r} is running")
+        status, body = _https_get("127.0.0.1", proc.port, "/metrics", _insecure_ssl_context())
+        if status != 200:
+            raise RuntimeError(f"{name} /metrics answered {status}")
+        return body.decode()
 
     def compact_etcd(self) -> int:
         """Compact etcd's history up to its current revision; returns that revision.
@@ -386,6 +395,14 @@ def _stop_running_control_planes() -> None:
         cp.mark_failed()
         cp.stop()
         print(f"minisched: stopped a control plane left running; logs in {cp.log_dir}", file=sys.stderr)
+
+
+def _insecure_ssl_context() -> ssl.SSLContext:
+    # kube-scheduler serves a self-signed certificate, on loopback only.
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
 
 
 def _https_get(

@@ -45,6 +45,8 @@ class ManagedProcess:
         self.name = name
         self.argv = list(argv)
         self.log_path = log_path
+        # The port it serves on (health, metrics), when the harness gave it one.
+        self.port: int | None = None
         log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
         self._log.write(("$ " + " ".join(self.argv) + "\n").encode())

@@ -126,6 +126,10 @@ def test_kube_scheduler_binds_a_pod_to_a_fake_node(
             "kube-scheduler to bind the pod",
         )
         assert pod["spec"]["nodeName"] == "kwok-sched-0"
+        metrics = control_plane.scheduler_metrics("yardstick-scheduler")
+        assert (
+            'scheduler_schedule_attempts_total{profile="yardstick-scheduler",result="scheduled"} 1' in metrics
+        )
     finally:
         control_plane.stop_component("yardstick-scheduler")
     assert "yardstick-scheduler" not in control_plane.processes
