@@ -436,7 +436,8 @@ class NodeTable:
         for image, size in parsed.images:
             iid = self._image_col_for(image)
             self._images[row, iid] = True
-            self._image_size[iid] = size
+            if not self._image_size[iid]:  # kube's cache keeps the size first seen for a name
+                self._image_size[iid] = size
 
     def remove_node(self, name: str) -> None:
         """Remove a node's row. Its pods wait as orphans in case the node comes back (kube's cache

@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from minisched.objects import make_node, make_pod
+from minisched.scheduler.framework.cycle_state import CycleState
+from minisched.scheduler.framework.types import PodInfo
+from minisched.scheduler.plugins.node_resources_fit import FitArgs, NodeResourcesFit, new
+from tests.scheduler.plugins.randomcluster import table_of
+
+GPU = "example.com/gpu"
+
+
+def reasons(pod: dict[str, Any], node: dict[str, Any], placed: list[dict[str, Any]] = (), args: dict | None = None):  # type: ignore[no-untyped-def]
+    plugin = new(args, None)
+    table = table_of([node], {node["metadata"]["name"]: list(placed)})
+    return plugin.filter(CycleState(), PodInfo.from_pod(pod), table).reasons_at(0)
+
+
+@pytest.mark.parametrize(
+    ("pod", "node", "placed", "expected"),
+    [
+        (make_pod("p", cpu="1", memory="1Gi"), make_node("n", cpu="1", memory="1Gi"), [], ()),
+        (make_pod("p", cpu="1001m", memory="1Gi"), make_node("n", cpu="1", memory="1Gi"), [], ("Insufficient cpu",)),
+        (make_pod("p", cpu="2", memory="2Gi"), make_node("n", cpu="1", memory="1Gi"), [],
+         ("Insufficient cpu", "Insufficient memory")),
+        (make_pod("p", cpu="500m"), make_node("n", cpu="1"), [make_pod("q", cpu="600m")], ("Insufficient cpu",)),
+        (make_pod("p", cpu=None, memory=None), make_node("n", pods="1"), [make_pod("q")], ("Too many pods",)),
+        (make_pod("p", cpu="5"), make_node("n", cpu="1", pods="1"), [make_pod("q", cpu=None, memory=None)],
+         ("Too many pods", "Insufficient cpu")),
+        (make_pod("p", extra_requests={GPU: "1"}), make_node("n"), [], (f"Insufficient {GPU}",)),  # node has none
+        (make_pod("p", extra_requests={GPU: "2"}), make_node("n", extra_resources={GPU: "2"}), [], ()),
+        (make_pod("p", extra_requests={"ephemeral-storage": "2Gi"}), make_node("n", ephemeral_storage="1Gi"), [],
+         ("Insufficient ephemeral-storage",)),
+        (make_pod("p", limits={"cpu": "3"}, cpu=None), make_node("n", cpu="2"), [], ("Insufficient cpu",)),  # limit=req
+    ],
+)
+def test_filter(pod: Any, node: Any, placed: Any, expected: tuple[str, ...]) -> None:
+    assert reasons(pod, node, placed) == expected
+
+
+def test_ignored_extended_resources() -> None:
+    pod = make_pod("p", extra_requests={GPU: "1", "other.io/fpga": "1"})
+    assert reasons(pod, make_node("n"), args={"ignoredResources": [GPU], "ignoredResourceGroups": ["other.io"]}) == ()
+
+
+def test_init_sidecar_and_overhead_count_as_kube_counts_them() -> None:
+    pod = make_pod("p", cpu="1", memory=None)
+    pod["spec"]["initContainers"] = [
+        {"name": "sidecar", "restartPolicy": "Always", "resources": {"requests": {"cpu": "500m"}}},
+        {"name": "big-init", "resources": {"requests": {"cpu": "3"}}},  # runs beside the sidecar: 3.5
+        {"name": "small-init", "resources": {"requests": {"cpu": "1"}}},
+    ]
+    pod["spec"]["overhead"] = {"cpu": "250m"}
+    info = PodInfo.from_pod(pod)
+    assert info.requests["cpu"] == 3750  # max(1 + 0.5, 3 + 0.5) + 0.25
+    assert reasons(pod, make_node("n", cpu="3700m")) == ("Insufficient cpu",)
+    assert reasons(pod, make_node("n", cpu="3750m")) == ()
+
+
+def _scores(strategy: dict[str, Any], pod: dict[str, Any], nodes: list[dict[str, Any]]) -> list[int]:
+    plugin = new({"scoringStrategy": strategy}, None)
+    table = table_of(nodes)
+    return plugin.score(CycleState(), PodInfo.from_pod(pod), table, np.arange(len(nodes), dtype=np.intp)).tolist()
+
+
+# the cases of kube's least_allocated_test.go / most_allocated_test.go "differently sized nodes"
+NODES = [make_node("n1", cpu="4", memory="10000"), make_node("n2", cpu="6", memory="10000")]
+POD = make_pod("p", cpu="3", memory="5000")
+
+
+def test_least_allocated() -> None:
+    assert _scores({"type": "LeastAllocated"}, POD, NODES) == [37, 50]
+
+
+def test_most_allocated() -> None:
+    assert _scores({"type": "MostAllocated"}, POD, NODES) == [62, 50]
+
+
+def test_requested_to_capacity_ratio() -> None:
+    shape = [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]
+    # cpu 75% and 50%, memory 50%: scores 75, 50 -> round((75+50)/2) = 63 (half rounds up), 50
+    assert _scores({"type": "RequestedToCapacityRatio", "requestedToCapacityRatio": {"shape": shape}}, POD, NODES) == [63, 50]
+    falling = [{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}]
+    assert _scores({"type": "RequestedToCapacityRatio", "requestedToCapacityRatio": {"shape": falling}}, POD, NODES) == [38, 50]
+
+
+def test_scoring_counts_missing_requests_as_kube_defaults() -> None:
+    # no requests -> scored as 100m cpu and 200Mi memory
+    nodes = [make_node("n", cpu="1", memory="1000Mi")]
+    got = _scores({"type": "LeastAllocated"}, make_pod("p", cpu=None, memory=None), nodes)
+    assert got == [((1000 - 100) * 100 // 1000 + (1000 - 200) * 100 // 1000) // 2]
+
+
+@pytest.mark.parametrize(
+    ("args", "problem"),
+    [
+        ({"scoringStrategy": {"type": "Fastest"}}, "'Fastest' is not one of"),
+        ({"scoringStrategy": {"type": "RequestedToCapacityRatio"}}, "needs requestedToCapacityRatio.shape"),
+        ({"scoringStrategy": {"resources": [{"name": "cpu", "weight": 0}]}}, "weight in 1..100"),
+        ({"scoringStrategy": {"type": "RequestedToCapacityRatio", "requestedToCapacityRatio": {
+            "shape": [{"utilization": 50, "score": 1}, {"utilization": 10, "score": 2}]}}}, "must be increasing"),
+        ({"bogus": 1}, "unknown field"),
+    ],
+)
+def test_bad_args(args: dict[str, Any], problem: str) -> None:
+    with pytest.raises(ValueError, match=problem):
+        FitArgs.parse(args)
+
+
+def test_plugin_has_a_name() -> None:
+    assert NodeResourcesFit().name == "NodeResourcesFit"
