@@ -316,3 +316,26 @@ def test_cleanup_between_tests_removes_what_a_test_created(real_cluster: RealClu
     )
     cleanup(real_cluster, baseline)
     assert {r: _keys(real_cluster, r) for r in _CLEANED} == baseline
+
+
+def test_from_kubeconfig_selects_the_named_context(control_plane: ControlPlane, tmp_path: Any) -> None:
+    import yaml
+
+    config = yaml.safe_load(control_plane.kubeconfig.read_text())
+    good = config["current-context"]
+    # A second context, made current, that points nowhere: selecting `good` by name must win.
+    config["clusters"].append({"name": "nowhere", "cluster": {"server": "https://127.0.0.1:1"}})
+    config["contexts"].append(
+        {"name": "nowhere", "context": {"cluster": "nowhere", "user": config["users"][0]["name"]}}
+    )
+    config["current-context"] = "nowhere"
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    with RealCluster.from_kubeconfig(path=str(path), context=good) as cluster:
+        assert cluster.server == control_plane.server
+        assert cluster.get("namespaces", "default")["metadata"]["name"] == "default"
+    with RealCluster.from_kubeconfig(path=str(path)) as unreachable:
+        from minisched.errors import ServiceUnavailable
+
+        with pytest.raises(ServiceUnavailable):
+            unreachable.get("namespaces", "default")
