@@ -260,6 +260,7 @@ class PodPlacement:
     attempts: int = 0
     last_failure: str | None = None
     version: int = 0
+    uid: str | None = None  # a pod deleted and created again under the same name is a new incarnation
 
 
 @dataclass
@@ -287,12 +288,14 @@ class PodPlacements:
             record.attempts += 1
             record.last_failure = str(payload.get("reason") or payload.get("error") or kind)
         elif kind == EventTypes.SCHEDULED:
-            if record.phase == "Scheduled":
+            new_incarnation = payload.get("uid") is not None and payload.get("uid") != record.uid
+            if record.phase == "Scheduled" and not new_incarnation:
                 raise ValueError(
                     f"{event.aggregate_id!r} scheduled twice: on {record.node!r}, then on {payload.get('node')!r}"
                 )
             record.attempts += 1
             record.phase, record.node = "Scheduled", str(payload["node"])
+            record.uid = payload.get("uid", record.uid)
         elif kind == EventTypes.PREEMPTED:
             record.phase, record.node = "Pending", None
         elif kind == EventTypes.DELETED:
