@@ -223,7 +223,7 @@ def parse_label_selector(text: str | None) -> LabelSelector:
                         raise _bad(text, "found 'end of string', expected: ')'")
                     i += 1
                     if t == ")":
-                        if expect_value and values:  # "(a,)" keeps an empty value, like the server
+                        if expect_value:  # "()" and "(a,)" hold the empty value, as on the server
                             values.append("")
                         break
                     if t == ",":
