@@ -1,0 +1,233 @@
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pytest
+
+from minisched.objects import make_node, make_pod, taint
+from minisched.scheduler.framework.cycle_state import CycleState
+from minisched.scheduler.framework.diagnosis import fit_error_message
+from minisched.scheduler.framework.interface import PreFilterResult
+from minisched.scheduler.framework.profile import load_profiles
+from minisched.scheduler.framework.runtime import Framework, num_feasible_nodes_to_find
+from minisched.scheduler.framework.status import Code, Status
+from minisched.scheduler.framework.types import PodInfo
+from minisched.scheduler.plugins import in_tree_registry
+from minisched.scheduler.snapshot import NodeTable
+
+HEADER = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+
+
+def table(*nodes: dict[str, Any]) -> NodeTable:
+    t = NodeTable()
+    for n in nodes:
+        t.add_node(n)
+    return t
+
+
+def info(name: str, **kw: Any) -> PodInfo:
+    return PodInfo.from_pod(make_pod(name, **kw))
+
+
+@pytest.mark.parametrize(
+    ("percentage", "nodes", "expected"),
+    [(0, 50, 50), (0, 100, 100), (0, 1000, 420), (0, 5000, 500), (0, 6000, 300), (0, 100_000, 5000),
+     (10, 500, 100), (30, 1000, 300), (100, 5000, 5000), (50, 99, 99)],
+)
+def test_num_feasible_nodes_to_find(percentage: int, nodes: int, expected: int) -> None:
+    assert num_feasible_nodes_to_find(percentage, nodes) == expected
+
+
+def test_adaptive_sampling_rotates_the_start() -> None:
+    t = table(*(make_node(f"n{i:03}") for i in range(200)))
+    fw = Framework(seed=1)
+    first = fw.schedule(info("a"), t.snapshot())
+    assert first.evaluated == 100 and first.decision.evaluated_rows.tolist() == list(range(100))
+    second = fw.schedule(info("b"), t.snapshot())
+    assert second.decision.evaluated_rows.tolist() == list(range(100, 200))
+    assert fw.next_start_node_index == 0
+    every = Framework(load_profiles({**HEADER, "percentageOfNodesToScore": 100})[0])
+    assert every.schedule(info("c"), t.snapshot()).evaluated == 200
+
+
+def test_sampling_counts_feasible_nodes_not_examined_ones() -> None:
+    nodes = [make_node(f"n{i:03}", cpu="1" if i % 2 else "8") for i in range(300)]
+    fw = Framework(seed=1)
+    r = fw.schedule(info("big", cpu="4"), table(*nodes).snapshot())
+    # 300 nodes -> 48% -> 144 feasible wanted; every second node fits, so 287 are examined
+    assert r.feasible == 144 and r.evaluated == 287
+    assert fw.next_start_node_index == 287
+
+
+def test_nominated_node_is_tried_first_and_wins_without_scoring() -> None:
+    t = table(make_node("small", cpu="2"), make_node("big", cpu="64"))
+    pod = make_pod("p", cpu="1")
+    pod["status"] = {"nominatedNodeName": "small"}
+    r = Framework(seed=1).schedule(PodInfo.from_pod(pod), t.snapshot())
+    assert r.node == "small" and r.decision.nominated and r.evaluated == 1
+    pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "3"  # no longer fits there
+    r = Framework(seed=1).schedule(PodInfo.from_pod(pod), t.snapshot())
+    assert r.node == "big" and not r.decision.nominated
+
+
+def test_room_held_for_higher_priority_nominated_pods() -> None:
+    t = table(make_node("a", cpu="2"), make_node("b", cpu="1"))
+    waiting = info("waiting", cpu="2", priority=100)
+    low = info("low", cpu="1", priority=1)
+    r = Framework(seed=1).schedule(low, t.snapshot(), nominated=[("a", waiting)])
+    assert r.node == "b"
+    high = info("high", cpu="2", priority=1000)  # lower-priority nominations do not hold room against it
+    assert Framework(seed=1).schedule(high, t.snapshot(), nominated=[("a", low)]).node == "a"
+
+
+def test_failed_scheduling_message_in_kube_form() -> None:
+    nodes = [make_node(f"c{i}", cpu="1") for i in range(3)] + [
+        make_node(f"t{i}", cpu="8", taints=[taint("dedicated", "infra")]) for i in range(2)]
+    r = Framework(seed=1).schedule(info("p", cpu="2"), table(*nodes).snapshot())
+    assert r.node is None and r.status.code == Code.UNSCHEDULABLE
+    want = "0/5 nodes are available: 2 node(s) had untolerated taint {dedicated: infra}, 3 Insufficient cpu."
+    assert r.status.message() == want == r.diagnosis.message() == r.decision.message
+    statuses = r.diagnosis.statuses()
+    assert statuses["c0"] == Status(Code.UNSCHEDULABLE, ("Insufficient cpu",), "NodeResourcesFit")
+    assert statuses["t0"].code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE and statuses["t0"].plugin == "TaintToleration"
+    assert r.diagnosis.unschedulable_plugins == {"NodeResourcesFit", "TaintToleration"}
+    assert not r.diagnosis.all_unresolvable
+
+
+def test_every_reason_of_a_node_is_counted_and_sorted_as_strings() -> None:
+    nodes = [make_node(f"n{i}", cpu="1", memory="1Gi") for i in range(2)]
+    r = Framework(seed=1).schedule(info("p", cpu="2", memory="2Gi"), table(*nodes).snapshot())
+    assert r.status.message() == "0/2 nodes are available: 2 Insufficient cpu, 2 Insufficient memory."
+    assert fit_error_message(12, {"y": 2, "x": 10}) == "0/12 nodes are available: 10 x, 2 y."
+    assert fit_error_message(3, {}, pre_filter_msg="pre", post_filter_msg="No preemption victims found") == (
+        "0/3 nodes are available: pre. No preemption victims found.")
+
+
+def test_no_nodes() -> None:
+    r = Framework().schedule(info("p"), NodeTable().snapshot())
+    assert r.status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert r.status.message() == "no nodes available to schedule pods"
+
+
+def test_unreadable_pod_comes_back_with_the_reason() -> None:
+    pod = make_pod("bad", cpu="1.2.3")
+    parsed, r = Framework().schedule_object(pod, table(make_node("n")).snapshot())
+    assert parsed is None and r.node is None
+    assert r.status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert "quantity '1.2.3' is not valid" in r.status.message() and "pod default/bad" in r.status.message()
+
+
+def test_ties_are_broken_at_random() -> None:
+    t = table(make_node("a"), make_node("b"), make_node("c"))
+    chosen = {Framework(seed=s).schedule(info("p"), t.snapshot()).node for s in range(30)}
+    assert chosen == {"a", "b", "c"}
+    assert len({Framework(seed=7).schedule(info("p"), t.snapshot()).node for _ in range(5)}) == 1
+
+
+def test_decision_record() -> None:
+    t = table(make_node("roomy", cpu="16"), make_node("tight", cpu="2"), make_node("full", cpu="1"),
+              make_node("tainted", taints=[taint("x", "y")]))
+    r = Framework(seed=1).schedule(info("p", cpu="1500m"), t.snapshot())
+    d = r.decision
+    assert r.node == "roomy" == d.chosen and d.evaluated == 4 and d.feasible == 2
+    verdicts = d.filter_verdicts()
+    assert verdicts["full"]["NodeResourcesFit"] == "Insufficient cpu"
+    assert verdicts["tainted"]["TaintToleration"] == "node(s) had untolerated taint {x: y}"
+    assert verdicts["roomy"]["NodeResourcesFit"] == "passed"
+    scores = d.scores()
+    assert scores["roomy"]["TaintToleration"] == {"raw": 0, "normalized": 100, "weighted": 300}
+    assert scores["roomy"]["NodeResourcesFit"]["raw"] > scores["tight"]["NodeResourcesFit"]["raw"]
+    rows = d.rows()
+    assert rows[0]["node"] == "roomy" and rows[0]["chosen"] and rows[0]["total"] == d.final_scores()["roomy"]
+    assert {r["node"]: r.get("filtered_by") for r in rows[2:]} == {"full": "NodeResourcesFit", "tainted": "TaintToleration"}
+    doc = json.loads(d.to_annotation())
+    assert doc["chosen"] == "roomy" and doc["feasible"] == 2
+    assert doc["filtered"] == {"NodeResourcesFit: Insufficient cpu": 1, "TaintToleration: node(s) had untolerated taint {x: y}": 1}
+    assert doc["scores"][0]["node"] == "roomy"
+
+
+# ---- custom plugins through the registry ----
+class Gate:
+    name = "Gate"
+
+    def __init__(self, args: Mapping[str, Any] | None) -> None:
+        self.mode = (args or {}).get("mode", "pass")
+        self.calls: list[str] = []
+
+    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> tuple[PreFilterResult | None, Status]:
+        if self.mode == "reject":
+            return None, Status.unschedulable("pod is not welcome")
+        if self.mode == "only-b":
+            return PreFilterResult(frozenset({"b"})), Status.success()
+        if self.mode == "boom":
+            raise RuntimeError("plugin bug")
+        return None, Status.success()
+
+    def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: np.ndarray) -> np.ndarray:
+        return np.full(len(rows), 1000 if self.mode == "bad-score" else 1, np.int64)
+
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        self.calls.append(f"reserve {node_name}")
+        return Status.unschedulable("no") if self.mode == "deny-reserve" else Status.success()
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        self.calls.append(f"unreserve {node_name}")
+
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
+        return (Status.wait(), 5.0) if self.mode == "wait" else (Status.success(), 0.0)
+
+
+def framework_with_gate(mode: str) -> Framework:
+    registry = in_tree_registry()
+    registry.register("Gate", lambda args, handle: Gate(args))
+    profile = load_profiles({**HEADER, "profiles": [{
+        "plugins": {"multiPoint": {"enabled": [{"name": "Gate"}]}},
+        "pluginConfig": [{"name": "Gate", "args": {"mode": mode}}],
+    }]})[0]
+    return Framework(profile, registry, seed=1)
+
+
+def test_pre_filter_rejection_replaces_the_per_node_part() -> None:
+    r = framework_with_gate("reject").schedule(info("p"), table(make_node("a"), make_node("b")).snapshot())
+    assert r.status.message() == "0/2 nodes are available: pod is not welcome."
+    assert r.status.plugin == "Gate" and r.diagnosis.statuses()["a"].plugin == "Gate"
+
+
+def test_pre_filter_result_narrows_the_nodes() -> None:
+    t = table(make_node("a", cpu="64"), make_node("b"))
+    assert framework_with_gate("only-b").schedule(info("p"), t.snapshot()).node == "b"
+    r = framework_with_gate("only-b").schedule(info("p", cpu="10"), t.snapshot())
+    assert r.status.message() == "0/2 nodes are available: 1 Insufficient cpu, 1 node is filtered out by the prefilter result."
+
+
+def test_plugin_errors_become_error_statuses() -> None:
+    r = framework_with_gate("boom").schedule(info("p"), table(make_node("a")).snapshot())
+    assert r.status.is_error and "plugin bug" in r.status.message()
+    r = framework_with_gate("bad-score").schedule(info("p"), table(make_node("a"), make_node("b")).snapshot())
+    assert r.status.is_error and "invalid score 1000" in r.status.message() and r.status.plugin == "Gate"
+
+
+def test_reserve_permit_and_unreserve() -> None:
+    fw = framework_with_gate("deny-reserve")
+    state, pod = CycleState(), info("p")
+    status = fw.run_reserve(state, pod, "a")
+    assert status.is_rejected and status.plugin == "Gate"
+    fw.run_unreserve(state, pod, "a")
+    assert fw.plugins["Gate"].calls == ["reserve a", "unreserve a"]  # type: ignore[attr-defined]
+    status, timeout = framework_with_gate("wait").run_permit(state, pod, "a")
+    assert status.is_wait and timeout == 5.0
+    assert framework_with_gate("pass").run_permit(state, pod, "a")[0].is_success
+
+
+def test_filter_only_view_for_preemption() -> None:
+    t = table(make_node("a", cpu="2"))
+    victim = info("victim", cpu="2")
+    t.add_pod("a", victim)
+    fw = Framework()
+    snap = t.snapshot()
+    preemptor = info("pre", cpu="1")
+    assert fw.run_filters(CycleState(), preemptor, snap)["a"].reasons == ("Insufficient cpu",)
+    assert fw.run_filters(CycleState(), preemptor, snap.for_node("a", removed=[victim]))["a"].is_success
