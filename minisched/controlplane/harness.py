@@ -16,6 +16,7 @@ with an exception (or `keep_logs=True`), and `stop()` says where they are.
 from __future__ import annotations
 
 import atexit
+import functools
 import http.client
 import json
 import os
@@ -365,23 +366,31 @@ class ControlPlane:
         return status == 200
 
     def _start_kwok(self) -> None:
-        flags: dict[str, str] = {
-            "--kubeconfig": str(self.kubeconfig),
-            "--manage-all-nodes": "false",
-            "--manage-nodes-with-annotation-selector": f"{KWOK_NODE_ANNOTATION}=fake",
-            "--config": str(self.binaries.kwok_stages),
-            "--cidr": POD_CIDR,
-            "--node-ip": "127.0.0.1",
-            "--server-address": f"127.0.0.1:{free_port()}",
-        }
-        flags.update(self.options.kwok_flags)
-        argv = [str(self.binaries.kwok)] + [f"{k}={v}" for k, v in flags.items()]
-        proc = self._spawn("kwok", argv)
-        # KWOK has no readiness endpoint we can rely on across versions; its server answers /healthz.
-        port = int(flags["--server-address"].rsplit(":", 1)[1])
-        proc.wait_until(
-            lambda: _http_get("127.0.0.1", port, "/healthz") == 200, self.options.ready_timeout, "healthy"
-        )
+        for attempt in range(3):
+            port = free_port()
+            flags: dict[str, str] = {
+                "--kubeconfig": str(self.kubeconfig),
+                "--manage-all-nodes": "false",
+                "--manage-nodes-with-annotation-selector": f"{KWOK_NODE_ANNOTATION}=fake",
+                "--config": str(self.binaries.kwok_stages),
+                "--cidr": POD_CIDR,
+                "--node-ip": "127.0.0.1",
+                "--server-address": f"127.0.0.1:{port}",
+            }
+            flags.update(self.options.kwok_flags)
+            proc = self._spawn("kwok", [str(self.binaries.kwok)] + [f"{k}={v}" for k, v in flags.items()])
+            # KWOK starts its server only after its controllers are running, so /healthz means ready.
+            try:
+                proc.wait_until(functools.partial(_kwok_healthy, port), self.options.ready_timeout, "healthy")
+                return
+            except ProcessFailed:
+                if proc.running() or "address already in use" not in proc.log_tail(50) or attempt == 2:
+                    raise
+                self.stop_component("kwok")
+
+
+def _kwok_healthy(port: int) -> bool:
+    return _http_get("127.0.0.1", port, "/healthz") == 200
 
 
 _running: weakref.WeakSet[ControlPlane] = weakref.WeakSet()
