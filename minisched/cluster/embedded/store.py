@@ -33,11 +33,14 @@ class ObjectStore:
     def get(self, namespace: str, name: str) -> Object | None:
         return self._by_namespace.get(namespace, {}).get(name)
 
-    def put(self, namespace: str, name: str, obj: Object) -> None:
+    def put(self, namespace: str, name: str, obj: Object) -> Object | None:
+        """Store `obj`; returns the object it replaced, if any."""
         objects = self._by_namespace.setdefault(namespace, {})
-        if name not in objects:
+        previous = objects.get(name)
+        if previous is None:
             self.count += 1
         objects[name] = obj
+        return previous
 
     def remove(self, namespace: str, name: str) -> Object | None:
         objects = self._by_namespace.get(namespace)

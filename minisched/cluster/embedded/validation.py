@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 from minisched.errors import BadRequest, Cause
@@ -58,6 +59,17 @@ _DECIMAL = {"n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1
 def parse_quantity(text: Any, kind: str = "Pod") -> Fraction:
     """The value of a resource.Quantity. A malformed one fails JSON decoding on the real server,
     which answers 400 BadRequest (not 422), with this message."""
+    if isinstance(text, str):
+        return _parse_quantity_text(text, kind)
+    return _parse_quantity(text, kind)
+
+
+@lru_cache(maxsize=4096)
+def _parse_quantity_text(text: str, kind: str) -> Fraction:
+    return _parse_quantity(text, kind)  # the same few strings ("100m", "128Mi") come again and again
+
+
+def _parse_quantity(text: Any, kind: str) -> Fraction:
     if isinstance(text, bool):
         raise BadRequest(f'{kind} in version "v1" cannot be handled as a {kind}: quantities must be strings')
     if isinstance(text, int | float):
