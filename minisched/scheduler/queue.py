@@ -246,9 +246,10 @@ class SchedulingQueue:
         self._move_request_cycle = -1
         self._closed = False
         # nominated node name -> {pod key: QueuedPodInfo}; see nominate().
-        self._nominated: dict[str, dict[str, Object]] = {}
+        self._nominated: dict[str, dict[str, tuple[Object, Any]]] = {}
         self._nominated_node_of: dict[str, str] = {}
         self._flusher: threading.Thread | None = None
+        self._flush_cond = threading.Condition()
 
     # --- ordering -----------------------------------------------------------------------------
 
@@ -393,14 +394,18 @@ class SchedulingQueue:
             else:
                 self._unschedulable[qpi.key] = qpi
 
-    def requeue_after_bind_failure(self, qpi: QueuedPodInfo) -> None:
-        """A binding failed (not a 409): the pod backs off and is tried again."""
+    def requeue_after_bind_failure(self, qpi: QueuedPodInfo, *, rejected_by: Iterable[str] | None = None) -> None:
+        """The binding cycle failed after the pod left the queue. An error (the default) backs it
+        off to be tried again; `rejected_by` (a Permit rejection) parks it as unschedulable."""
         with self._lock:
-            if self._where(qpi.key) is not None:
-                return
+            if self._closed or qpi.key in self._in_flight or self._where(qpi.key) is not None:
+                return  # already back (an update re-added it)
             qpi.timestamp = self.clock.monotonic()
-            qpi.unschedulable_plugins = set()
-            self._backoff.push(qpi)
+            qpi.unschedulable_plugins = set(rejected_by or ())
+            if rejected_by is None:
+                self._backoff.push(qpi)
+            else:
+                self._unschedulable[qpi.key] = qpi
 
     # --- cluster events ---------------------------------------------------------------------------
 
@@ -463,14 +468,15 @@ class SchedulingQueue:
 
     # --- nominated pods (set by preemption) --------------------------------------------------------
 
-    def nominate(self, pod: Object, node_name: str) -> None:
-        """Remember that `pod` waits for room on `node_name` (status.nominatedNodeName). Filters count
-        nominated pods of equal or higher priority on their node so others do not take the room."""
+    def nominate(self, pod: Object, node_name: str, info: Any = None) -> None:
+        """Remember that `pod` waits for room on `node_name` (status.nominatedNodeName), with its
+        parsed `info` if given. Filters count nominated pods of equal or higher priority on their
+        node so that others do not take the room; "" forgets the nomination."""
         key = key_of(pod)
         with self._lock:
             self._delete_nominated_locked(key)
             if node_name:
-                self._nominated.setdefault(node_name, {})[key] = pod
+                self._nominated.setdefault(node_name, {})[key] = (pod, info)
                 self._nominated_node_of[key] = node_name
 
     def delete_nominated(self, pod: Object) -> None:
@@ -489,7 +495,15 @@ class SchedulingQueue:
     def nominated_pods(self) -> dict[str, list[Object]]:
         """node name -> the pods nominated to it."""
         with self._lock:
-            return {node: list(pods.values()) for node, pods in self._nominated.items()}
+            return {node: [pod for pod, _ in pods.values()] for node, pods in self._nominated.items()}
+
+    def nominated_infos(self) -> list[tuple[str, Any]]:
+        """(node name, info) for every nomination made with its info (what Framework.schedule takes)."""
+        if not self._nominated_node_of:  # the common case, without taking the lock
+            return []
+        with self._lock:
+            return [(node, info) for node, pods in self._nominated.items()
+                    for _, info in pods.values() if info is not None]
 
     def nominated_node_of(self, key: str) -> str | None:
         with self._lock:
@@ -548,14 +562,25 @@ class SchedulingQueue:
             ]
 
     def run(self, stop: threading.Event) -> None:
-        """Flush backoffQ every second and the unschedulable leftovers every 30 s until `stop`."""
+        """Flush backoffQ every second and the unschedulable leftovers every 30 s until `stop` is set
+        or the queue closes."""
         last_unschedulable_flush = self.clock.monotonic()
         while not stop.is_set() and not self._closed:
-            self.clock.sleep(BACKOFF_FLUSH_PERIOD)
+            self._pause(BACKOFF_FLUSH_PERIOD, stop)
             self.flush_backoff_completed()
             if self.clock.monotonic() - last_unschedulable_flush >= UNSCHEDULABLE_FLUSH_PERIOD:
                 last_unschedulable_flush = self.clock.monotonic()
                 self.flush_unschedulable_leftover()
+
+    def _pause(self, seconds: float, stop: threading.Event) -> None:
+        """Sleep `seconds` on the clock, but wake at once when the queue closes."""
+        deadline = self.clock.monotonic() + seconds
+        with self._flush_cond:
+            while not stop.is_set() and not self._closed:
+                left = deadline - self.clock.monotonic()
+                if left <= 0:
+                    return
+                self.clock.wait(self._flush_cond, left)
 
     def start(self, stop: threading.Event) -> None:
         """Run the flushers on a daemon thread."""
@@ -568,6 +593,8 @@ class SchedulingQueue:
         with self._lock:
             self._closed = True
             self._cond.notify_all()
+        with self._flush_cond:
+            self._flush_cond.notify_all()
 
     @property
     def closed(self) -> bool:

@@ -48,8 +48,8 @@ NAME = "DefaultPreemption"
 MIN_CANDIDATE_NODES_PERCENTAGE = 10
 MIN_CANDIDATE_NODES_ABSOLUTE = 100
 
-NO_VICTIMS = "No preemption victims found for incoming pod."
-NOT_HELPFUL = "Preemption is not helpful for scheduling."
+NO_VICTIMS = "No preemption victims found for incoming pod"
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
 
 # A pod that never started counts as starting now (kube's GetPodStartTime), i.e. the latest.
 _NOT_STARTED = float("inf")
@@ -243,10 +243,13 @@ class DefaultPreemption:
         table = self.handle.snapshot()
         ok, why = self.eligible(pod, table, statuses)
         if not ok:
-            return None, Status.unschedulable(why, plugin=NAME)
+            return None, Status.unschedulable(f"preemption: {why}", plugin=NAME)
         candidates, status = self.find_candidates(state, pod, table, statuses)
         if not candidates:
-            return "", status  # "": any earlier nomination is void
+            # "": any earlier nomination is void. The message reads as kube's, e.g. "preemption:
+            # 0/3 nodes are available: 1 Preemption is not helpful for scheduling, 2 No preemption
+            # victims found for incoming pod" (the runtime adds the final period).
+            return "", Status(status.code, (f"preemption: {status.message()}",), NAME)
         best = pick_one_node(candidates)
         assert best is not None
         err = self.prepare_candidate(best, pod, table)
@@ -277,8 +280,7 @@ class DefaultPreemption:
         potential = [n for n in table.names if (s := statuses.get(n)) is None
                      or s.code != Code.UNSCHEDULABLE_AND_UNRESOLVABLE]
         if not potential:
-            return [], Status.unschedulable(
-                f"0/{total} nodes are available: {total} {NOT_HELPFUL}", plugin=NAME)
+            return [], Status.unschedulable(f"0/{total} nodes are available: {total} {NOT_HELPFUL}", plugin=NAME)
         pdbs = self._pdbs()
         offset, wanted = offset_and_num_candidates(len(potential), self.rng, self.percentage, self.absolute)
         candidates: list[Candidate] = []
@@ -302,7 +304,7 @@ class DefaultPreemption:
         if unhelpful:
             failures[NOT_HELPFUL] = failures.get(NOT_HELPFUL, 0) + unhelpful
         parts = ", ".join(sorted(f"{n} {r}" for r, n in failures.items()))  # sorted as kube's FitError
-        return [], Status.unschedulable(f"0/{total} nodes are available: {parts}.", plugin=NAME)
+        return [], Status.unschedulable(f"0/{total} nodes are available: {parts}", plugin=NAME)
 
     def _fits_on(self, state: CycleState, pod: PodInfo, table: Any, node_name: str) -> Callable[[list[PodInfo]], Status]:
         run = self.handle.run_filter_plugins

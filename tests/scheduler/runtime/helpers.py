@@ -1,0 +1,42 @@
+"""Helpers for the runtime tests: wait for a condition, look at pods and events."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from minisched.cluster.base import Cluster
+from minisched.objects import make_priority_class
+from minisched.resources import PODS, PRIORITY_CLASSES
+
+
+def wait_until(cond: Callable[[], Any], timeout: float = 10.0, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = cond()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.01)
+
+
+def node_of(cluster: Cluster, name: str, namespace: str = "default") -> str | None:
+    return cluster.get(PODS, name, namespace)["spec"].get("nodeName")
+
+
+def bound_pods(cluster: Cluster) -> dict[str, str]:
+    return {p["metadata"]["name"]: p["spec"]["nodeName"] for p in cluster.list(PODS)["items"]
+            if p["spec"].get("nodeName")}
+
+
+def priority_classes(cluster: Cluster, **values: int) -> None:
+    for name, value in values.items():
+        cluster.create(PRIORITY_CLASSES, make_priority_class(name, value))
+
+
+def wait_for_nodes(sched: Any, count: int, timeout: float = 10.0) -> None:
+    """Wait until the scheduler's cache has `count` nodes (pods created earlier would fail once and
+    back off for a second, as in kube, which makes tests slow and their event counts racy)."""
+    wait_until(lambda: len(sched.cache.node_names()) == count, timeout, f"{count} nodes in the cache")

@@ -1,0 +1,170 @@
+"""The Scheduler end to end on the embedded cluster: binding, failures, events, queue moves, 409s."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from minisched.clock import VirtualClock
+from minisched.cluster.embedded import EmbeddedCluster
+from minisched.errors import InternalError
+from minisched.objects import make_node, make_pod, taint, toleration
+from minisched.resources import NODES, PODS
+from minisched.scheduler.events import events_for
+from minisched.scheduler.scheduler import Scheduler
+from tests.scheduler.runtime.helpers import bound_pods, node_of, wait_for_nodes, wait_until
+
+
+@pytest.fixture
+def cluster() -> Iterator[EmbeddedCluster]:
+    c = EmbeddedCluster()
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def sched(cluster: EmbeddedCluster) -> Iterator[Scheduler]:
+    s = Scheduler(cluster, bind_workers=2)
+    s.start()
+    yield s
+    s.stop()
+
+
+def test_pods_are_bound_and_get_a_scheduled_event(cluster: EmbeddedCluster, sched: Scheduler) -> None:
+    cluster.create(NODES, make_node("n1"))
+    cluster.create(NODES, make_node("n2"))
+    wait_for_nodes(sched, 2)
+    for i in range(6):
+        cluster.create(PODS, make_pod(f"p{i}"))
+    wait_until(lambda: len(bound_pods(cluster)) == 6, what="6 pods bound")
+    sched.wait_for_bindings()
+    sched.recorder.flush()
+    pod = cluster.get(PODS, "p0", "default")
+    (event,) = events_for(cluster, pod, "Scheduled")
+    assert event["message"] == f"Successfully assigned default/p0 to {pod['spec']['nodeName']}"
+    assert sched.stats.bound == 6 and sched.stats.bind_conflicts == 0
+    wait_until(lambda: sched.cache.assumed_count() == 0, what="assumptions confirmed by the informer")
+
+
+def test_unschedulable_pod_gets_failed_scheduling_and_waits_for_a_node(
+    cluster: EmbeddedCluster, sched: Scheduler
+) -> None:
+    cluster.create(NODES, make_node("small", cpu="1"))
+    cluster.create(NODES, make_node("tainted", cpu="8", taints=[taint("dedicated", "gpu")]))
+    wait_for_nodes(sched, 2)
+    pod = cluster.create(PODS, make_pod("big", cpu="2"))
+    wait_until(lambda: sched.pending_pods()["unschedulable"] == 1, what="pod parked as unschedulable")
+    sched.recorder.flush()
+    (event,) = events_for(cluster, pod, "FailedScheduling")
+    assert event["type"] == "Warning"
+    assert event["message"] == (
+        "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint {dedicated: gpu}. "
+        "preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, "
+        "1 Preemption is not helpful for scheduling."
+    )
+    cond = [c for c in cluster.get(PODS, "big", "default")["status"]["conditions"] if c["type"] == "PodScheduled"]
+    assert cond[0]["status"] == "False" and cond[0]["reason"] == "Unschedulable"
+    cluster.create(NODES, make_node("roomy", cpu="4"))  # NodeAdd moves it back
+    wait_until(lambda: node_of(cluster, "big") == "roomy", what="pod bound to the new node")
+
+
+def test_only_our_pending_pods_are_scheduled(cluster: EmbeddedCluster, sched: Scheduler) -> None:
+    cluster.create(NODES, make_node("n1"))
+    wait_for_nodes(sched, 1)
+    cluster.create(PODS, make_pod("other", scheduler_name="default-scheduler"))
+    cluster.create(PODS, make_pod("gated", scheduling_gates=["example.com/hold"]))
+    cluster.create(PODS, make_pod("mine"))
+    wait_until(lambda: node_of(cluster, "mine") == "n1", what="our pod bound")
+    wait_until(lambda: sched.pending_pods()["gated"] == 1, what="gated pod held")
+    assert node_of(cluster, "other") is None and node_of(cluster, "gated") is None
+    gated = cluster.get(PODS, "gated", "default")
+    gated["spec"]["schedulingGates"] = []
+    cluster.update(PODS, gated)
+    wait_until(lambda: node_of(cluster, "gated") == "n1", what="ungated pod bound")
+
+
+def test_taints_and_tolerations_steer_pods(cluster: EmbeddedCluster, sched: Scheduler) -> None:
+    cluster.create(NODES, make_node("gpu", taints=[taint("gpu", "true")]))
+    cluster.create(NODES, make_node("plain"))
+    wait_for_nodes(sched, 2)
+    cluster.create(PODS, make_pod("tolerant", tolerations=[toleration("gpu", "true", "NoSchedule")],
+                                  node_selector={"kubernetes.io/hostname": "gpu"}))
+    cluster.create(PODS, make_pod("intolerant"))
+    wait_until(lambda: len(bound_pods(cluster)) == 2, what="both bound")
+    assert bound_pods(cluster) == {"tolerant": "gpu", "intolerant": "plain"}
+
+
+def test_malformed_pods_get_an_event_naming_the_problem_and_the_loop_goes_on(
+    cluster: EmbeddedCluster, sched: Scheduler
+) -> None:
+    cluster.create(NODES, make_node("n1"))
+    wait_for_nodes(sched, 1)
+    bad_quantity = make_pod("bad-quantity")
+    bad_quantity["spec"]["overhead"] = {"cpu": "12x"}
+    bad_operator = make_pod("bad-operator", affinity={"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "zone", "operator": "Near", "values": ["a"]}]}]}}})
+    cluster.create(PODS, bad_quantity)
+    cluster.create(PODS, bad_operator)
+    cluster.create(PODS, make_pod("good"))
+    wait_until(lambda: node_of(cluster, "good") == "n1", what="the good pod bound")
+    wait_until(lambda: sched.pending_pods()["unschedulable"] == 2, what="bad pods parked")
+    sched.recorder.flush()
+    (q_event,) = events_for(cluster, bad_quantity, "FailedScheduling")
+    (op_event,) = events_for(cluster, bad_operator, "FailedScheduling")
+    assert "spec.overhead[cpu]" in q_event["message"] and "12x" in q_event["message"]
+    assert "'Near'" in op_event["message"] and "matchExpressions[0].operator" in op_event["message"]
+
+
+def test_409_on_bind_means_someone_else_bound_it(cluster: EmbeddedCluster) -> None:
+    cluster.create(NODES, make_node("n1"))
+    cluster.create(NODES, make_node("n2"))
+    real_bind = cluster.bind
+
+    def racing_bind(namespace: str, name: str, node_name: str, *, uid: str | None = None) -> None:
+        real_bind(namespace, name, "n2" if node_name == "n1" else "n1")  # another scheduler wins
+        real_bind(namespace, name, node_name, uid=uid)  # ours now answers 409
+
+    cluster.bind = racing_bind  # type: ignore[method-assign]
+    with Scheduler(cluster) as sched:
+        wait_for_nodes(sched, 2)
+        cluster.create(PODS, make_pod("p"))
+        wait_until(lambda: sched.stats.bind_conflicts == 1, what="a 409")
+        sched.wait_for_bindings()
+        winner = node_of(cluster, "p")
+        wait_until(lambda: sched.cache.pod_node("default/p") == winner, what="cache follows the informer")
+        assert sched.stats.bound == 0 and sched.queue.where("default/p") is None, "not retried"
+        table = sched.cache.snapshot()
+        assert sum(int(table.requested("pods")[table.row(n)]) for n in ("n1", "n2")) == 1  # type: ignore[index]
+
+
+def test_other_bind_errors_back_off_and_retry(cluster: EmbeddedCluster) -> None:
+    clock = VirtualClock()
+    cluster.create(NODES, make_node("n1"))
+    cluster.faults.fail_next(1, InternalError("etcd hiccup"), verbs={"bind"})
+    with Scheduler(cluster, clock=clock) as sched:
+        wait_for_nodes(sched, 1)
+        cluster.create(PODS, make_pod("p"))
+        wait_until(lambda: sched.stats.bind_errors == 1, what="the injected bind error")
+        wait_until(lambda: sched.queue.where("default/p") == "backoff", what="pod backing off")
+        assert sched.cache.assumed_count() == 0, "the room was given back"
+        clock.advance(2)  # backoff 1 s; the flusher runs every (virtual) second
+        wait_until(lambda: node_of(cluster, "p") == "n1", what="bound on retry")
+        sched.recorder.flush()
+        messages = [e["message"] for e in events_for(cluster, cluster.get(PODS, "p", "default"))]
+        assert any(m.startswith("Binding rejected: 500 InternalError: etcd hiccup") for m in messages)
+        assert "Successfully assigned default/p to n1" in messages
+
+
+def test_graceful_stop_finishes_bindings(cluster: EmbeddedCluster) -> None:
+    for i in range(3):
+        cluster.create(NODES, make_node(f"n{i}"))
+    for i in range(50):
+        cluster.create(PODS, make_pod(f"p{i}"))
+    sched = Scheduler(cluster)
+    sched.start()
+    wait_until(lambda: sched.stats.scheduled >= 10, what="some decisions")
+    sched.stop()
+    assert sched.stats.bound == sched.stats.scheduled, "every decided pod was bound before stop returned"
+    assert len(bound_pods(cluster)) == sched.stats.bound
