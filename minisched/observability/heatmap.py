@@ -46,7 +46,7 @@ def _decumulate(cumulative: np.ndarray) -> np.ndarray:
     return np.clip(per_bucket, 0, None)  # scrapes are not atomic; never show a negative count
 
 
-def from_scrapes(scrapes: Sequence[Scrape], histogram: str, **matchers: str) -> LatencyHeatmap:
+def from_scrapes(scrapes: Sequence[Scrape], histogram: str, /, **matchers: str) -> LatencyHeatmap:
     """One time slice per pair of consecutive scrapes of `<histogram>_bucket` (summed over the
     other labels, i.e. `sum by (le) (increase(...))`)."""
     if len(scrapes) < 2:

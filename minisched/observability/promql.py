@@ -59,8 +59,9 @@ class Scrape:
     at: float
     samples: dict[tuple[str, Labels], float]
 
-    def select(self, name: str, **matchers: str) -> dict[Labels, float]:
-        """Series of the sample `name` whose labels equal `matchers` (PromQL `name{k="v"}`)."""
+    def select(self, name: str, /, **matchers: str) -> dict[Labels, float]:
+        """Series of the sample `name` whose labels equal `matchers` (PromQL `name{k="v"}`).
+        `name` is positional-only, so a label called "name" (work-queue metrics) can be matched."""
         return {
             labels: value
             for (sample, labels), value in self.samples.items()
@@ -84,7 +85,7 @@ def scrape(url: str, clock: Clock | None = None, timeout: float = 5.0) -> Scrape
     return parse(text, (clock or RealClock()).monotonic())
 
 
-def increase(before: Scrape, after: Scrape, name: str, **matchers: str) -> dict[Labels, float]:
+def increase(before: Scrape, after: Scrape, name: str, /, **matchers: str) -> dict[Labels, float]:
     """PromQL increase() of counter `name` between two scrapes, per series. A series that went
     down was reset (process restart), so its whole later value is the increase. Series absent
     from `before` started at 0."""
@@ -96,7 +97,7 @@ def increase(before: Scrape, after: Scrape, name: str, **matchers: str) -> dict[
     return out
 
 
-def rate(before: Scrape, after: Scrape, name: str, **matchers: str) -> dict[Labels, float]:
+def rate(before: Scrape, after: Scrape, name: str, /, **matchers: str) -> dict[Labels, float]:
     """PromQL rate(): per-second increase between the two scrapes."""
     seconds = after.at - before.at
     if seconds <= 0:
@@ -155,7 +156,7 @@ def histogram_quantile(q: float, buckets: Iterable[tuple[float, float]]) -> floa
 
 
 def quantile_over_window(
-    q: float, before: Scrape, after: Scrape, histogram: str, *, by: Iterable[str] = (), **matchers: str
+    q: float, before: Scrape, after: Scrape, histogram: str, /, *, by: Iterable[str] = (), **matchers: str
 ) -> dict[Labels, float]:
     """histogram_quantile(q, sum by (le, <by>) (rate(<histogram>_bucket[window]))), one value per
     group of the `by` labels (one group, key (), when `by` is empty)."""
@@ -170,7 +171,7 @@ def quantile_over_window(
 
 
 def mean_latency(
-    before: Scrape, after: Scrape, histogram: str, *, by: Iterable[str] = (), **matchers: str
+    before: Scrape, after: Scrape, histogram: str, /, *, by: Iterable[str] = (), **matchers: str
 ) -> dict[Labels, float]:
     """sum by (<by>) (rate(x_sum[w])) / sum by (<by>) (rate(x_count[w])): the mean, done right
     (ratio of sums, so busy series weigh more than idle ones). NaN for groups with no events."""
