@@ -40,3 +40,17 @@ def wait_for_nodes(sched: Any, count: int, timeout: float = 10.0) -> None:
     """Wait until the scheduler's cache has `count` nodes (pods created earlier would fail once and
     back off for a second, as in kube, which makes tests slow and their event counts racy)."""
     wait_until(lambda: len(sched.cache.node_names()) == count, timeout, f"{count} nodes in the cache")
+
+
+def advance_until(clock: Any, cond: Callable[[], Any], timeout: float = 10.0, what: str = "condition",
+                  step: float = 0.5) -> Any:
+    """Like wait_until, moving a VirtualClock forward `step` seconds each round (backoffs elapse)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = cond()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        clock.advance(step)
+        time.sleep(0.01)

@@ -1,0 +1,145 @@
+"""DefaultPreemption on the embedded cluster: victims, node choice, nomination, the preemptor landing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from minisched.clock import VirtualClock
+from minisched.cluster.embedded import EmbeddedCluster, Kubelet
+from minisched.objects import make_node, make_pod
+from minisched.resources import NODES, POD_DISRUPTION_BUDGETS, PODS, PRIORITY_CLASSES
+from minisched.scheduler.events import events_for
+from minisched.scheduler.scheduler import Scheduler
+from tests.scheduler.runtime.helpers import (
+    advance_until,
+    node_of,
+    priority_classes,
+    wait_for_nodes,
+    wait_until,
+)
+
+
+@pytest.fixture
+def clock() -> VirtualClock:
+    return VirtualClock()
+
+
+@pytest.fixture
+def cluster(clock: VirtualClock) -> Iterator[EmbeddedCluster]:
+    c = EmbeddedCluster(clock=clock)
+    priority_classes(c, low=10, medium=20, mid=50, high=1000)
+    yield c
+    c.close()
+
+
+def _running(cluster: EmbeddedCluster, name: str, node: str, cls: str, cpu: str = "1",
+             labels: dict[str, str] | None = None) -> None:
+    cluster.create(PODS, make_pod(name, cpu=cpu, memory=None, priority_class_name=cls, node_name=node,
+                                  labels=labels))
+
+
+def _start(cluster: EmbeddedCluster, clock: VirtualClock, nodes: int) -> Scheduler:
+    sched = Scheduler(cluster, clock=clock, seed=1)
+    sched.start()
+    wait_for_nodes(sched, nodes)
+    wait_until(lambda: sched.cache.pod_count() == len(cluster.list(PODS)["items"]), what="pods in cache")
+    return sched
+
+
+def _terminating(cluster: EmbeddedCluster) -> set[str]:
+    return {p["metadata"]["name"] for p in cluster.list(PODS)["items"] if p["metadata"].get("deletionTimestamp")}
+
+
+def test_fewest_and_least_important_victims_then_the_preemptor_lands(
+    cluster: EmbeddedCluster, clock: VirtualClock
+) -> None:
+    cluster.create(NODES, make_node("n1", cpu="3"))
+    _running(cluster, "low", "n1", "low")
+    _running(cluster, "medium", "n1", "medium")
+    _running(cluster, "mid", "n1", "mid")
+    sched = _start(cluster, clock, 1)
+    try:
+        cluster.create(PODS, make_pod("vip", cpu="1", memory=None, priority_class_name="high"))
+        wait_until(lambda: _terminating(cluster), what="a victim")
+        assert _terminating(cluster) == {"low"}, "one victim is enough, and it is the least important"
+        victim = cluster.get(PODS, "low", "default")
+        (cond,) = [c for c in victim["status"]["conditions"] if c["type"] == "DisruptionTarget"]
+        assert (cond["status"], cond["reason"]) == ("True", "PreemptionByScheduler")
+        wait_until(lambda: cluster.get(PODS, "vip", "default")["status"].get("nominatedNodeName") == "n1",
+                   what="preemptor nominated")
+        assert node_of(cluster, "vip") is None, "still waiting for the victim to go"
+        Kubelet(cluster).sync()  # the victim's graceful deletion completes
+        advance_until(clock, lambda: node_of(cluster, "vip") == "n1", what="preemptor bound on the freed node")
+        sched.recorder.flush()
+        assert [e["message"] for e in events_for(cluster, victim, "Preempted")] == [
+            f"Preempted by pod {cluster.get(PODS, 'vip', 'default')['metadata']['uid']} on node n1"]
+        assert sched.stats.preemptions == 1 and sched.stats.victims == 1
+    finally:
+        sched.stop()
+
+
+def test_node_with_the_least_important_victims_is_chosen(cluster: EmbeddedCluster, clock: VirtualClock) -> None:
+    cluster.create(NODES, make_node("n1", cpu="1"))
+    cluster.create(NODES, make_node("n2", cpu="1"))
+    _running(cluster, "on-n1", "n1", "mid")
+    _running(cluster, "on-n2", "n2", "low")
+    sched = _start(cluster, clock, 2)
+    try:
+        cluster.create(PODS, make_pod("vip", cpu="1", memory=None, priority_class_name="high"))
+        wait_until(lambda: _terminating(cluster), what="a victim")
+        assert _terminating(cluster) == {"on-n2"}
+        Kubelet(cluster).sync()
+        advance_until(clock, lambda: node_of(cluster, "vip") == "n2", what="preemptor on n2")
+    finally:
+        sched.stop()
+
+
+def test_pdb_protected_pods_are_spared_when_possible(cluster: EmbeddedCluster, clock: VirtualClock) -> None:
+    cluster.create(NODES, make_node("n1", cpu="1"))
+    cluster.create(NODES, make_node("n2", cpu="1"))
+    _running(cluster, "guarded", "n1", "low", labels={"app": "db"})
+    _running(cluster, "free", "n2", "low", labels={"app": "web"})
+    cluster.create(POD_DISRUPTION_BUDGETS, {
+        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+        "metadata": {"name": "db", "namespace": "default"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}},
+    })
+    sched = _start(cluster, clock, 2)
+    try:
+        cluster.create(PODS, make_pod("vip", cpu="1", memory=None, priority_class_name="high"))
+        wait_until(lambda: _terminating(cluster), what="a victim")
+        assert _terminating(cluster) == {"free"}
+    finally:
+        sched.stop()
+
+
+def test_equal_priority_and_preemption_policy_never_do_not_preempt(
+    cluster: EmbeddedCluster, clock: VirtualClock
+) -> None:
+    cluster.create(PRIORITY_CLASSES, {
+        "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "polite"},
+        "value": 1000, "preemptionPolicy": "Never",
+    })
+    cluster.create(NODES, make_node("n1", cpu="1"))
+    _running(cluster, "peer", "n1", "high")
+    _running(cluster, "other", "n1", "low", cpu="0")
+    sched = _start(cluster, clock, 1)
+    try:
+        polite = cluster.create(PODS, make_pod("polite", cpu="1", memory=None, priority_class_name="polite"))
+        peer = cluster.create(PODS, make_pod("equal", cpu="1", memory=None, priority_class_name="high"))
+        wait_until(lambda: sched.pending_pods()["unschedulable"] == 2, what="both parked")
+        sched.recorder.flush()
+        assert not _terminating(cluster)
+        (polite_event,) = events_for(cluster, polite, "FailedScheduling")
+        assert polite_event["message"].endswith("preemption: not eligible due to preemptionPolicy=Never..")
+        # Evicting the only lower-priority pod ("other", no cpu) would not make room: the dry run
+        # reports what still fails, as kube's does.
+        (equal_event,) = events_for(cluster, peer, "FailedScheduling")
+        assert equal_event["message"] == (
+            "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: "
+            "1 Insufficient cpu."
+        )
+    finally:
+        sched.stop()
