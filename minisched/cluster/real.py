@@ -364,8 +364,16 @@ class RealWatch:
     def _chunks(self) -> Iterator[bytes]:
         if self._response is None:
             return
+        response = self._response
         try:
-            yield from self._response.stream(65536, decode_content=True)
+            if response.chunked or not hasattr(response, "read1"):
+                # The API server streams watches with chunked encoding and flushes each event, so each
+                # chunk arrives as soon as it is written.
+                yield from response.stream(65536, decode_content=True)
+            else:
+                # Unchunked (some proxies): read1 returns what has arrived instead of waiting for 64 KiB.
+                while chunk := response.read1(65536):
+                    yield chunk
         except (urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError):
             # The stream broke (server restart, network, or stop() from another thread). The
             # contract: iteration just ends and the caller re-watches from the last version it saw.
