@@ -40,7 +40,11 @@ def fit_error_message(
 
 @dataclass
 class Diagnosis:
-    """The failing nodes' verdicts from one attempt (kube's framework.Diagnosis)."""
+    """The failing nodes' verdicts from one attempt (kube's framework.Diagnosis).
+
+    `reason_counts`, `unschedulable_plugins` and `message()` are ready at once; the per-node lists
+    (node_names, node_plugin, node_code, node_reasons) are filled on the first call of
+    `statuses()` or `all_unresolvable`, since building them loops over every failing node."""
 
     num_all_nodes: int
     node_names: list[str] = field(default_factory=list)  # nodes that failed, in evaluation order

@@ -173,6 +173,8 @@ class Framework:
         if not self.points.bind:
             raise ValueError(f"profile {self.profile.scheduler_name!r} needs at least one bind plugin")
         self.weights = {p.name: self.profile.score_weight(p.name) for p in self.points.score}
+        # isinstance against a runtime Protocol is slow (it inspects attributes): decide once
+        self._normalizes = {p.name: isinstance(p, NormalizeScorePlugin) for p in self.points.score}
 
     def _implements(self, name: str, proto: type) -> bool:
         return isinstance(self.plugins[name], proto)
@@ -304,7 +306,8 @@ class Framework:
             cum = np.cumsum(passed[order])
             if cum[-1] >= to_find:
                 processed = int(np.searchsorted(cum, to_find)) + 1
-        evaluated = order[:processed] if processed < n else order
+        # all examined: plain row order, so plugins can see "every row" and skip fancy indexing
+        evaluated = order[:processed] if processed < n else np.arange(n, dtype=np.intp)
         self.next_start_node_index = (start + processed) % n
         feasible = evaluated[passed[evaluated]]
         decision.evaluated_rows = evaluated
@@ -396,7 +399,7 @@ class Framework:
                 continue
             try:
                 raw = np.asarray(p.score(state, pod, nodes, rows), np.int64)
-                normalized = p.normalize_score(state, pod, raw) if isinstance(p, NormalizeScorePlugin) else raw
+                normalized = p.normalize_score(state, pod, raw) if self._normalizes[p.name] else raw
             except Exception as e:
                 return Status.from_error(e, p.name)
             if raw.shape != rows.shape:

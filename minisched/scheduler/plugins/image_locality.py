@@ -17,6 +17,7 @@ import numpy.typing as npt
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import MAX_NODE_SCORE, Handle
 from minisched.scheduler.framework.types import PodInfo
+from minisched.scheduler.plugins.helpers import take
 from minisched.scheduler.snapshot import NodeTable
 
 NAME = "ImageLocality"
@@ -78,9 +79,9 @@ class ImageLocality:
                 [scaled_image_score(nodes.image_size(i), int(h), total) for i, h in zip(known, having, strict=True)],
                 np.int64,
             )
-            sums = presence[rows][:, known].astype(np.int64) @ scaled
+            sums = take(presence, rows, len(nodes))[:, known].astype(np.int64) @ scaled
         max_threshold = MAX_CONTAINER_THRESHOLD * len(pod.images)
-        clamped = np.clip(sums, MIN_THRESHOLD, max_threshold)
+        clamped = np.minimum(np.maximum(sums, MIN_THRESHOLD), max_threshold)
         return MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)
 
 

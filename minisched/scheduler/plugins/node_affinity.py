@@ -17,7 +17,7 @@ from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import FilterResult, Handle
 from minisched.scheduler.framework.status import Code, Status
 from minisched.scheduler.framework.types import NodeSelectorTerm, PodInfo, Requirement
-from minisched.scheduler.plugins.helpers import default_normalize_score, node_labels, node_name
+from minisched.scheduler.plugins.helpers import default_normalize_score, node_labels, node_name, take
 from minisched.scheduler.snapshot import NodeTable
 
 NAME = "NodeAffinity"
@@ -113,7 +113,7 @@ class NodeAffinity:
         total = np.zeros(len(nodes), np.int64)
         for weight, term in pod.preferred_terms:
             total += weight * term_mask(nodes, term)
-        return total[rows]
+        return take(total, rows, len(nodes))
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray:
         return default_normalize_score(scores)

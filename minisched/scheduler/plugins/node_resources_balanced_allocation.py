@@ -63,6 +63,9 @@ def balanced_scores(req: IntArray, alloc: IntArray) -> IntArray:
     """balanced_score for every row; the same float operations in the same order as kube's Go."""
     n, k = req.shape
     valid = alloc != 0
+    if k == 2 and valid.all():  # the usual case (cpu and memory on every node): kube's shortcut formula
+        frac = np.minimum(req / alloc, 1.0)
+        return ((1 - np.abs((frac[:, 0] - frac[:, 1]) / 2)) * MAX_NODE_SCORE).astype(np.int64)
     with np.errstate(divide="ignore", invalid="ignore"):
         frac = np.where(valid, np.minimum(req / np.where(valid, alloc, 1), 1.0), 0.0)
     count = valid.sum(axis=1)

@@ -27,7 +27,7 @@ from minisched.scheduler.framework.types import (
     PodInfo,
     is_scalar_resource,
 )
-from minisched.scheduler.plugins.helpers import node_allocatable, summed_nonzero, summed_requests
+from minisched.scheduler.plugins.helpers import node_allocatable, summed_nonzero, summed_requests, take
 from minisched.scheduler.snapshot import NodeTable
 
 NAME = "NodeResourcesFit"
@@ -238,6 +238,7 @@ def score_inputs(pod: PodInfo, nodes: NodeTable, rows: npt.NDArray[np.intp], res
     """[rows, resources] matrices of requested (with the pod) and allocatable; zero columns for
     resources left out of scoring."""
     pod_reqs = pod_score_requests(pod, resources, use_requested=use_requested)
+    n = len(nodes)
     req = np.zeros((len(rows), len(resources)), np.int64)
     alloc = np.zeros((len(rows), len(resources)), np.int64)
     for j, (r, pod_req) in enumerate(zip(resources, pod_reqs, strict=True)):
@@ -249,8 +250,8 @@ def score_inputs(pod: PodInfo, nodes: NodeTable, rows: npt.NDArray[np.intp], res
             base = nodes.nonzero_requested(r.name)
         else:
             base = nodes.requested(r.name)
-        alloc[:, j] = nodes.allocatable(r.name)[rows]
-        req[:, j] = base[rows] + pod_req
+        alloc[:, j] = take(nodes.allocatable(r.name), rows, n)
+        req[:, j] = take(base, rows, n) + pod_req
     return req, alloc
 
 

@@ -18,7 +18,7 @@ from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import FilterResult, Handle
 from minisched.scheduler.framework.status import Code
 from minisched.scheduler.framework.types import PodInfo, Toleration
-from minisched.scheduler.plugins.helpers import default_normalize_score, node_taints
+from minisched.scheduler.plugins.helpers import default_normalize_score, node_taints, take
 from minisched.scheduler.snapshot import NO_TAINT, NodeTable
 
 NAME = "TaintToleration"
@@ -87,7 +87,7 @@ class TaintToleration:
         cols = [i for i, t in enumerate(nodes.taints) if t[2] == "PreferNoSchedule" and not tolerated(tols, t)]
         if not cols:
             return np.zeros(len(rows), np.int64)
-        return (nodes.taint_positions[rows][:, cols] != NO_TAINT).sum(axis=1).astype(np.int64)
+        return (take(nodes.taint_positions, rows, len(nodes))[:, cols] != NO_TAINT).sum(axis=1).astype(np.int64)
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray:
         return default_normalize_score(scores, reverse=True)

@@ -99,6 +99,11 @@ def test_other_scores_agree(seed: int) -> None:
     else:
         assert got == want
 
+    default = node_resources_balanced_allocation.NodeResourcesBalancedAllocation()  # cpu+memory shortcut
+    if not default.pre_score(state, pod, table, rows).is_skip:
+        assert default.score(state, pod, table, rows).tolist() == [
+            node_resources_balanced_allocation.node_score(pod, by_name[n], placed[n]) for n in names]
+
     all_nodes = [by_name[n] for n in table.names]
     got = image_locality.ImageLocality().score(state, pod, table, rows).tolist()
     assert got == [image_locality.node_score(pod, by_name[n], all_nodes) for n in names]
