@@ -54,9 +54,12 @@ def test_label_selector_edges_become_added_and_deleted(cluster: Cluster, ns: str
     cluster.patch(CONFIG_MAPS, "x", {"data": {"k": "v"}}, ns)  # still matching
     last = cluster.patch(CONFIG_MAPS, "x", {"metadata": {"labels": {"app": "gone"}}}, ns)  # stops matching
     cluster.patch(CONFIG_MAPS, "x", {"data": {"k": "w"}}, ns)  # not matching: unseen
-    events = collect(w, 4, timeout=3)
-    assert [e["type"] for e in events] == ["ADDED", "MODIFIED", "DELETED"]
+    cluster.patch(CONFIG_MAPS, "x", {"metadata": {"labels": {"app": "web"}}}, ns)  # matching again
+    events = collect(w, 4)
+    assert [e["type"] for e in events] == ["ADDED", "MODIFIED", "DELETED", "ADDED"]
     assert events[2]["object"]["metadata"]["resourceVersion"] == last["metadata"]["resourceVersion"]
+    assert events[2]["object"]["metadata"]["labels"] == {"app": "web"}  # the last state that matched
+    assert events[3]["object"]["data"] == {"k": "w"}
 
 
 def test_field_selector_watch(cluster: Cluster, ns: str) -> None:
@@ -144,3 +147,16 @@ def test_watch_with_a_malformed_selector_is_a_bad_request(cluster: Cluster, ns: 
     with pytest.raises(BadRequest):
         w = cluster.watch(CONFIG_MAPS, ns, label_selector="a in b", timeout_seconds=5)
         next(iter(w))
+
+
+def test_deleting_an_unbound_pod_is_seen_as_deleted(cluster: Cluster, ns: str) -> None:
+    cluster.create(PODS, make_pod("u", namespace=ns))
+    rv = cluster.list(PODS, ns)["metadata"]["resourceVersion"]
+    w = cluster.watch(PODS, ns, resource_version=rv, timeout_seconds=30)
+    cluster.delete(PODS, "u", ns)
+    cluster.create(PODS, make_pod("marker", namespace=ns))
+    events = collect(w, 3)
+    seen = [(e["type"], e["object"]["metadata"]["name"]) for e in events]
+    # The API server first records the deletion (deletionTimestamp, grace 0), then deletes.
+    assert seen == [("MODIFIED", "u"), ("DELETED", "u"), ("ADDED", "marker")]
+    assert events[0]["object"]["metadata"]["deletionGracePeriodSeconds"] == 0
