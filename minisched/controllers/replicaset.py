@@ -175,6 +175,10 @@ class ReconcileReport:
     already_gone: int = 0
     invalid: str | None = None  # the spec could not be decoded: nothing done until it changes
 
+    @property
+    def acted(self) -> bool:
+        return bool(self.created or self.deleted or self.already_existed or self.already_gone or self.invalid)
+
 
 class MiniReplicaSetReconciler:
     """Reconciler[MiniReplicaSet, Object]: keeps spec.replicas pods of the template in existence."""
@@ -185,7 +189,13 @@ class MiniReplicaSetReconciler:
         self.cluster = cluster
         self.sets = factory.informer_for(RESOURCE, namespace=namespace)
         self.pods = factory.informer_for(PODS, namespace=namespace, indexers={OWNER_INDEX: owner_uid_index})
-        self.last: dict[str, ReconcileReport] = {}
+        self.last: dict[str, ReconcileReport] = {}  # the latest reconcile of each key
+        self.actions: dict[str, list[ReconcileReport]] = {}  # every reconcile that did something
+
+    def _record(self, key: str, report: ReconcileReport) -> None:
+        self.last[key] = report
+        if report.acted:
+            self.actions.setdefault(key, []).append(report)
 
     @property
     def primary(self) -> Kind[MiniReplicaSet]:
@@ -210,7 +220,7 @@ class MiniReplicaSetReconciler:
         except ValueError as error:
             # Retrying cannot fix a bad spec; the next edit of the object brings a new request.
             report.invalid = str(error)
-            self.last[request.key] = report
+            self._record(request.key, report)
             return Result()
         pods = self.owned_pods(rs)
         diff = rs.replicas - len(pods)
@@ -236,7 +246,7 @@ class MiniReplicaSetReconciler:
                     report.already_gone += 1
                 except Conflict:
                     report.already_gone += 1  # a different pod of that name now: not ours to delete
-        self.last[request.key] = report
+        self._record(request.key, report)
         observed = len(pods) + len(report.created) - len(report.deleted)
         if observed != rs.status_replicas or rs.observed_generation != rs.generation:
             status = {"replicas": observed, "observedGeneration": rs.generation}
