@@ -46,8 +46,9 @@ def validate_label_key(key: str) -> str | None:
         return f"name part of {key!r} must be no more than 63 characters"
     if not _NAME_PART.match(name):
         return (
-            f"name part of {key!r} must consist of alphanumeric characters, '-', '_' or '.', and must "
-            "start and end with an alphanumeric character"
+            "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+            "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+            "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
         )
     return None
 
@@ -55,11 +56,12 @@ def validate_label_key(key: str) -> str | None:
 def validate_label_value(value: str) -> str | None:
     """Why `value` is not a valid label value, or None if it is."""
     if len(value) > 63:
-        return f"label value {value!r} must be no more than 63 characters"
+        return "must be no more than 63 characters"
     if not _LABEL_VALUE.match(value):
         return (
-            f"label value {value!r} must be empty or consist of alphanumeric characters, '-', '_' or "
-            "'.', and must start and end with an alphanumeric character"
+            "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
+            "and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or "
+            "'12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
         )
     return None
 
@@ -147,7 +149,7 @@ def _checked(selector: str, req: Requirement) -> Requirement:
         for value in req.values:
             problem = validate_label_value(value)
             if problem:
-                raise _bad(selector, f"invalid label value for key {req.key!r}: {problem}")
+                raise _bad(selector, f"invalid label value {value!r} for key {req.key!r}: {problem}")
     if req.operator in (IN, NOT_IN) and not req.values:
         raise _bad(selector, f"for 'in', 'notin' operators, values set can't be empty (key {req.key!r})")
     return req

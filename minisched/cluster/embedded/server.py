@@ -17,7 +17,7 @@ from typing import Any
 
 from minisched.clock import Clock, RealClock, rfc3339
 from minisched.cluster.base import Object, Watch
-from minisched.errors import ApiError, BadRequest, NotFound, Timeout
+from minisched.errors import ApiError, BadRequest, Cause, NotFound, Timeout
 from minisched.resources import (
     CRDS,
     EVENTS_V1,
@@ -266,8 +266,7 @@ class EmbeddedCluster:
             else:
                 rv = _parse_rv(resource_version)
                 if rv > self._rv.current:
-                    w.fail(Timeout(f"Too large resource version: {rv}, current: {self._rv.current}",
-                                   details={"retryAfterSeconds": 1}))
+                    w.fail(_too_large(rv, self._rv.current))
                     return w
                 try:
                     for change in self._hub.history(storage).since(rv):
@@ -419,8 +418,7 @@ class EmbeddedCluster:
             return
         rv = _parse_rv(resource_version)
         if rv > self._rv.current:
-            raise Timeout(f"Too large resource version: {rv}, current: {self._rv.current}",
-                          details={"retryAfterSeconds": 1})
+            raise _too_large(rv, self._rv.current)
 
     # ------------------------------------------------------------------ writes
 
@@ -749,11 +747,19 @@ def _uid_mismatch(r: Resource, name: str, uid: str, existing: Object) -> ApiErro
 def _parse_rv(text: str) -> int:
     try:
         rv = int(text)
+        if rv < 0:
+            raise ValueError
     except (TypeError, ValueError):
-        raise BadRequest(f"invalid resource version {text!r}: it must be an integer, as the server issued it") from None
-    if rv < 0:
-        raise BadRequest(f"invalid resource version {text!r}: it must not be negative")
+        raise BadRequest(f'invalid resource version: resourceVersion: Invalid value: "{text}": must be an unsigned '
+                         "integer, as the server issued it") from None
     return rv
+
+
+def _too_large(rv: int, current: int) -> Timeout:
+    return Timeout(f"Timeout: Too large resource version: {rv}, current: {current}",
+                   causes=[Cause("", f"Too large resource version: {rv}, current: {current}",
+                                 "ResourceVersionTooLarge")],
+                   details={"retryAfterSeconds": 1})
 
 
 def _parse_time(text: str) -> float:
@@ -772,5 +778,6 @@ def _decode_continue(token: str) -> tuple[int, tuple[str, str]]:
         data = json.loads(base64.urlsafe_b64decode(token.encode()))
         return int(data["rv"]), (str(data["start"][0]), str(data["start"][1]))
     except (binascii.Error, ValueError, KeyError, IndexError, TypeError):
-        raise BadRequest(f"continue key is not valid: {token!r:.40} was not issued by this server") from None
+        raise BadRequest(f"invalid continue token: continue key is not valid: {token!r:.40} was not issued by "
+                         "this server") from None
 

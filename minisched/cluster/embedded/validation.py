@@ -121,7 +121,7 @@ def metadata_causes(resource: Resource, obj: Object) -> list[Cause]:
     if not name:
         causes.append(required("metadata.name", "name or generateName is required"))
     elif resource == NAMESPACES:
-        problem = dns1123_label_problem(name)
+        problem = "must not contain dots" if "." in name else dns1123_label_problem(name)
         if problem:
             causes.append(invalid_value("metadata.name", name, problem))
     elif resource == CRDS:
@@ -136,7 +136,7 @@ def metadata_causes(resource: Resource, obj: Object) -> list[Cause]:
             causes.append(invalid_value("metadata.labels", key, problem))
         problem = validate_label_value(value) if isinstance(value, str) else "must be a string"
         if problem:
-            causes.append(invalid_value(f"metadata.labels[{key}]", value, problem))
+            causes.append(invalid_value("metadata.labels", value, problem))
     return causes
 
 
@@ -231,12 +231,13 @@ def node_causes(node: Object) -> list[Cause]:
         more, _ = _resource_list_causes(f"status.{field}", status.get(field), "Node")
         causes += more
     for i, t in enumerate((node.get("spec") or {}).get("taints") or []):
+        # The real server reports taint problems under "metadata.taints" (sic), so do we.
         if not t.get("key"):
-            causes.append(required(f"spec.taints[{i}].key"))
+            causes.append(required(f"metadata.taints[{i}].key"))
         effect = t.get("effect")
         if effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
-            causes.append(not_supported(f"spec.taints[{i}].effect", effect or "",
-                                        ["NoExecute", "NoSchedule", "PreferNoSchedule"]))
+            causes.append(not_supported(f"metadata.taints[{i}].effect", effect or "",
+                                        ["NoSchedule", "PreferNoSchedule", "NoExecute"]))
     return causes
 
 
