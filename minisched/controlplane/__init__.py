@@ -31,7 +31,7 @@ from minisched.controlplane.harness import (
     ControlPlaneOptions,
     wait_for,
 )
-from minisched.controlplane.kwok import fake_node
+from minisched.controlplane.kwok import create_fake_nodes, fake_node, node_is_ready
 from minisched.controlplane.processes import ProcessFailed
 
 LOCAL_KUBECONFIG_ENV = "MINISCHED_LOCAL_KUBECONFIG"
@@ -62,7 +62,9 @@ __all__ = [
     "KeyPair",
     "ProcessFailed",
     "binaries_available",
+    "create_fake_nodes",
     "fake_node",
+    "node_is_ready",
     "find_binaries",
     "how_to_build",
     "local_kubeconfig_path",

@@ -41,3 +41,41 @@ def fake_node(
         "spec": spec,
         "status": {"capacity": dict(resources), "allocatable": dict(resources)},
     }
+
+
+def node_is_ready(node: dict[str, Any]) -> bool:
+    conditions = (node.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def create_fake_nodes(
+    cluster: Any,
+    count: int,
+    *,
+    prefix: str = "kwok-node",
+    wait_ready: float | None = 120.0,
+    parallelism: int = 16,
+    **node_options: Any,
+) -> list[str]:
+    """Create `count` fake nodes named <prefix>-0.. (options as for fake_node), concurrently, and
+    wait until KWOK reports them all Ready (unless wait_ready is None). Returns their names."""
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    names = [f"{prefix}-{i}" for i in range(count)]
+    with ThreadPoolExecutor(max(1, parallelism)) as pool:
+        list(pool.map(lambda name: cluster.create("nodes", fake_node(name, **node_options)), names))
+    if wait_ready is None:
+        return names
+    wanted = set(names)
+    deadline = time.monotonic() + wait_ready
+    while True:
+        ready = {n["metadata"]["name"] for n in cluster.list("nodes")["items"] if node_is_ready(n)}
+        missing = wanted - ready
+        if not missing:
+            return names
+        if time.monotonic() > deadline:
+            raise TimeoutError(
+                f"{len(missing)} of {count} fake nodes not Ready after {wait_ready:.0f}s (is KWOK running?)"
+            )
+        time.sleep(0.2)

@@ -22,7 +22,9 @@ from minisched.controlplane import (
     SERVICE_CIDR,
     ControlPlane,
     ControlPlaneOptions,
+    create_fake_nodes,
     fake_node,
+    node_is_ready,
     wait_for,
 )
 from minisched.controlplane.binaries import build_script
@@ -67,16 +69,11 @@ def _pod(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
     }
 
 
-def _ready(node: dict[str, Any]) -> bool:
-    return any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in node.get("status", {}).get("conditions", [])
-    )
-
-
 def test_kwok_makes_a_fake_node_ready_and_runs_a_bound_pod(real_cluster: Any, real_namespace: str) -> None:
-    real_cluster.create("nodes", fake_node("kwok-harness-0"))
-    wait_for(lambda: _ready(real_cluster.get("nodes", "kwok-harness-0")), 30, "KWOK to mark the node Ready")
+    names = create_fake_nodes(real_cluster, 3, prefix="kwok-harness", wait_ready=30)
+    assert names == ["kwok-harness-0", "kwok-harness-1", "kwok-harness-2"]
+    node = real_cluster.get("nodes", "kwok-harness-0")
+    assert node_is_ready(node) and node["status"]["allocatable"]["cpu"] == "32"
 
     real_cluster.create("pods", _pod("runner", real_namespace))
     real_cluster.bind(real_namespace, "runner", "kwok-harness-0")
@@ -109,7 +106,7 @@ def test_kube_scheduler_binds_a_pod_to_a_fake_node(
     control_plane: ControlPlane, real_cluster: Any, real_namespace: str
 ) -> None:
     real_cluster.create("nodes", fake_node("kwok-sched-0"))
-    wait_for(lambda: _ready(real_cluster.get("nodes", "kwok-sched-0")), 30, "node Ready")
+    wait_for(lambda: node_is_ready(real_cluster.get("nodes", "kwok-sched-0")), 30, "node Ready")
     config = {
         "profiles": [{"schedulerName": "yardstick-scheduler"}],
         "clientConnection": {"qps": 500, "burst": 1000},
