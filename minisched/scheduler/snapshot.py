@@ -135,6 +135,11 @@ class NodeTable:
         return self._req[: self._n]
 
     @property
+    def nonzero_matrix(self) -> IntArray:
+        """[node, (cpu, memory)] requested with kube's defaults for pods that request none."""
+        return self._nonzero[: self._n]
+
+    @property
     def unschedulable(self) -> BoolArray:
         return self._unschedulable[: self._n]
 

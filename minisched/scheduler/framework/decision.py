@@ -25,6 +25,11 @@ from minisched.scheduler.framework.interface import FilterResult
 PASSED = "passed"
 IntArray = npt.NDArray[np.int64]
 
+_NO_ROWS: npt.NDArray[np.intp] = np.zeros(0, np.intp)
+_NO_INTS: IntArray = np.zeros(0, np.int64)
+_NO_ROWS.flags.writeable = False  # shared by every fresh Decision: never written, only replaced
+_NO_INTS.flags.writeable = False
+
 
 @dataclass
 class PluginScores:
@@ -42,13 +47,13 @@ class Decision:
     pod: str
     profile: str
     node_names: Sequence[str]  # the snapshot's node names, indexed by row
-    evaluated_rows: npt.NDArray[np.intp] = field(default_factory=lambda: np.zeros(0, np.intp))
+    evaluated_rows: npt.NDArray[np.intp] = field(default_factory=lambda: _NO_ROWS)
     filter_plugins: list[str] = field(default_factory=list)
     filter_results: list[FilterResult] = field(default_factory=list)
-    first_fail: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))  # per evaluated
-    feasible_rows: npt.NDArray[np.intp] = field(default_factory=lambda: np.zeros(0, np.intp))
+    first_fail: npt.NDArray[np.int64] = field(default_factory=lambda: _NO_INTS)  # per evaluated row
+    feasible_rows: npt.NDArray[np.intp] = field(default_factory=lambda: _NO_ROWS)
     score_plugins: dict[str, PluginScores] = field(default_factory=dict)
-    total: IntArray = field(default_factory=lambda: np.zeros(0, np.int64))  # per feasible row
+    total: IntArray = field(default_factory=lambda: _NO_INTS)  # per feasible row
     chosen: str | None = None
     message: str = ""  # the FailedScheduling message when nothing fit
     nominated: bool = False  # decided on the pod's nominated node alone

@@ -46,10 +46,11 @@ class FilterResult:
     reasons: IntArray
     messages: tuple[str, ...]
     code: Code = Code.UNSCHEDULABLE
+    everyone_passed: bool = False  # set by all_pass(), so the runtime can skip the mask work
 
     @classmethod
     def all_pass(cls, n: int) -> FilterResult:
-        return cls(np.ones(n, np.bool_), np.zeros(n, np.int64), ())
+        return cls(np.ones(n, np.bool_), np.zeros(n, np.int64), (), everyone_passed=True)
 
     @classmethod
     def fail_where(cls, failed: BoolArray, message: str, code: Code = Code.UNSCHEDULABLE) -> FilterResult:

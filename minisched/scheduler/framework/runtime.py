@@ -367,10 +367,12 @@ class Framework:
                 raise
             if r.passed.shape != (n,):
                 raise RuntimeError(f"filter plugin {p.name} returned {r.passed.shape} verdicts for {n} nodes")
+            results.append(r)
+            if r.everyone_passed:
+                continue
             newly = passed & ~r.passed
             first_fail[newly] = k
             passed &= r.passed
-            results.append(r)
         return results, passed, first_fail
 
     def run_filters(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> dict[str, Status]:

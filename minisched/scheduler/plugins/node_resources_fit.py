@@ -235,47 +235,51 @@ def node_score(pod: PodInfo, node: Object, node_pods: Sequence[PodInfo], args: F
 # ---- vectorised ----
 def score_inputs(pod: PodInfo, nodes: NodeTable, rows: npt.NDArray[np.intp], resources: Sequence[ResourceSpec],
                  *, use_requested: bool) -> tuple[IntArray, IntArray]:
-    """[rows, resources] matrices of requested (with the pod) and allocatable; zero columns for
-    resources left out of scoring."""
+    """[rows, resources] matrices of requested (with the pod) and allocatable; zero allocatable
+    for resources left out of scoring (a scalar resource the pod does not ask for, or no node has)."""
     pod_reqs = pod_score_requests(pod, resources, use_requested=use_requested)
-    n = len(nodes)
-    req = np.zeros((len(rows), len(resources)), np.int64)
-    alloc = np.zeros((len(rows), len(resources)), np.int64)
+    n, k = len(nodes), len(resources)
+    cols: list[int] = []
+    left_out: list[int] = []
     for j, (r, pod_req) in enumerate(zip(resources, pod_reqs, strict=True)):
-        if pod_req == 0 and is_scalar_resource(r.name):
-            continue
-        if r.name not in (CPU, MEMORY, EPHEMERAL_STORAGE) and nodes.resource_column(r.name) is None:
-            continue
-        if r.name in (CPU, MEMORY) and not use_requested:
-            base = nodes.nonzero_requested(r.name)
-        else:
-            base = nodes.requested(r.name)
-        alloc[:, j] = take(nodes.allocatable(r.name), rows, n)
-        req[:, j] = take(base, rows, n) + pod_req
-    return req, alloc
+        col = nodes.resource_column(r.name)
+        if col is None or (pod_req == 0 and is_scalar_resource(r.name)):
+            left_out.append(j)
+            col = 0
+        cols.append(col)
+    alloc = take(nodes.allocatable_matrix[:, cols], rows, n)  # one gather of k columns
+    if left_out:
+        alloc[:, left_out] = 0
+    names = tuple(r.name for r in resources)
+    if use_requested:
+        base = take(nodes.requested_matrix[:, cols], rows, n)
+    elif names == (CPU, MEMORY):  # the default: both from the non-zero matrix, no per-column work
+        base = take(nodes.nonzero_matrix, rows, n)
+    else:
+        base = np.empty((len(rows), k), np.int64)
+        for j, (name, col) in enumerate(zip(names, cols, strict=True)):
+            source = nodes.nonzero_requested(name) if name in (CPU, MEMORY) else nodes.requested_matrix[:, col]
+            base[:, j] = take(source, rows, n)
+    return base + np.asarray(pod_reqs, np.int64), alloc
 
 
 def allocation_scores(strategy: str, req: IntArray, alloc: IntArray, weights: Sequence[int],
                       shape: Sequence[tuple[int, int]] = ()) -> IntArray:
-    """`allocation_score` for every row at once."""
-    n = req.shape[0]
-    node_score = np.zeros(n, np.int64)
-    weight_sum = np.zeros(n, np.int64)
-    scaled = [(u, s * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE)) for u, s in shape]
-    for j, w in enumerate(weights):
-        a, r = alloc[:, j], req[:, j]
-        valid = a != 0
-        safe = np.where(valid, a, 1)
-        if strategy == LEAST_ALLOCATED:
-            s = np.where(r > a, 0, (a - r) * MAX_NODE_SCORE // safe)
-        elif strategy == MOST_ALLOCATED:
-            s = np.minimum(r, a) * MAX_NODE_SCORE // safe
-        else:
-            p = np.where(r > a, MAX_UTILIZATION, r * MAX_UTILIZATION // safe)
-            s = _broken_linear_vec(scaled, p)
-            valid &= s > 0
-        node_score += np.where(valid, s * w, 0)
-        weight_sum += np.where(valid, w, 0)
+    """`allocation_score` for every row at once (all resources in one 2-D operation)."""
+    valid = alloc != 0
+    safe = np.where(valid, alloc, 1)
+    if strategy == LEAST_ALLOCATED:
+        s = np.where(req > alloc, 0, (alloc - req) * MAX_NODE_SCORE // safe)
+    elif strategy == MOST_ALLOCATED:
+        s = np.minimum(req, alloc) * MAX_NODE_SCORE // safe
+    else:
+        scaled = [(u, sc * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE)) for u, sc in shape]
+        p = np.where(req > alloc, MAX_UTILIZATION, req * MAX_UTILIZATION // safe)
+        s = _broken_linear_vec(scaled, p)
+        valid &= s > 0  # RequestedToCapacityRatio leaves zero scores out of the average
+    wv = valid * np.asarray(weights, np.int64)
+    node_score = (s * wv).sum(axis=1)
+    weight_sum = wv.sum(axis=1)
     safe_sum = np.maximum(weight_sum, 1)
     if strategy == REQUESTED_TO_CAPACITY_RATIO:
         out = (2 * node_score + weight_sum) // (2 * safe_sum)

@@ -68,18 +68,25 @@ class TaintToleration:
         if not cols:
             return FilterResult.all_pass(n)
         positions = nodes.taint_positions[:, cols]
-        first = positions.argmin(axis=1)
+        if len(cols) == 1:  # the common case: one taint this pod does not tolerate
+            failed = positions[:, 0] != NO_TAINT
+            if not failed.any():
+                return FilterResult.all_pass(n)
+            return FilterResult.fail_where(failed, reason(nodes.taints[cols[0]]), Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+        first = positions.argmin(axis=1)  # kube names the first untolerated taint in the node's list
         failed = positions[np.arange(n), first] != NO_TAINT
         if not failed.any():
             return FilterResult.all_pass(n)
-        taint_of_row = np.asarray(cols, np.int64)[first]
-        unique, inverse = np.unique(taint_of_row[failed], return_inverse=True)
-        messages = [reason(nodes.taints[int(t)]) for t in unique[:_MAX_REASON_BITS]]
-        bit = np.minimum(inverse, _MAX_REASON_BITS)  # past 62 distinct taints, one shared message
-        if len(unique) > _MAX_REASON_BITS:
-            messages.append("node(s) had untolerated taint")
         reasons = np.zeros(n, np.int64)
-        reasons[failed] = np.left_shift(np.int64(1), bit.astype(np.int64))
+        messages: list[str] = []
+        for j, tid in enumerate(cols):  # distinct taints are few: loop over them, not over nodes
+            hit = failed & (first == j)
+            if hit.any():
+                bit = min(len(messages), _MAX_REASON_BITS)
+                if bit == len(messages):
+                    messages.append(reason(nodes.taints[tid]) if bit < _MAX_REASON_BITS
+                                    else "node(s) had untolerated taint")
+                reasons[hit] = 1 << bit
         return FilterResult(~failed, reasons, tuple(messages), Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: npt.NDArray[np.intp]) -> IntArray:
