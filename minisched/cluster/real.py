@@ -10,8 +10,8 @@ and out, never through the client's generated models:
 - the generated `create_namespaced_binding` can raise while deserializing the response of a bind
   that succeeded (kubernetes-client/python issues 547 and 825);
 - raw paths serve custom resources exactly like built-in ones;
-- `ApiClient.call_api`'s signature changed between client 35 and 37 (both inside our pinned
-  range), while urllib3's request API did not.
+- `ApiClient.call_api`'s signature changed with the client's move to a new code generator (37
+  here, while the pinned range admits 33-37), and urllib3's request API did not.
 
 Errors become `minisched.errors` exceptions built from the server's Status body, so code written
 against the embedded cluster catches the same types here. Client-side rate limiting does not exist
