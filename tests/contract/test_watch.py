@@ -160,3 +160,15 @@ def test_deleting_an_unbound_pod_is_seen_as_deleted(cluster: Cluster, ns: str) -
     # The API server first records the deletion (deletionTimestamp, grace 0), then deletes.
     assert seen == [("MODIFIED", "u"), ("DELETED", "u"), ("ADDED", "marker")]
     assert events[0]["object"]["metadata"]["deletionGracePeriodSeconds"] == 0
+
+
+def test_a_bookmark_comes_before_a_watch_times_out(cluster: Cluster, ns: str) -> None:
+    rv = cluster.list(CONFIG_MAPS, ns)["metadata"]["resourceVersion"]
+    w = cluster.watch(CONFIG_MAPS, ns, resource_version=rv, allow_bookmarks=True, timeout_seconds=3)
+    made = cluster.create(CONFIG_MAPS, cm("a"), ns)
+    events = list(w)
+    assert events[0]["type"] == "ADDED"
+    bookmarks = [e for e in events if e["type"] == "BOOKMARK"]
+    assert bookmarks, [e["type"] for e in events]
+    assert set(bookmarks[-1]["object"]) >= {"kind", "apiVersion", "metadata"}
+    assert int(bookmarks[-1]["object"]["metadata"]["resourceVersion"]) >= int(made["metadata"]["resourceVersion"])
