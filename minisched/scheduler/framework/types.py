@@ -47,10 +47,17 @@ def is_scalar_resource(name: str) -> bool:
     return not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io"))
 
 
+# Amounts are capped so that sums of many pods times MaxNodeScore (100) still fit in int64:
+# 2**56 is 64 PiB of memory or 7e13 cores, far beyond any node, and an absurd "1e30" cannot
+# overflow the numpy arithmetic into nonsense.
+MAX_AMOUNT = 2**56
+
+
 def resource_amount(name: str, text: Any) -> int:
     """A request or allocatable in scheduler units: millicores for cpu, whole units otherwise."""
     q = parse_quantity(text)
-    return q.milli_value() if name == CPU else q.value()
+    amount = q.milli_value() if name == CPU else q.value()
+    return max(-MAX_AMOUNT, min(amount, MAX_AMOUNT))
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,9 +175,6 @@ class PodInfo:
     def request(self, resource: str) -> int:
         return self.requests.get(resource, 0)
 
-    @property
-    def is_best_effort_for_scoring(self) -> bool:
-        return not any(self.requests.values())
 
 
 def _parse(pod: Object, meta: Object, key: str, namespace: str, name: str, priority: int | None) -> PodInfo:

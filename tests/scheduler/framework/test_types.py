@@ -84,3 +84,14 @@ def test_scalar_resource_names() -> None:
     assert not is_scalar_resource("kubernetes.io/something")
     assert not is_scalar_resource("requests.example.com/gpu")
     assert not is_scalar_resource("foo")
+
+
+def test_absurd_quantities_are_capped_not_overflowed() -> None:
+    from minisched.objects import make_node
+    from minisched.scheduler.framework.types import MAX_AMOUNT
+    from minisched.scheduler.snapshot import NodeTable
+
+    t = NodeTable()
+    t.add_node(make_node("huge", memory="1e30"))
+    assert t.allocatable("memory").tolist() == [MAX_AMOUNT]
+    assert PodInfo.from_pod(make_pod("p", memory="9E")).requests["memory"] == MAX_AMOUNT
