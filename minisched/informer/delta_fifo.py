@@ -33,7 +33,7 @@ class DeltaType(StrEnum):
     SYNC = "Sync"  # a periodic resync
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Delta:
     type: DeltaType
     object: Object | DeletedFinalStateUnknown
@@ -200,11 +200,12 @@ class DeltaFIFO:
             return  # the object is about to be deleted: a Sync would bring it back
         if self._transform is not None and not isinstance(obj, DeletedFinalStateUnknown):
             obj = self._transform(obj)
-        new = [*(deltas or []), Delta(action, obj)]
-        _dedup_deletions(new)
         if deltas is None:
+            deltas = self._items[key] = []
             self._queue.append(key)
-        self._items[key] = new
+        # In place: pop() takes the list out of _items before anyone else sees it.
+        deltas.append(Delta(action, obj))
+        _dedup_deletions(deltas)
         self._cond.notify()
 
 
