@@ -309,3 +309,10 @@ def test_bad_input_is_a_clear_error(cluster: Cluster, ns: str) -> None:
         cluster.patch(CONFIG_MAPS, "x", ["not", "an", "object"], ns)  # type: ignore[arg-type]
     with pytest.raises(Invalid):
         cluster.create(CONFIG_MAPS, {"metadata": {}}, ns)
+
+
+def test_an_object_of_another_kind_is_a_bad_request(cluster: Cluster, ns: str) -> None:
+    with pytest.raises(BadRequest):
+        cluster.create(CONFIG_MAPS, make_pod("p", namespace=ns))
+    with pytest.raises(BadRequest):
+        cluster.create(LEASES, {"apiVersion": "coordination.k8s.io/v2", "kind": "Lease", "metadata": {"name": "l"}}, ns)

@@ -1,7 +1,20 @@
 """EmbeddedCluster: an in-process API server with kube-apiserver's semantics for what minisched uses.
 
 One lock guards all state, so every request is atomic and changes are committed (and watched) in
-one total order, with one resourceVersion counter, as etcd gives a real server.
+one total order, with one resourceVersion counter, as etcd gives a real server. The contract suite
+(tests/contract) runs the same tests here and on kube-apiserver 1.35; where they could not agree,
+the embedded cluster does the simpler thing, on purpose:
+
+- Deleting a namespace deletes its contents and the namespace at once (a real server marks it
+  Terminating and waits for kube-controller-manager's namespace controller).
+- Pages after the first of a paginated list show the current state, not a snapshot at the first
+  page's resourceVersion, and old continue tokens never answer 410.
+- Custom resources are not checked against their CRD's openAPIV3Schema.
+- A PodDisruptionBudget whose status no controller has written (observedGeneration behind) is
+  evaluated with the disruption controller's arithmetic; a real bare apiserver answers 429 then.
+- A watch's final BOOKMARK comes at its timeout (a real server sends it about 2 s earlier), and
+  timeout_seconds=0 ends a watch once its backlog is delivered (a real server reads 0 as "default").
+- Watch history is a count of changes per resource (`history_window`), not etcd's compaction.
 """
 
 from __future__ import annotations
@@ -379,6 +392,13 @@ class EmbeddedCluster:
 
     def _in(self, r: Resource, obj: Object) -> Object:
         """What is stored: a copy, in the storage version."""
+        given_version, given_kind = obj.get("apiVersion"), obj.get("kind")
+        if given_kind and given_kind != r.kind:
+            raise BadRequest(f'{given_kind} in version "{given_version or r.version}" cannot be handled as a '
+                             f"{r.kind}: the object's kind does not match the resource {r.group_resource}")
+        if given_version and given_version != r.api_version:
+            raise BadRequest(f"the API version in the data ({given_version}) does not match the expected API "
+                             f"version ({r.api_version})")
         try:
             stored: Object = marshal.loads(marshal.dumps(obj))  # a deep copy, and a check for JSON types
         except ValueError:
