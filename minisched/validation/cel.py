@@ -255,13 +255,23 @@ def _size(x: Any) -> int:
     raise CelError(f"no such overload: size({type(x).__name__})")
 
 
+# resource.ParseQuantity's two errors, which the server's CEL quantity library passes on. Its
+# hand-written scanner reads sign, digits, fraction, suffix letters, sign, digits: text it cannot
+# scan that way is "format wrong"; text it scans but whose suffix it does not know is "suffix".
+_QUANTITY_SHAPE = re.compile(r"[+-]?[0-9]*(\.[0-9]*)?[eEinumkKMGTP]*[-+]?[0-9]*\Z")
+QUANTITY_FORMAT_WRONG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+QUANTITY_SUFFIX = "unable to parse quantity's suffix"
+
+
 def _quantity(x: Any) -> quantity.Quantity:
     if not isinstance(x, str):
         raise CelError("no such overload: quantity() takes a string")
+    if not x or not _QUANTITY_SHAPE.match(x):
+        raise CelError(QUANTITY_FORMAT_WRONG)
     try:
         return quantity.parse_quantity(x)
-    except ValueError as err:
-        raise CelError(str(err)) from None
+    except ValueError:
+        raise CelError(QUANTITY_SUFFIX) from None
 
 
 def _is_quantity(x: Any) -> bool:

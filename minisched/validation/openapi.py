@@ -57,13 +57,30 @@ def _json_type(value: Any) -> str:
     return _JSON_TYPE.get(type(value), type(value).__name__)
 
 
+def _json_equal(a: Any, b: Any) -> bool:
+    """JSON equality: true is not 1, and 1 is 1.0."""
+    return isinstance(a, bool) == isinstance(b, bool) and a == b
+
+
+def integral(value: Any) -> Any:
+    """`value` with every integral float (3.0, 1e1) made an int, recursively: the server takes such
+    a JSON number for an integer, so "replicas: 3.0" passes `type: integer` (2.5 does not)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: integral(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [integral(v) for v in value]
+    return value
+
+
 def _shown(value: Any) -> str:
     """A value as the server prints it in "Invalid value: ...": JSON, objects and arrays by type name."""
     if isinstance(value, dict):
         return '"object"'
     if isinstance(value, list):
         return '"array"'
-    return json.dumps(value)
+    return json.dumps(value, ensure_ascii=False)  # the server prints non-ASCII text as is
 
 
 def _join(path: str, name: str) -> str:
@@ -152,14 +169,16 @@ def _validate(value: Any, schema: Schema, path: str, result: Result, old: Any, h
             add(Cause(path, f"Invalid value: \"null\": {where} in body must be of type {schema['type']}: \"null\"",
                       TYPE_INVALID))
         return
-    if not _type_ok(value, schema):
+    type_ok = _type_ok(value, schema)
+    if not type_ok:
         wanted = "integer or string" if schema.get("x-kubernetes-int-or-string") else schema["type"]
         add(Cause(path, f"Invalid value: \"{_json_type(value)}\": {where} in body must be of type {wanted}: "
                         f"\"{_json_type(value)}\"", TYPE_INVALID))
-        return  # the server reports the type error alone for this value
-    if "enum" in schema and value not in schema["enum"]:
-        supported = ", ".join(json.dumps(v) for v in schema["enum"])
+    if "enum" in schema and not any(_json_equal(value, v) for v in schema["enum"]):
+        supported = ", ".join(json.dumps(v, ensure_ascii=False) for v in schema["enum"])
         add(Cause(path, f"Unsupported value: {_shown(value)}: supported values: {supported}", NOT_SUPPORTED))
+    if not type_ok:
+        return  # the other keywords apply to values of the right type only
     if isinstance(value, int | float) and not isinstance(value, bool) and not rules:
         _numeric(value, schema, path, where, result)
     if isinstance(value, str) and not rules:
@@ -257,14 +276,16 @@ def _rules(value: Any, schema: Schema, path: str, result: Result, old: Any, has_
         if program.uses_old_self and not has_old:
             continue  # a transition rule: only checked on update, when there is an old value
         rule_path = path + rule.get("fieldPath", "") if rule.get("fieldPath") else path
+        message = rule.get("message") or f"failed rule: {text}"
         try:
             ok = program.evaluate(value, old, has_old=has_old)
         except CelError as err:
-            result.causes.append(Cause(rule_path, f"Invalid value: {_shown(value)}: {err}", INVALID))
+            # A rule that cannot be evaluated is reported at the object it is declared on.
+            result.causes.append(Cause(path, f"Invalid value: {_shown(value)}: {err} evaluating rule: {message}",
+                                       INVALID))
             continue
         if ok is not True:
             # The server leaves the value out of a rule's message: "Invalid value: <message>".
-            message = rule.get("message") or f"failed rule: {text}"
             result.causes.append(Cause(rule_path, f"Invalid value: {message}", rule.get("reason") or INVALID))
 
 
@@ -354,13 +375,13 @@ def validate_custom_object(obj: Object, crd: Object, *, old: Object | None = Non
 
 
 def admit_custom_object(obj: Object, crd: Object, *, old: Object | None = None) -> Object:
-    """What the API server stores for a create (old=None) or an update: unknown fields pruned,
-    defaults applied, then validated. Raises minisched.errors.Invalid (422) with one Cause per
+    """What the API server stores for a create (old=None) or an update: integral floats read as
+    integers, unknown fields pruned, defaults applied, then validated. Raises minisched.errors.Invalid (422) with one Cause per
     violation, worded as the server words it."""
     version = str(obj.get("apiVersion", "")).rpartition("/")[2]
     schema = version_schema(crd, version)
     meta = {k: obj[k] for k in _META_SCHEMA_KEYS if k in obj}
-    pruned, _ = prune({k: v for k, v in obj.items() if k not in _META_SCHEMA_KEYS}, schema)
+    pruned, _ = prune(integral({k: v for k, v in obj.items() if k not in _META_SCHEMA_KEYS}), schema)
     stored = {**meta, **apply_defaults(pruned, schema)}
     result = validate_custom_object(stored, crd, old=old)
     if not result.ok:

@@ -50,7 +50,8 @@ def test_cel_outside_the_subset_is_refused_when_compiled(rule: str) -> None:
     ("self.missing == 1", {}, "no such key: missing"),
     ("self.a / 0 == 1", {"a": 1}, "division by zero"),
     ("self.a + 'x' == 1", {"a": 1}, "no such overload"),
-    ("quantity('abc').isLessThan(quantity('1'))", {}, "not valid"),
+    ("quantity('abc').isLessThan(quantity('1'))", {}, "quantities must match the regular expression"),
+    ("quantity('+-1').isLessThan(quantity('1'))", {}, "unable to parse quantity's suffix"),
 ])
 def test_cel_runtime_errors(rule: str, value: Any, message: str) -> None:
     with pytest.raises(CelError, match=message):

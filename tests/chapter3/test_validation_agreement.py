@@ -38,6 +38,15 @@ CASES: list[tuple[str, dict[str, Any], set[tuple[str, str]]]] = [
     ("null-replicas-defaults", make_database("nul", replicas=None) | {"spec": {
         "version": "1.0.0", "storage": {"size": "1Gi"}, "replicas": None}}, set()),
     ("unknown-field-pruned", make_database("unk", color="blue"), set()),
+    ("integral-float-replicas", make_database("flt", replicas=3.0), set()),
+    ("exponent-replicas", make_database("exp", replicas=1e1), set()),
+    ("fractional-replicas", make_database("frac", replicas=2.5), {("spec.replicas", TYPE), NIL}),
+    ("huge-replicas", make_database("huge", replicas=2**40), {("spec.replicas", INV)}),
+    ("non-ascii-digit", make_database("uni", version="1.2.\u0663"), {("spec.version", INV)}),
+    ("storage-not-object", make_database("arr", storage=[]), {("spec.storage", TYPE), NIL}),
+    ("size-not-string", make_database("num", size=10), {("spec.storage.size", TYPE), NIL}),
+    ("spec-null", {**make_database("specnull"), "spec": None}, {("spec", REQ), NIL}),
+    ("quantity-exponent-and-suffix", make_database("q", storage={"size": "1e3", "maxSize": "1k"}), set()),
     ("book-v-prefix", make_database("vp", version="v1.22.0"), {("spec.version", INV)}),
     ("two-part-version", make_database("two", version="1.22"), {("spec.version", INV)}),
     ("trailing-newline", make_database("nl", version="1.2.3\n"), {("spec.version", INV)}),
@@ -50,11 +59,16 @@ CASES: list[tuple[str, dict[str, Any], set[tuple[str, str]]]] = [
     ("no-spec", {"apiVersion": "db.minisched.dev/v1alpha1", "kind": "Database", "metadata": {"name": "nospec"}},
      {("spec", REQ), NIL}),
     ("bad-engine", make_database("eng", engine="oracle"), {("spec.engine", NS), NIL}),
+    ("engine-not-string", make_database("eng5", engine=5), {("spec.engine", TYPE), ("spec.engine", NS), NIL}),
     ("bad-size", make_database("sz", size="ten"), {("spec.storage.size", INV)}),
     ("long-class", make_database("lc", storage={"size": "1Gi", "storageClassName": "x" * 254}),
      {("spec.storage.storageClassName", LONG), NIL}),
     ("cel-max-below-size", make_database("cel", storage={"size": "10Gi", "maxSize": "5Gi"}),
      {("spec.storage.maxSize", INV)}),
+    ("cel-error-bad-size", make_database("ce1", storage={"size": "ten", "maxSize": "10Gi"}),
+     {("spec.storage.size", INV), ("spec.storage", INV)}),
+    ("cel-error-bad-suffix", make_database("ce2", storage={"size": "10Gi", "maxSize": "+-1"}),
+     {("spec.storage.maxSize", INV), ("spec.storage", INV)}),
     ("cel-and-range", make_database("both", replicas=11, storage={"size": "10Gi", "maxSize": "5Gi"}),
      {("spec.replicas", INV), ("spec.storage.maxSize", INV)}),
     ("cel-hidden-by-blocking", _without(make_database("hid", storage={"size": "10Gi", "maxSize": "5Gi"}), "version"),
@@ -130,3 +144,45 @@ def admit_custom_object_error(obj: dict[str, Any]) -> str:
     except Invalid as err:
         return err.message
     return ""
+
+
+# --- property: the client model and the schema validator agree on generated objects -----------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_anything = st.one_of(st.none(), st.booleans(), st.integers(-3, 20), st.floats(-2, 12, allow_nan=False),
+                      st.text(max_size=6), st.lists(st.integers(), max_size=2), st.just({}))
+_versions = st.one_of(st.sampled_from(["1.2.3", "v1.2.3", "1.2", "0.0.1-alpha.1", "1.2.3+b", "01.2.3", "1.2.3\n"]),
+                      _anything)
+_sizes = st.one_of(st.sampled_from(["10Gi", "5Gi", "1e3", "1k", "500m", "ten", "", "+1Mi", "1.5Ti"]), _anything)
+
+
+@st.composite
+def _database(draw: st.DrawFn) -> dict[str, Any]:
+    spec: dict[str, Any] = {}
+    for key, values in (("replicas", _anything), ("version", _versions), ("engine",
+                        st.one_of(st.sampled_from(["postgres", "mysql", "oracle"]), _anything))):
+        if draw(st.booleans()):
+            spec[key] = draw(values)
+    if draw(st.integers(0, 9)) > 0:
+        storage: Any = {}
+        for key in ("size", "maxSize", "storageClassName"):
+            if draw(st.booleans()):
+                storage[key] = draw(_sizes if key != "storageClassName" else st.text(max_size=3))
+        spec["storage"] = storage if draw(st.integers(0, 9)) > 0 else draw(_anything)
+    return {"apiVersion": "db.minisched.dev/v1alpha1", "kind": "Database", "metadata": {"name": "gen"}, "spec": spec}
+
+
+def _schema_verdict(obj: dict[str, Any]) -> set[tuple[str, str]]:
+    try:
+        admit_custom_object(obj, DATABASE_CRD)
+    except Invalid as err:
+        return _verdict(err.causes)
+    return set()
+
+
+@settings(max_examples=400, deadline=None)
+@given(_database())
+def test_client_model_and_schema_validator_agree_on_generated_objects(obj: dict[str, Any]) -> None:
+    assert _verdict(validate_database(obj)) == _schema_verdict(obj)
