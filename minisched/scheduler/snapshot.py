@@ -395,8 +395,10 @@ class NodeTable:
         self._names.append(name)
         self._index[name] = row
         self._nodes.append(node)
+        # a reused row may hold a removed node's numbers: clear what _write_node_row does not set
         self._req[row] = 0
         self._nonzero[row] = 0
+        self._ports[row] = 0
         self._pods.append({})
         self._write_node_row(row, parsed)
         for p in self._orphans.pop(name, {}).values():
@@ -452,7 +454,7 @@ class NodeTable:
             return
         self._writable(*_GROUPS)
         if self._pods[row]:
-            self._orphans[name] = self._pods[row]
+            self._orphans[name] = dict(self._pods[row])  # a copy: snapshots still hold the original
         last = self._n - 1
         if row != last:  # move the last row into the hole, so rows stay dense
             for a in (self._alloc, self._unschedulable, self._req, self._nonzero, self._taint_pos,
