@@ -305,7 +305,7 @@ class EmbeddedCluster:
             error = pods.binding_error(existing)
             if error is not None:
                 raise error
-            pod = clone(existing)
+            pod = self._copy(existing)
             pods.bind(pod, node_name, self._now())
             self._commit(PODS, "MODIFIED", pod, existing)
 
@@ -318,7 +318,7 @@ class EmbeddedCluster:
             if not pods.can_ignore_pdb(pod):
                 self._check_disruption_budget(namespace, pod)
             if not pod["metadata"].get("deletionTimestamp"):
-                marked = clone(pod)
+                marked = self._copy(pod)
                 pods.set_condition(marked, {
                     "type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
                     "message": "Eviction API: evicting",
@@ -389,6 +389,11 @@ class EmbeddedCluster:
             return core_to_events_v1(obj)
         obj["apiVersion"], obj["kind"] = r.api_version, r.kind
         return obj
+
+    def _copy(self, stored: Object) -> Object:
+        """A private, mutable copy of a stored object (to build its next version from)."""
+        blob = self._blobs.get(id(stored))
+        return marshal.loads(blob) if blob is not None else clone(stored)
 
     def _in(self, r: Resource, obj: Object) -> Object:
         """What is stored: a copy, in the storage version."""
@@ -558,7 +563,7 @@ class EmbeddedCluster:
 
         if subresource == "status" and (r == CRDS or (r.group, r.version, r.plural) not in BUILTIN_KINDS):
             # Custom resources (and CRDs): a status update changes nothing but status.
-            candidate = clone(existing)
+            candidate = self._copy(existing)
             if "status" in new:
                 candidate["status"] = new["status"]
             else:
@@ -642,7 +647,7 @@ class EmbeddedCluster:
                 return self._remove(r, existing)
             if grace is None or grace >= pending:
                 return existing  # graceful deletion already pending
-            shorter = clone(existing)
+            shorter = self._copy(existing)
             deadline = _parse_time(meta["deletionTimestamp"]) - pending + grace
             shorter["metadata"]["deletionTimestamp"] = rfc3339(deadline)
             shorter["metadata"]["deletionGracePeriodSeconds"] = grace
@@ -655,7 +660,7 @@ class EmbeddedCluster:
         period = pods.grace_period(existing, grace) if r == PODS else 0
         if r == PODS or finalizers:
             # Graceful deletion (pods) and finalizers first mark the object (deletionTimestamp).
-            marked = clone(existing)
+            marked = self._copy(existing)
             mmeta = marked["metadata"]
             mmeta["deletionTimestamp"] = rfc3339(self.clock.now() + period)
             mmeta["deletionGracePeriodSeconds"] = period
@@ -722,7 +727,7 @@ class EmbeddedCluster:
         pods.eviction_check(pod, pdb, status)
         if stored_status and pods.is_ready(pod):
             # As the real eviction handler does, spend one allowed disruption in the PDB's status.
-            updated = clone(pdb)
+            updated = self._copy(pdb)
             updated["status"]["disruptionsAllowed"] = status["disruptionsAllowed"] - 1
             updated["status"].setdefault("disruptedPods", {})[pod["metadata"]["name"]] = self._now()
             self._commit(POD_DISRUPTION_BUDGETS, "MODIFIED", updated, pdb)
