@@ -1,0 +1,138 @@
+"""Scheduler throughput and latency on the embedded cluster (a benchmark, not a test).
+
+For each cluster size (100, 1,000, 5,000 nodes by default) in its own process (so peak RSS is that
+size's): create the nodes, start the Scheduler (informers, cache, queue, binding pool), create a
+backlog of pending pods, then drain the queue by calling `schedule_one()` in a tight loop with
+every default plugin on and percentageOfNodesToScore 100. Bindings run concurrently on the pool,
+so the figures include their cost (the embedded API server, the informer confirming each binding,
+the Scheduled event).
+
+Printed per size:
+- decisions/s: scheduling cycles per second while draining (pop, snapshot, filter + score over all
+  nodes, assume, hand-off to binding);
+- bound/s: pods bound per second, from the first decision until the last binding returned;
+- cycle p50/p99: one scheduling cycle's latency;
+- algorithm: Framework.schedule alone, in the same process with nothing else running (what the
+  numpy filter/score costs, without the loop, the API server and the GIL contention);
+- peak RSS of the process.
+
+    .venv/bin/python bench/scheduler_bench.py [--sizes 100,1000,5000] [--pods 2000] [--bind-workers 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from typing import Any
+
+TARGET_PODS_PER_S_AT_1000 = 5_000
+TARGET_P99_MS_AT_5000 = 2.0
+
+
+def run_one(nodes: int, pods: int, bind_workers: int) -> dict[str, Any]:
+    from minisched.cluster.embedded import EmbeddedCluster
+    from minisched.objects import make_node, make_pod
+    from minisched.resources import NODES, PODS
+    from minisched.scheduler.framework.profile import default_profile
+    from minisched.scheduler.framework.runtime import Framework
+    from minisched.scheduler.scheduler import Scheduler
+
+    cluster = EmbeddedCluster(seed=1)
+    for i in range(nodes):
+        cluster.create(NODES, make_node(f"node-{i:05d}", cpu="32", memory="128Gi", pods="110",
+                                        labels={"topology.kubernetes.io/zone": f"zone-{i % 3}"},
+                                        images=[("registry.k8s.io/pause:3.10", 700_000)] if i % 2 else None))
+    sched = Scheduler(cluster, bind_workers=bind_workers, percentage_of_nodes_to_score=100, seed=1,
+                      keep_decisions=0)
+    sched.start(loop=False)
+    while len(sched.cache.node_names()) < nodes:
+        time.sleep(0.01)
+    for i in range(pods):
+        cluster.create(PODS, make_pod(f"pod-{i:05d}", cpu="100m", memory="200Mi"))
+    while sched.pending_pods()["active"] < pods:
+        time.sleep(0.01)
+
+    t0 = time.perf_counter()
+    decided = 0
+    while sched.schedule_one(timeout=0):
+        decided += 1
+    t_decided = time.perf_counter() - t0
+    sched.wait_for_bindings(120)
+    t_bound = time.perf_counter() - t0
+    cycles = sorted(sched.stats.cycle_seconds)
+    bound = sched.stats.bound
+    sched.stop()
+
+    # the algorithm alone, same snapshot shape, nothing else running
+    fwk = Framework(replace(default_profile(), percentage_of_nodes_to_score=100), seed=1)
+    table = sched.cache.snapshot()
+    info = sched.pod_info(make_pod("probe", cpu="100m", memory="200Mi"))
+    algo = []
+    for _ in range(min(300, max(50, 20_000 // max(nodes, 1)))):
+        s = time.perf_counter()
+        fwk.schedule(info, table)
+        algo.append(time.perf_counter() - s)
+    cluster.close()
+    return {
+        "nodes": nodes, "pods": pods, "decided": decided, "bound": bound,
+        "decisions_per_s": decided / t_decided, "bound_per_s": bound / t_bound,
+        "p50_ms": _pct(cycles, 50) * 1e3, "p99_ms": _pct(cycles, 99) * 1e3,
+        "algo_p50_ms": statistics.median(algo) * 1e3, "algo_p99_ms": _pct(sorted(algo), 99) * 1e3,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def _pct(data: list[float], q: float) -> float:
+    if not data:
+        return 0.0
+    return data[min(len(data) - 1, int(round(q / 100 * (len(data) - 1))))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="100,1000,5000")
+    parser.add_argument("--pods", type=int, default=2000)
+    parser.add_argument("--bind-workers", type=int, default=4)
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one is not None:
+        print(json.dumps(run_one(args.one, args.pods, args.bind_workers)))
+        return
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    print(f"minisched scheduler bench: embedded cluster, default plugins, 100% of nodes scored, "
+          f"{args.pods} pending pods, {args.bind_workers} bind workers")
+    print(f"{'nodes':>6} {'decisions/s':>12} {'bound/s':>8} {'cycle p50':>10} {'cycle p99':>10} "
+          f"{'algo p50':>9} {'algo p99':>9} {'peak RSS':>9}")
+    rows = []
+    for n in sizes:
+        out = subprocess.run([sys.executable, __file__, "--one", str(n), "--pods", str(args.pods),
+                              "--bind-workers", str(args.bind_workers)],
+                             capture_output=True, text=True, check=True).stdout
+        r = json.loads(out.strip().splitlines()[-1])
+        rows.append(r)
+        print(f"{r['nodes']:>6} {r['decisions_per_s']:>12.0f} {r['bound_per_s']:>8.0f} {r['p50_ms']:>8.3f}ms "
+              f"{r['p99_ms']:>8.3f}ms {r['algo_p50_ms']:>7.3f}ms {r['algo_p99_ms']:>7.3f}ms "
+              f"{r['peak_rss_mb']:>7.0f}MB", flush=True)
+    if len(rows) > 1:
+        first, last = rows[0], rows[-1]
+        growth = last["algo_p50_ms"] / first["algo_p50_ms"] if first["algo_p50_ms"] else 0
+        print(f"growth: {last['nodes'] / first['nodes']:.0f}x nodes -> {growth:.1f}x algorithm time per pod")
+    by_size = {r["nodes"]: r for r in rows}
+    if 1000 in by_size:
+        r = by_size[1000]
+        print(f"target >= {TARGET_PODS_PER_S_AT_1000} decisions/s at 1,000 nodes: got {r['decisions_per_s']:.0f} "
+              f"({'met' if r['decisions_per_s'] >= TARGET_PODS_PER_S_AT_1000 else 'NOT met'})")
+    if 5000 in by_size:
+        r = by_size[5000]
+        print(f"target p99 <= {TARGET_P99_MS_AT_5000} ms at 5,000 nodes: got {r['p99_ms']:.2f} ms "
+              f"({'met' if r['p99_ms'] <= TARGET_P99_MS_AT_5000 else 'NOT met'})")
+
+
+if __name__ == "__main__":
+    main()
