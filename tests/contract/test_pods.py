@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from minisched.cluster import Cluster
-from minisched.errors import Conflict, Forbidden, NotFound, TooManyRequests
+from minisched.errors import ApiError, Conflict, Forbidden, NotFound, TooManyRequests
 from minisched.objects import make_pod, make_priority_class
 from minisched.resources import POD_DISRUPTION_BUDGETS, PODS, PRIORITY_CLASSES
 
@@ -244,3 +244,29 @@ def test_a_budget_that_allows_a_disruption_lets_one_eviction_through(cluster: Cl
     assert "r1" in status.get("disruptedPods", {})
     with pytest.raises(TooManyRequests):
         cluster.evict(ns, "r2")
+
+
+def test_a_global_default_priority_class_applies_to_pods_without_one(cluster: Cluster, ns: str) -> None:
+    default, other = unique("default"), unique("other")
+    cluster.create(PRIORITY_CLASSES, make_priority_class(default, 42, global_default=True))
+    try:
+        pod = cluster.create(PODS, make_pod("p", namespace=ns))
+        assert pod["spec"]["priority"] == 42 and pod["spec"]["priorityClassName"] == default
+        with pytest.raises(Forbidden) as err:
+            cluster.create(PRIORITY_CLASSES, make_priority_class(other, 1, global_default=True))
+        assert f"PriorityClass {default} is already marked as default. Only one default can exist" in err.value.message
+    finally:
+        cluster.delete(PRIORITY_CLASSES, default)
+
+
+def test_a_pod_under_two_budgets_cannot_be_evicted(cluster: Cluster, ns: str) -> None:
+    running(cluster, ns, "r", {"app": "x", "tier": "y"})
+    for name, labels in (("one", {"app": "x"}), ("two", {"tier": "y"})):
+        made = cluster.create(POD_DISRUPTION_BUDGETS, pdb(name, labels, maxUnavailable=1), ns)
+        cluster.patch(POD_DISRUPTION_BUDGETS, name, {"status": {
+            "observedGeneration": made["metadata"]["generation"], "disruptionsAllowed": 1,
+            "currentHealthy": 1, "desiredHealthy": 0, "expectedPods": 1}}, ns, subresource="status")
+    with pytest.raises(ApiError) as err:
+        cluster.evict(ns, "r")
+    assert err.value.status == 500
+    assert "more than one PodDisruptionBudget" in err.value.message
