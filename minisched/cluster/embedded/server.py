@@ -346,6 +346,12 @@ class EmbeddedCluster:
             store = self._store(r)
             return store.count if namespace is None else len(store.namespace_objects(namespace))
 
+    def __repr__(self) -> str:
+        with self._lock:
+            counts = ", ".join(f"{key.rsplit('/', 1)[-1]}={store.count}" for key, store in sorted(self._stores.items())
+                               if store.count)
+            return f"EmbeddedCluster(resourceVersion={self._rv.current}, {counts}, watches={len(self._hub.open_watches())})"
+
     def open_watch_count(self) -> int:
         with self._lock:
             return len(self._hub.open_watches())
