@@ -73,6 +73,15 @@ def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
     return max(num_all_nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
 
 
+class PluginError(RuntimeError):
+    """A plugin raised: carries which one, so the error status can name it."""
+
+    def __init__(self, plugin: str, error: BaseException) -> None:
+        super().__init__(f"{plugin}: {error}")
+        self.plugin = plugin
+        self.error = error
+
+
 @dataclass
 class SimpleHandle:
     """A Handle from parts: the scheduler passes its cluster, its cache's snapshot and its recorder."""
@@ -240,8 +249,10 @@ class Framework:
             return ScheduleResult(None, status, decision, Diagnosis(0))
         try:
             result = self._schedule(state, pod, nodes, decision)
-        except Exception as e:  # a plugin bug must not kill the loop: the pod backs off and retries
-            result = ScheduleResult(None, Status.from_error(e, getattr(e, "plugin", "")), decision)
+        except PluginError as e:  # a plugin bug must not kill the loop: the pod backs off and retries
+            result = ScheduleResult(None, Status.from_error(e.error, e.plugin), decision)
+        except Exception as e:
+            result = ScheduleResult(None, Status.from_error(e), decision)
         self._observe("SchedulePod", result.status, started)
         return result
 
@@ -251,7 +262,10 @@ class Framework:
         allowed: npt.NDArray[np.bool_] | None = None
         t0 = time.perf_counter()
         for p in self.points.pre_filter:
-            result, status = p.pre_filter(state, pod, nodes)
+            try:
+                result, status = p.pre_filter(state, pod, nodes)
+            except Exception as e:
+                raise PluginError(p.name, e) from e
             if status.is_skip:
                 state.skip_filter.add(p.name)
                 continue
@@ -298,22 +312,24 @@ class Framework:
         # last cycle stopped, so every node gets its turn
         to_find = num_feasible_nodes_to_find(self.percentage_of_nodes_to_score, n)
         start = self.next_start_node_index % n
-        order = np.arange(n, dtype=np.intp)
-        if start:
-            order = np.roll(order, -start)
         processed = n
         if to_find < n:
+            order = np.roll(np.arange(n, dtype=np.intp), -start) if start else np.arange(n, dtype=np.intp)
             cum = np.cumsum(passed[order])
             if cum[-1] >= to_find:
                 processed = int(np.searchsorted(cum, to_find)) + 1
-        # all examined: plain row order, so plugins can see "every row" and skip fancy indexing
-        evaluated = order[:processed] if processed < n else np.arange(n, dtype=np.intp)
         self.next_start_node_index = (start + processed) % n
-        feasible = evaluated[passed[evaluated]]
+        if processed < n:
+            evaluated = order[:processed]
+            feasible = evaluated[passed[evaluated]]
+            decision.first_fail = first_fail[evaluated]
+        else:  # all examined: plain row order, so plugins see "every row" and skip fancy indexing
+            evaluated = np.arange(n, dtype=np.intp)
+            feasible = np.flatnonzero(passed)
+            decision.first_fail = first_fail
         decision.evaluated_rows = evaluated
         decision.filter_plugins = [p.name for p in self._active_filters(state)]
         decision.filter_results = results
-        decision.first_fail = first_fail[evaluated]
         decision.feasible_rows = feasible
 
         if feasible.size == 0:
@@ -363,8 +379,7 @@ class Framework:
             try:
                 r = p.filter(state, pod, nodes)
             except Exception as e:
-                e.plugin = p.name  # type: ignore[attr-defined]
-                raise
+                raise PluginError(p.name, e) from e
             if r.passed.shape != (n,):
                 raise RuntimeError(f"filter plugin {p.name} returned {r.passed.shape} verdicts for {n} nodes")
             results.append(r)

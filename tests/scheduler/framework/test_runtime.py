@@ -205,7 +205,7 @@ def test_pre_filter_result_narrows_the_nodes() -> None:
 
 def test_plugin_errors_become_error_statuses() -> None:
     r = framework_with_gate("boom").schedule(info("p"), table(make_node("a")).snapshot())
-    assert r.status.is_error and "plugin bug" in r.status.message()
+    assert r.status.is_error and r.status.message() == "plugin bug" and r.status.plugin == "Gate"
     r = framework_with_gate("bad-score").schedule(info("p"), table(make_node("a"), make_node("b")).snapshot())
     assert r.status.is_error and "invalid score 1000" in r.status.message() and r.status.plugin == "Gate"
 
