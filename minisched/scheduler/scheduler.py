@@ -644,7 +644,8 @@ class Scheduler:
             return
         self.cache.finish_binding(a.qpi.pod)
         a.framework.run_post_bind(a.state, a.info, a.node)
-        self.stats.bound += 1
+        with self._bindings_lock:  # several binding threads count at once
+            self.stats.bound += 1
         pod = a.qpi.pod
         self.recorder.scheduled(pod, a.node)
         if self.annotate_decisions:
@@ -660,12 +661,14 @@ class Scheduler:
         err = status.error
         if isinstance(err, ApiError) and is_conflict(err):
             # Someone else bound it (or it is being deleted): the informer will tell the cache.
-            self.stats.bind_conflicts += 1
+            with self._bindings_lock:
+                self.stats.bind_conflicts += 1
             log.info("binding %s to %s: %s; not retrying", a.qpi.key, a.node, err)
             return
         if isinstance(err, NotFound):
             return  # deleted meanwhile
-        self.stats.bind_errors += 1
+        with self._bindings_lock:
+            self.stats.bind_errors += 1
         current = self._current_pod(a.qpi.key)
         if current is None or self._assigned(current):
             return

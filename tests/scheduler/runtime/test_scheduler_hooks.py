@@ -1,0 +1,118 @@
+"""The scheduler's hooks for the layers above: the metrics observer, the decision record, deletions."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from minisched.cluster.embedded import EmbeddedCluster
+from minisched.objects import make_node, make_pod
+from minisched.resources import NODES, PODS
+from minisched.scheduler.events import DECISION_ANNOTATION
+from minisched.scheduler.scheduler import Scheduler
+from tests.scheduler.runtime.helpers import node_of, wait_for_nodes, wait_until
+
+
+class RecordingObserver:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple[Any, ...]]] = []
+
+    def observe_attempt(self, result: str, seconds: float) -> None:
+        self.calls.append(("attempt", (result,)))
+
+    def observe_algorithm(self, seconds: float) -> None:
+        self.calls.append(("algorithm", ()))
+
+    def observe_scheduled(self, attempts: int, seconds_since_first_enqueue: float) -> None:
+        self.calls.append(("scheduled", (attempts,)))
+
+    def observe_extension_point(self, extension_point: str, status: str, seconds: float) -> None:
+        self.calls.append(("point", (extension_point, status)))
+
+    def set_pending(self, queue: str, count: int) -> None:
+        self.calls.append(("pending", (queue, count)))
+
+
+@pytest.fixture
+def cluster() -> Iterator[EmbeddedCluster]:
+    c = EmbeddedCluster()
+    yield c
+    c.close()
+
+
+def test_observer_sees_attempts_points_and_bindings(cluster: EmbeddedCluster) -> None:
+    observer = RecordingObserver()
+    cluster.create(NODES, make_node("n1", cpu="1"))
+    with Scheduler(cluster, observer=observer) as sched:
+        wait_for_nodes(sched, 1)
+        cluster.create(PODS, make_pod("fits", cpu="500m"))
+        cluster.create(PODS, make_pod("too-big", cpu="2"))
+        wait_until(lambda: ("scheduled", (1,)) in observer.calls, what="a bound pod observed")
+        wait_until(lambda: ("attempt", ("unschedulable",)) in observer.calls, what="a failed attempt observed")
+        wait_until(lambda: any(c[0] == "pending" for c in observer.calls), timeout=5, what="pending gauge")
+    assert ("attempt", ("scheduled",)) in observer.calls
+    assert any(c == ("point", ("Filter", "Success")) for c in observer.calls)
+    assert any(c[0] == "algorithm" for c in observer.calls)
+
+
+def test_decision_record_is_kept_and_written_as_an_annotation(cluster: EmbeddedCluster) -> None:
+    cluster.create(NODES, make_node("n1"))
+    cluster.create(NODES, make_node("n2", cpu="1"))
+    with Scheduler(cluster, annotate_decisions=True) as sched:
+        wait_for_nodes(sched, 2)
+        cluster.create(PODS, make_pod("p", cpu="2"))
+        wait_until(lambda: node_of(cluster, "p") == "n1", what="bound")
+        sched.recorder.flush()
+        decision = sched.decisions["default/p"]
+        assert decision.chosen == "n1" and decision.feasible == 1
+        annotations = wait_until(
+            lambda: cluster.get(PODS, "p", "default")["metadata"].get("annotations"), what="annotation")
+        record = json.loads(annotations[DECISION_ANNOTATION])
+        assert "n1" in json.dumps(record) and "Insufficient cpu" in json.dumps(record)
+
+
+def test_deleted_pending_pod_leaves_the_queue(cluster: EmbeddedCluster) -> None:
+    cluster.create(NODES, make_node("n1", cpu="1"))
+    with Scheduler(cluster) as sched:
+        wait_for_nodes(sched, 1)
+        cluster.create(PODS, make_pod("stuck", cpu="4"))
+        wait_until(lambda: sched.pending_pods()["unschedulable"] == 1, what="parked")
+        cluster.delete(PODS, "stuck", "default")
+        wait_until(lambda: len(sched.queue) == 0, what="gone from the queue")
+
+
+def test_removed_node_takes_no_more_pods(cluster: EmbeddedCluster) -> None:
+    cluster.create(NODES, make_node("n1"))
+    cluster.create(NODES, make_node("n2"))
+    with Scheduler(cluster) as sched:
+        wait_for_nodes(sched, 2)
+        cluster.delete(NODES, "n2")
+        wait_for_nodes(sched, 1)
+        for i in range(5):
+            cluster.create(PODS, make_pod(f"p{i}"))
+        wait_until(lambda: sched.stats.bound == 5, what="bound")
+        assert {node_of(cluster, f"p{i}") for i in range(5)} == {"n1"}
+
+
+def test_bad_settings_are_refused(cluster: EmbeddedCluster) -> None:
+    with pytest.raises(ValueError, match="bind_workers"):
+        Scheduler(cluster, bind_workers=0)
+    with pytest.raises(ValueError, match="either profiles or config"):
+        Scheduler(cluster, profiles=[], config={})
+
+
+def test_prometheus_scheduler_metrics_plug_into_the_observer_hooks(cluster: EmbeddedCluster) -> None:
+    from minisched.observability.metrics import SchedulerMetrics
+
+    metrics = SchedulerMetrics()
+    cluster.create(NODES, make_node("n1"))
+    with Scheduler(cluster, observer=metrics) as sched:
+        wait_for_nodes(sched, 1)
+        cluster.create(PODS, make_pod("p"))
+        wait_until(lambda: sched.stats.bound == 1, what="bound")
+    text = metrics.exposition()
+    assert 'scheduler_schedule_attempts_total{profile="minisched",result="scheduled"} 1.0' in text
+    assert "scheduler_pod_scheduling_sli_duration_seconds_count" in text
