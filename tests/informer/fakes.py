@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from minisched.cluster.base import WatchEvent
+from minisched.informer import ListWatch
 from minisched.resources import PODS
 
 Object = dict[str, Any]
@@ -98,7 +99,22 @@ class ScriptedCluster:
         return ScriptedWatch(stream)
 
 
-def list_watch(cluster: ScriptedCluster, **kw: Any):
-    from minisched.informer import ListWatch
+class GatedListWatch(ListWatch):
+    """Holds every watch after the first until the test opens the gate."""
 
+    def __init__(self, base: ListWatch) -> None:
+        super().__init__(base.cluster, base.resource, base.namespace, base.label_selector, base.field_selector)
+        object.__setattr__(self, "gate", threading.Event())
+        object.__setattr__(self, "held", threading.Event())
+        object.__setattr__(self, "watches", [0])
+
+    def watch(self, **kw: Any) -> Any:
+        self.watches[0] += 1  # type: ignore[attr-defined]
+        if self.watches[0] > 1:  # type: ignore[attr-defined]
+            self.held.set()  # type: ignore[attr-defined]
+            self.gate.wait(30)  # type: ignore[attr-defined]
+        return super().watch(**kw)
+
+
+def list_watch(cluster: ScriptedCluster, **kw: Any):
     return ListWatch.for_resource(cluster, PODS, **kw)  # type: ignore[arg-type]

@@ -3,7 +3,6 @@ relists, and reports what it missed, deletions as tombstones."""
 
 from __future__ import annotations
 
-import threading
 import uuid
 from typing import Any
 
@@ -14,6 +13,7 @@ from minisched.informer import ExponentialBackoff, ListWatch, SharedIndexInforme
 from minisched.meta import key_of, resource_version_of
 from minisched.objects import make_namespace, make_pod
 from minisched.resources import NAMESPACES, PODS
+from tests.informer.fakes import GatedListWatch
 from tests.informer.recorder import Recorder
 from tests.plugins.controlplane import require_binaries
 from tests.workqueue.helpers import eventually
@@ -26,23 +26,6 @@ def uncached_control_plane() -> Any:
     """An API server without a watch cache, so compacting etcd expires old resourceVersions."""
     with ControlPlane(ControlPlaneOptions(start_kwok=False, watch_cache=False), require_binaries()) as cp:
         yield cp
-
-
-class GatedListWatch(ListWatch):
-    """Holds every watch after the first until the test opens the gate."""
-
-    def __init__(self, base: ListWatch) -> None:
-        super().__init__(base.cluster, base.resource, base.namespace, base.label_selector, base.field_selector)
-        object.__setattr__(self, "gate", threading.Event())
-        object.__setattr__(self, "held", threading.Event())
-        object.__setattr__(self, "watches", [0])
-
-    def watch(self, **kw: Any) -> Any:
-        self.watches[0] += 1  # type: ignore[attr-defined]
-        if self.watches[0] > 1:  # type: ignore[attr-defined]
-            self.held.set()  # type: ignore[attr-defined]
-            self.gate.wait(30)  # type: ignore[attr-defined]
-        return super().watch(**kw)
 
 
 def test_informer_relists_after_a_real_410(uncached_control_plane: ControlPlane) -> None:

@@ -21,6 +21,7 @@ from minisched.informer import (
 from minisched.meta import key_of, resource_version_of
 from minisched.objects import make_namespace, make_pod
 from minisched.resources import NODES, PODS
+from tests.informer.fakes import GatedListWatch
 from tests.informer.recorder import Recorder
 from tests.workqueue.helpers import eventually, stays
 
@@ -119,6 +120,32 @@ def test_relist_after_410_reports_what_was_missed_with_tombstones(embedded_clust
         assert rec.violations == []
     finally:
         informer.stop()
+
+
+def test_a_rewatch_from_a_compacted_version_gets_410_and_relists(embedded_cluster: Any) -> None:
+    # The server's own 410: the history is compacted while the informer is between two watches.
+    for name in ("gone", "kept"):
+        embedded_cluster.create(PODS, make_pod(name))
+    lw = GatedListWatch(ListWatch.for_resource(embedded_cluster, PODS))
+    informer = SharedIndexInformer(lw, backoff=fast_backoff())
+    rec = Recorder()
+    informer.add_event_handler(rec)
+    with informer:
+        assert informer.wait_for_sync(5)
+        embedded_cluster.create(PODS, make_pod("seen-live"))  # the first watch delivers something,
+        eventually(lambda: "default/seen-live" in rec.snapshot())
+        embedded_cluster.faults.drop_watches()  # then ends: the next watch waits at the gate
+        assert lw.held.wait(5)  # type: ignore[attr-defined]
+        last_known = rec.snapshot()["default/gone"]
+        embedded_cluster.delete(PODS, "gone", "default")
+        relabel(embedded_cluster, "kept", "2")
+        embedded_cluster.faults.force_expiry()
+        lw.gate.set()  # type: ignore[attr-defined]
+        eventually(lambda: rec.snapshot() == server_state(embedded_cluster), what="the relist")
+        reflector = informer.reflector
+        assert reflector is not None and reflector.stats.expired == 1 and reflector.stats.lists == 2
+        assert ("delete", "default/gone", last_known, True) in rec.events
+        assert rec.violations == []
 
 
 def test_a_handler_added_later_gets_the_cache_first(embedded_cluster: Any, informer: SharedIndexInformer) -> None:
