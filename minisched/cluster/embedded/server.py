@@ -123,9 +123,9 @@ class EmbeddedCluster:
         with self._lock:
             self._request("get")
             obj = self._store(r).get(self._ns(r, namespace), name)
-            if obj is None:
-                raise not_found(r, name)
-            return self._out(r, obj)
+        if obj is None:
+            raise not_found(r, name)
+        return self._out(r, obj)
 
     def list(
         self,
@@ -167,7 +167,8 @@ class EmbeddedCluster:
             metadata: Object = {"resourceVersion": str(list_rv)}
             if more and last is not None:
                 metadata["continue"] = _encode_continue(list_rv, last)
-            out_items = [self._out(r, obj) for obj in items]
+        # Stored objects never change, so copying them out needs no lock (writers are not held up).
+        out_items = [self._out(r, obj) for obj in items]
         return {"apiVersion": r.api_version, "kind": f"{r.kind}List", "metadata": metadata, "items": out_items}
 
     def create(self, resource: ResourceLike, obj: Object, namespace: str | None = None) -> Object:
