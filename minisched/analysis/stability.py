@@ -141,20 +141,28 @@ class GridCheck:
 def grid_check(
     alphas: Sequence[float] | np.ndarray, betas: Sequence[float] | np.ndarray, *, margin: float = 1e-9
 ) -> GridCheck:
-    """Compare `predicted_stable` with numpy's roots (max |z| < 1) at every (α, β) on the grid."""
+    """Compare `predicted_stable` with the numerically computed poles (max |z| < 1) at every (α, β).
+
+    The poles are the eigenvalues of the companion matrix [[1 − α + β, −β], [1, 0]] of the state
+    (x[k], x[k−1]) — what np.roots does per polynomial, here batched over the whole grid."""
+    a_grid, b_grid = np.meshgrid(np.asarray(alphas, dtype=float), np.asarray(betas, dtype=float), indexing="ij")
+    a_flat, b_flat = a_grid.ravel(), b_grid.ravel()
+    companion = np.zeros((a_flat.size, 2, 2))
+    companion[:, 0, 0] = 1.0 - a_flat + b_flat
+    companion[:, 0, 1] = -b_flat
+    companion[:, 1, 0] = 1.0
+    rho = np.max(np.abs(np.linalg.eigvals(companion)), axis=1)
     points = agree = near = 0
     bad: list[tuple[float, float]] = []
-    for a in alphas:
-        for b in betas:
-            rho = spectral_radius(float(a), float(b))
-            if abs(rho - 1.0) <= margin:
-                near += 1
-                continue
-            points += 1
-            if predicted_stable(float(a), float(b)) == (rho < 1.0):
-                agree += 1
-            else:
-                bad.append((float(a), float(b)))
+    for a, b, radius in zip(a_flat.tolist(), b_flat.tolist(), rho.tolist(), strict=True):
+        if abs(radius - 1.0) <= margin:
+            near += 1
+            continue
+        points += 1
+        if predicted_stable(a, b) == (radius < 1.0):
+            agree += 1
+        else:
+            bad.append((a, b))
     return GridCheck(points, agree, near, bad)
 
 
