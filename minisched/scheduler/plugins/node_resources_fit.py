@@ -265,24 +265,42 @@ def score_inputs(pod: PodInfo, nodes: NodeTable, rows: npt.NDArray[np.intp], res
 
 def allocation_scores(strategy: str, req: IntArray, alloc: IntArray, weights: Sequence[int],
                       shape: Sequence[tuple[int, int]] = ()) -> IntArray:
-    """`allocation_score` for every row at once (all resources in one 2-D operation)."""
-    valid = alloc != 0
-    safe = np.where(valid, alloc, 1)
-    if strategy == LEAST_ALLOCATED:
-        s = np.where(req > alloc, 0, (alloc - req) * MAX_NODE_SCORE // safe)
-    elif strategy == MOST_ALLOCATED:
-        s = np.minimum(req, alloc) * MAX_NODE_SCORE // safe
-    else:
-        scaled = [(u, sc * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE)) for u, sc in shape]
-        p = np.where(req > alloc, MAX_UTILIZATION, req * MAX_UTILIZATION // safe)
-        s = _broken_linear_vec(scaled, p)
-        valid &= s > 0  # RequestedToCapacityRatio leaves zero scores out of the average
-    wv = valid * np.asarray(weights, np.int64)
-    node_score = (s * wv).sum(axis=1)
-    weight_sum = wv.sum(axis=1)
+    """`allocation_score` for every row at once: a short loop over resources (columns), with the
+    masks skipped when every node has the resource (the usual case)."""
+    m, k = req.shape
+    node_score = np.zeros(m, np.int64)
+    weight_sum: IntArray | int = 0
+    scaled = [(u, sc * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE)) for u, sc in shape]
+    for j in range(k):
+        a, r, w = alloc[:, j], req[:, j], weights[j]
+        valid = a != 0
+        everywhere = bool(valid.all())
+        safe = a if everywhere else np.where(valid, a, 1)
+        if strategy == LEAST_ALLOCATED:
+            s = (a - r) * MAX_NODE_SCORE // safe
+            s[r > a] = 0
+        elif strategy == MOST_ALLOCATED:
+            s = np.minimum(r, a) * MAX_NODE_SCORE // safe
+        else:
+            p = r * MAX_UTILIZATION // safe
+            p[r > a] = MAX_UTILIZATION
+            s = _broken_linear_vec(scaled, p)
+            valid = valid & (s > 0)  # RequestedToCapacityRatio leaves zero scores out of the average
+            everywhere = False
+        if everywhere:
+            node_score += s * w
+            weight_sum = weight_sum + w
+        else:
+            counted = valid * w
+            node_score += s * counted
+            weight_sum = weight_sum + counted
+    if isinstance(weight_sum, int):
+        if weight_sum == 0:
+            return np.zeros(m, np.int64)
+        return node_score // weight_sum
     safe_sum = np.maximum(weight_sum, 1)
     if strategy == REQUESTED_TO_CAPACITY_RATIO:
-        out = (2 * node_score + weight_sum) // (2 * safe_sum)
+        out = (2 * node_score + weight_sum) // (2 * safe_sum)  # math.Round of a non-negative ratio
     else:
         out = node_score // safe_sum
     return np.where(weight_sum == 0, 0, out).astype(np.int64)
