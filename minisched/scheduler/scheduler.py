@@ -38,16 +38,11 @@ from typing import Any, Protocol
 from minisched.clock import Clock, RealClock
 from minisched.cluster.base import Cluster
 from minisched.errors import ApiError, NotFound, is_conflict
-from minisched.informer import (
-    FilteringResourceEventHandler,
-    ResourceEventHandlerFuncs,
-    SharedInformerFactory,
-    unwrap_tombstone,
-)
+from minisched.informer import ResourceEventHandlerFuncs, SharedInformerFactory, unwrap_tombstone
 from minisched.meta import key_of
 from minisched.objects import DEFAULT_SCHEDULER_NAME
 from minisched.resources import NODES, PODS, PRIORITY_CLASSES
-from minisched.scheduler.cache import SchedulerCache
+from minisched.scheduler.cache import CacheError, SchedulerCache
 from minisched.scheduler.events import (
     POD_REASON_SCHEDULER_ERROR,
     POD_REASON_UNSCHEDULABLE,
@@ -315,33 +310,45 @@ class Scheduler:
 
     # --- informer handlers (kube's eventhandlers.go) ----------------------------------------------------
 
-    def _on_pending_add(self, pod: Object, _initial: bool = False) -> None:
-        self.queue.add(pod)
+    def _on_pod_add(self, pod: Object, _initial: bool = False) -> None:
+        if self._is_pending_for_us(pod):
+            self.queue.add(pod)
+        elif self._is_assigned_live(pod):
+            self.cache.add_pod(pod)
 
-    def _on_pending_update(self, old: Object, new: Object) -> None:
-        if self.cache.is_assumed(new):
-            return  # being bound: a status write of ours, not a reason to try again
-        self.queue.update(old, new)
+    def _on_pod_update(self, old: Object, new: Object) -> None:
+        was_pending, now_pending = self._is_pending_for_us(old), self._is_pending_for_us(new)
+        if was_pending and now_pending:
+            if not self.cache.is_assumed(new):  # a status write of ours while binding: no new try
+                self.queue.update(old, new)
+        elif now_pending:
+            self.queue.add(new)
+        elif was_pending:
+            self._pending_gone(old)
+        was_assigned, now_assigned = self._is_assigned_live(old), self._is_assigned_live(new)
+        if was_assigned and now_assigned:
+            self.cache.update_pod(old, new)
+        elif now_assigned:
+            self.cache.add_pod(new)  # the binding landed: confirms our assumption
+        elif was_assigned:
+            self._assigned_gone(old)  # finished (Succeeded/Failed): its room is free
 
-    def _on_pending_delete(self, obj: Any) -> None:
+    def _on_pod_delete(self, obj: Any) -> None:
         pod = unwrap_tombstone(obj)
         if pod is None:
             return
+        if self._is_pending_for_us(pod):
+            self._pending_gone(pod)
+        elif self._is_assigned_live(pod):
+            self._assigned_gone(pod)
+
+    def _pending_gone(self, pod: Object) -> None:
         self.queue.delete(pod)
         waiting = self._waiting.get(key_of(pod))
         if waiting is not None:
             waiting.reject("", "pod deleted while waiting on permit")
 
-    def _on_assigned_add(self, pod: Object, _initial: bool = False) -> None:
-        self.cache.add_pod(pod)
-
-    def _on_assigned_update(self, old: Object, new: Object) -> None:
-        self.cache.update_pod(old, new)
-
-    def _on_assigned_delete(self, obj: Any) -> None:
-        pod = unwrap_tombstone(obj)
-        if pod is None:
-            return
+    def _assigned_gone(self, pod: Object) -> None:
         self.cache.remove_pod(pod)
         self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
 
@@ -374,14 +381,9 @@ class Scheduler:
         pods = self.factory.informer_for(PODS)
         nodes = self.factory.informer_for(NODES)
         self._pod_informer = pods
-        pods.add_event_handler(FilteringResourceEventHandler(
-            self._is_pending_for_us,
-            ResourceEventHandlerFuncs(self._on_pending_add, self._on_pending_update, self._on_pending_delete),
-        ))
-        pods.add_event_handler(FilteringResourceEventHandler(
-            self._is_assigned_live,
-            ResourceEventHandlerFuncs(self._on_assigned_add, self._on_assigned_update, self._on_assigned_delete),
-        ))
+        # One handler for both views of the pod informer (kube registers two filtered ones): one
+        # listener thread instead of two, and a pending->bound transition handled in one place.
+        pods.add_event_handler(ResourceEventHandlerFuncs(self._on_pod_add, self._on_pod_update, self._on_pod_delete))
         nodes.add_event_handler(ResourceEventHandlerFuncs(self._on_node_add, self._on_node_update, self._on_node_delete))
         self.factory.start()
         synced = self.factory.wait_for_cache_sync(sync_timeout)
@@ -474,12 +476,22 @@ class Scheduler:
         qpi = self.queue.pop(timeout)
         if qpi is None:
             return False
+        try:
+            self._scheduling_cycle(qpi)
+        except Exception as err:  # a bug must cost one attempt, not the pod: it backs off and retries
+            log.exception("scheduling cycle for %s failed", qpi.key)
+            self.stats.errors += 1
+            self.queue.add_unschedulable(qpi, error=True)
+            self.recorder.failed_scheduling(qpi.pod, f"scheduler error: {err}")
+        return True
+
+    def _scheduling_cycle(self, qpi: QueuedPodInfo) -> None:
         started = time.perf_counter()
         pod = qpi.pod
         fwk = self.frameworks.get((pod.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER_NAME)
         if fwk is None or (pod.get("metadata") or {}).get("deletionTimestamp") or self.cache.is_assumed(qpi.key):
             self.queue.done(qpi.key)  # not ours any more, being deleted, or already on its way
-            return True
+            return
         info = qpi.pod_info
         if info is None:
             try:
@@ -487,7 +499,7 @@ class Scheduler:
             except PodSpecError as err:
                 self._fail(qpi, fwk, None, str(err), POD_REASON_UNSCHEDULABLE, rejected_by=[INVALID_POD])
                 self._observe_attempt("unschedulable", started)
-                return True
+                return
             qpi.pod_info = info
         nominated_node = self.queue.nominated_node_of(qpi.key)
         if nominated_node and nominated_node != info.nominated_node_name:
@@ -508,11 +520,10 @@ class Scheduler:
             if result.node is None:
                 self._handle_no_fit(qpi, fwk, info, state, result)
                 self._observe_attempt("unschedulable" if result.status.is_rejected else "error", started)
-                return True
+                return
             self._assume_and_bind(qpi, fwk, info, state, result.node, result.decision, started)
         finally:
             self.handle.current = None
-        return True
 
     def _handle_no_fit(self, qpi: QueuedPodInfo, fwk: Framework, info: PodInfo, state: CycleState,
                        result: Any) -> None:
@@ -566,7 +577,13 @@ class Scheduler:
 
     def _assume_and_bind(self, qpi: QueuedPodInfo, fwk: Framework, info: PodInfo, state: CycleState,
                          node: str, decision: Decision, started: float) -> None:
-        self.cache.assume_pod(qpi.pod, node, info)
+        try:
+            self.cache.assume_pod(qpi.pod, node, info)
+        except CacheError:
+            # The informer already shows it bound (someone else was faster, between our pop and
+            # its update): nothing to do.
+            self.queue.done(qpi.key)
+            return
         status = fwk.run_reserve(state, info, node)
         if not status.is_success:
             fwk.run_unreserve(state, info, node)
