@@ -141,3 +141,56 @@ def test_rate_limiting_queue_spaces_retries_and_forget_resets(virtual_clock: Vir
         assert q.num_requeues("a") == 0
     finally:
         q.shut_down()
+
+
+def test_workers_retrying_failures_through_the_rate_limited_queue_finish_every_item() -> None:
+    """Items fail a few times each and are retried with add_rate_limited: every item ends up done,
+    never on two workers at once, and forget() resets its count."""
+    import random
+    import threading
+    import time
+
+    q: RateLimitingQueue[int] = RateLimitingQueue(ItemExponentialFailureRateLimiter(0.0005, 0.005))
+    failures_left = {i: random.Random(i).randrange(4) for i in range(50)}
+    attempts = dict.fromkeys(failures_left, 0)
+    done: set[int] = set()
+    active: set[int] = set()
+    overlaps: list[int] = []
+    lock = threading.Lock()
+
+    def worker() -> None:
+        while True:
+            item, shutdown = q.get()
+            if shutdown:
+                return
+            assert item is not None
+            with lock:
+                if item in active:
+                    overlaps.append(item)
+                active.add(item)
+                attempts[item] += 1
+                fail = failures_left[item] > 0
+                failures_left[item] -= 1
+            time.sleep(0.0002)  # hold the item a moment, so a second worker on it would be seen
+            with lock:
+                active.discard(item)
+            if fail:
+                q.add_rate_limited(item)
+            else:
+                q.forget(item)
+                with lock:
+                    done.add(item)
+            q.done(item)
+
+    workers = [threading.Thread(target=worker) for _ in range(4)]
+    for w in workers:
+        w.start()
+    for i in failures_left:
+        q.add(i)
+    eventually(lambda: len(done) == 50, 10, "every item to succeed")
+    q.shut_down_with_drain()
+    for w in workers:
+        w.join(5)
+    assert overlaps == []
+    assert all(attempts[i] == random.Random(i).randrange(4) + 1 for i in attempts)
+    assert all(q.num_requeues(i) == 0 for i in attempts)
