@@ -116,3 +116,31 @@ def test_prometheus_scheduler_metrics_plug_into_the_observer_hooks(cluster: Embe
     text = metrics.exposition()
     assert 'scheduler_schedule_attempts_total{profile="minisched",result="scheduled"} 1.0' in text
     assert "scheduler_pod_scheduling_sli_duration_seconds_count" in text
+
+
+class _Boom:
+    """A Filter plugin with a bug."""
+
+    name = "Boom"
+
+    def filter(self, state: Any, pod: Any, nodes: Any) -> Any:
+        raise RuntimeError("boom: plugin bug")
+
+
+def test_plugin_error_backs_the_pod_off_with_scheduler_error(cluster: EmbeddedCluster) -> None:
+    from minisched.scheduler.plugins import in_tree_registry
+
+    registry = in_tree_registry()
+    registry.register("Boom", lambda args, handle: _Boom())
+    config = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+              "profiles": [{"schedulerName": "minisched", "plugins": {"filter": {"enabled": [{"name": "Boom"}]}}}]}
+    cluster.create(NODES, make_node("n1"))
+    with Scheduler(cluster, config=config, registry=registry) as sched:
+        wait_for_nodes(sched, 1)
+        cluster.create(PODS, make_pod("p"))
+        wait_until(lambda: sched.queue.where("default/p") == "backoff", what="pod backing off")
+        sched.recorder.flush()
+        pod = cluster.get(PODS, "p", "default")
+        (cond,) = [c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled"]
+        assert cond["reason"] == "SchedulerError" and "boom: plugin bug" in cond["message"]
+        assert sched.stats.errors == 1
