@@ -7,6 +7,17 @@ step with the server through list + watch, and tell handlers what changed.
 - `Store` (store): the thread-safe, indexed cache.
 - `SharedIndexInformer` (shared_informer): all of it, with handlers and resync.
 - `SharedInformerFactory` (factory): one informer per resource, shared.
+
+    from minisched.cluster import connect
+    from minisched.informer import ResourceEventHandlerFuncs, SharedInformerFactory
+
+    factory = SharedInformerFactory(connect())
+    pods = factory.informer_for("pods")
+    pods.add_event_handler(ResourceEventHandlerFuncs(add=lambda pod, initial: print(pod["metadata"]["name"])))
+    factory.start()
+    factory.wait_for_cache_sync(timeout=10)
+    pods.store.list_keys()  # ["default/web-1", ...], read-only objects: deep-copy before changing
+    factory.shutdown()
 """
 
 from minisched.informer.backoff import ExponentialBackoff

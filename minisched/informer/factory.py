@@ -23,7 +23,7 @@ from minisched.informer.store import Indexers
 from minisched.resources import Resource, ResourceLike
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class InformerKey:
     resource: Resource
     namespace: str | None
@@ -39,6 +39,9 @@ class InformerKey:
         if self.field_selector:
             parts.append(f"fields={self.field_selector}")
         return " ".join(parts)
+
+    def __repr__(self) -> str:  # short, for notebook output such as wait_for_cache_sync()'s dict
+        return f"InformerKey({self})"
 
 
 class _Default:
