@@ -376,3 +376,16 @@ def test_conflicting_updates_from_threads_exactly_one_wins() -> None:
     for t in threads:
         t.join()
     assert sorted(outcomes) == ["conflict"] * 7 + ["ok"]
+
+
+def test_a_watcher_too_far_behind_is_closed() -> None:
+    c = EmbeddedCluster(max_watch_backlog=10)
+    c.create(CONFIG_MAPS, cm("before"))
+    w = c.watch(CONFIG_MAPS, resource_version="0")  # one replayed ADDED, which does not count
+    for i in range(10):
+        c.create(CONFIG_MAPS, cm(f"c{i}"))
+    assert c.open_watch_count() == 1
+    c.create(CONFIG_MAPS, cm("one-too-many"))  # writers never wait: the stream is closed instead
+    assert list(w) == [] and w.overflowed
+    assert c.open_watch_count() == 0
+    c.close()

@@ -79,6 +79,9 @@ class EmbeddedCluster:
     clock: timestamps and watch timeouts/bookmarks run on it (a VirtualClock makes runs repeatable).
     history_window: how many changes per resource a watch can replay; older versions answer 410.
     bookmark_period: seconds between BOOKMARK events on watches that allow them (real server: ~60).
+    max_watch_backlog: close a watch whose consumer falls this many events behind (None: never), as
+        the real server closes unresponsive watchers; writers never wait for readers either way.
+    seed: makes generated names and uids repeatable.
     """
 
     def __init__(
@@ -87,10 +90,12 @@ class EmbeddedCluster:
         *,
         history_window: int = 10_000,
         bookmark_period: float = 60.0,
+        max_watch_backlog: int | None = None,
         seed: int | None = None,
     ) -> None:
         self.clock: Clock = clock or RealClock()
         self.bookmark_period = bookmark_period
+        self.max_watch_backlog = max_watch_backlog
         self._lock = threading.RLock()
         self._rv = Versioner()
         self._stores: dict[str, ObjectStore] = {}
@@ -289,6 +294,7 @@ class EmbeddedCluster:
                 except ApiError as err:
                     w.fail(err)
                     return w
+            w.limit_backlog(self.max_watch_backlog)
             if self._closed:
                 w.drop()
             else:

@@ -79,6 +79,7 @@ class EmbeddedWatch:
         bookmark_object: Callable[[int], Object],
         current_rv: Callable[[], int],
         on_close: Callable[[EmbeddedWatch], None],  # must take the cluster lock itself
+        max_backlog: int | None = None,
     ) -> None:
         self._lock = lock  # the cluster's lock: taken only when no `_cond` is held
         self._cond = threading.Condition()
@@ -94,6 +95,8 @@ class EmbeddedWatch:
         self._current_rv = current_rv
         self._on_close = on_close
         self._queue: deque[Change] = deque()
+        self.max_backlog = max_backlog
+        self.overflowed = False  # closed because the consumer fell max_backlog events behind
         self._error: ApiError | None = None
         self._stopped = False
         self._finished = False
@@ -105,9 +108,24 @@ class EmbeddedWatch:
     # Called by the cluster, holding its lock.
     def push(self, change: Change) -> None:
         with self._cond:
-            if not self._stopped:
-                self._queue.append(change)
-                self._cond.notify()
+            if self._stopped:
+                return
+            if self.max_backlog is not None and len(self._queue) >= self.max_backlog:
+                # Like the real watch cache with an unresponsive watcher: close the stream rather
+                # than hold the writer or grow without bound. The client re-watches (maybe to a 410).
+                self._queue.clear()
+                self._stopped = True
+                self.overflowed = True
+                self._cond.notify_all()
+                return
+            self._queue.append(change)
+            self._cond.notify()
+
+    def limit_backlog(self, events: int | None) -> None:
+        """From now on, close the stream if the consumer falls `events` behind (beyond the replay
+        already queued)."""
+        with self._cond:
+            self.max_backlog = None if events is None else events + len(self._queue)
 
     def fail(self, error: ApiError) -> None:
         with self._cond:
