@@ -137,11 +137,13 @@ class SchedulerHandle:
 
 
 class _WaitingPod:
-    """A pod held by a Permit plugin (kube's waitingPod)."""
+    """A pod held by a Permit plugin (kube's waitingPod) until allowed, rejected or `deadline`."""
 
-    def __init__(self) -> None:
+    def __init__(self, deadline: float, timeout: float) -> None:
         self.done = threading.Event()
         self.status = Status.success()
+        self.deadline = deadline
+        self.timeout = timeout
 
     def allow(self) -> None:
         self.done.set()
@@ -595,11 +597,8 @@ class Scheduler:
         status, wait = fwk.run_permit(state, info, node)
         waiting: _WaitingPod | None = None
         if status.is_wait:
-            waiting = _WaitingPod()
+            waiting = _WaitingPod(self.clock.monotonic() + wait, wait)
             self._waiting[qpi.key] = waiting
-            timer = threading.Timer(wait, waiting.reject, args=("", f"rejected due to timeout after waiting {wait}s"))
-            timer.daemon = True
-            timer.start()
         elif not status.is_success:
             fwk.run_unreserve(state, info, node)
             self.cache.forget_pod(qpi.pod)
@@ -648,7 +647,10 @@ class Scheduler:
 
     def _bind(self, a: _Assumed) -> None:
         if a.waiting is not None:
-            a.waiting.done.wait()
+            # The wait holds one binding worker (kube holds a goroutine); the timeout is on the clock.
+            while not a.waiting.done.wait(0.02):
+                if self.clock.monotonic() >= a.waiting.deadline:
+                    a.waiting.reject("", f"rejected due to timeout after waiting {a.waiting.timeout:g}s at permit")
             self._waiting.pop(a.qpi.key, None)
             if not a.waiting.status.is_success:
                 self._binding_failed(a, a.waiting.status)
@@ -689,13 +691,14 @@ class Scheduler:
         current = self._current_pod(a.qpi.key)
         if current is None or self._assigned(current):
             return
-        message = f"Binding rejected: {status.message() or status}"
         if status.is_rejected:  # a Permit rejection or timeout: unschedulable, not an error
+            message, reason = status.message() or str(status), POD_REASON_UNSCHEDULABLE
             self.queue.requeue_after_bind_failure(a.qpi, rejected_by=[status.plugin] if status.plugin else [])
         else:
+            message, reason = f"Binding rejected: {status.message() or status}", POD_REASON_SCHEDULER_ERROR
             self.queue.requeue_after_bind_failure(a.qpi)
         self.recorder.failed_scheduling(a.qpi.pod, message)
-        self.recorder.pod_scheduled_false(a.qpi.pod, POD_REASON_SCHEDULER_ERROR, message)
+        self.recorder.pod_scheduled_false(a.qpi.pod, reason, message)
 
     # --- observation -----------------------------------------------------------------------------------------
 

@@ -144,3 +144,47 @@ def test_plugin_error_backs_the_pod_off_with_scheduler_error(cluster: EmbeddedCl
         (cond,) = [c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled"]
         assert cond["reason"] == "SchedulerError" and "boom: plugin bug" in cond["message"]
         assert sched.stats.errors == 1
+
+
+class _Gate:
+    """A Permit plugin that holds every pod for up to 30 s."""
+
+    name = "Gate"
+
+    def permit(self, state: Any, pod: Any, node_name: str) -> Any:
+        from minisched.scheduler.framework.status import Status
+
+        return Status.wait(self.name), 30.0
+
+
+def _permit_scheduler(cluster: EmbeddedCluster, clock: Any) -> Scheduler:
+    from minisched.scheduler.plugins import in_tree_registry
+
+    registry = in_tree_registry()
+    registry.register("Gate", lambda args, handle: _Gate())
+    config = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+              "profiles": [{"schedulerName": "minisched", "plugins": {"permit": {"enabled": [{"name": "Gate"}]}}}]}
+    return Scheduler(cluster, config=config, registry=registry, clock=clock)
+
+
+def test_permit_wait_binds_once_allowed_and_rejects_on_timeout(cluster: EmbeddedCluster) -> None:
+    from minisched.clock import VirtualClock
+
+    clock = VirtualClock()
+    cluster.create(NODES, make_node("n1"))
+    with _permit_scheduler(cluster, clock) as sched:
+        wait_for_nodes(sched, 1)
+        cluster.create(PODS, make_pod("allowed"))
+        cluster.create(PODS, make_pod("timed-out"))
+        wait_until(lambda: len(sched._waiting) == 2, what="both pods waiting at permit")
+        assert node_of(cluster, "allowed") is None
+        assert sched.allow_waiting_pod("default/allowed")
+        wait_until(lambda: node_of(cluster, "allowed") == "n1", what="allowed pod bound")
+        clock.advance(31)
+        wait_until(lambda: sched.queue.where("default/timed-out") == "unschedulable", what="rejected on timeout")
+        wait_until(lambda: sched.cache.assumed_count() == 0, what="allowed confirmed, timed-out forgotten")
+        sched.recorder.flush()
+        cond = [c for c in cluster.get(PODS, "timed-out", "default")["status"]["conditions"]
+                if c["type"] == "PodScheduled"]
+        assert cond[0]["reason"] == "Unschedulable"
+        assert cond[0]["message"] == "rejected due to timeout after waiting 30s at permit"
