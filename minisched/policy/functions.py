@@ -186,18 +186,30 @@ def _tolerates_node_taints(ctx: PolicyContext, obj: Object, args: Sequence[Value
     )
 
 
-def _allocatable(node: Object, resource: str) -> Fraction:
-    value = ((node.get("status") or {}).get("allocatable") or {}).get(resource)
-    return Fraction(0) if value is None else parse_quantity(value)
+def scheduler_units(resource: str, value: Value) -> int:
+    """A quantity as the scheduler counts it: millicores for cpu, whole units otherwise, rounded up
+    (resource.Quantity's MilliValue/Value), so that "cpuAtLeast" means what NodeResourcesFit sees."""
+    text = format(value, "f") if isinstance(value, Decimal) else str(value)
+    q = quantity.parse_quantity(text)
+    return q.milli_value() if resource == "cpu" else q.value()
+
+
+def allocatable_units(node: Object, resource: str) -> int:
+    """The node's allocatable `resource` in scheduler units; capacity when allocatable is not
+    reported (as the scheduler's snapshot reads it); 0 when the node has none."""
+    status = node.get("status") or {}
+    value = (status.get("allocatable") or status.get("capacity") or {}).get(resource)
+    return 0 if value is None else scheduler_units(resource, value)
 
 
 def _allocatable_at_least(ctx: PolicyContext, obj: Object, args: Sequence[Value]) -> bool:
-    return _allocatable(ctx.node, str(args[0])) >= parse_quantity(args[1])
+    resource = str(args[0])
+    return allocatable_units(ctx.node, resource) >= scheduler_units(resource, args[1])
 
 
 def _resource_at_least(resource: str) -> Impl:
     def impl(ctx: PolicyContext, obj: Object, args: Sequence[Value]) -> bool:
-        return _allocatable(ctx.node, resource) >= parse_quantity(args[0])
+        return allocatable_units(ctx.node, resource) >= scheduler_units(resource, args[0])
 
     return impl
 
@@ -234,7 +246,8 @@ BUILTINS: tuple[Function, ...] = (
     Function("toleratesNodeTaints", (), "the pod tolerates every NoSchedule and NoExecute taint on the node "
              "(kube-scheduler's TaintToleration filter)", _tolerates_node_taints),
     Function("allocatableAtLeast", (Param("resource", _STR, _non_empty), Param("quantity", _QUANTITY, _is_quantity)),
-             "the node's allocatable `resource` is at least `quantity`", _allocatable_at_least),
+             "the node's allocatable `resource` is at least `quantity`, both in scheduler units (rounded up)",
+             _allocatable_at_least),
     Function("cpuAtLeast", (Param("quantity", _QUANTITY, _is_quantity),),
              "the node's allocatable cpu is at least `quantity` (\"500m\", \"2\")", _resource_at_least("cpu")),
     Function("memoryAtLeast", (Param("quantity", _QUANTITY, _is_quantity),),

@@ -9,8 +9,12 @@ A failing node is named with the policy and the part of the expression that was 
 `node(s) rejected by SchedulingPolicy gpu-only: not(hasLabel("env", "staging"))`. Preemption cannot
 change a node's labels, taints or capacity, so failures are UnschedulableAndUnresolvable.
 
-Unlike the built-in filters this one is not vectorised: an expression is a tree of arbitrary
-functions of the node object, so `filter` evaluates the pure per-node `rejections` row by row.
+Like the built-in filters it judges all nodes at once: `evaluate_rows` walks the expression once
+and turns each built-in function into array operations over the snapshot's columns (label value
+ids, the taint position matrix, allocatable in scheduler units); and/or/not become logical_and/
+logical_or/logical_not. A function it has no vectorised form for (one registered from outside) is
+evaluated node by node. The pure per-node rule `rejections` stays beside it, and tests check that
+the two agree on random policies and nodes. Only failing nodes are explained, node by node.
 Register it beside the in-tree plugins:
 
     registry = in_tree_registry(); registry.register(policy_filter.NAME, policy_filter.new)
@@ -19,19 +23,22 @@ Register it beside the in-tree plugins:
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from minisched.errors import ApiError
-from minisched.policy import Policy, PolicyError, compile_policy
+from minisched.policy import Policy, PolicyContext, PolicyError, ast, checker, compile_policy, to_text
+from minisched.policy.evaluator import evaluate
+from minisched.policy.functions import allocatable_units, scheduler_units, tolerates_taint, tolerations
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import FilterResult, Handle
 from minisched.scheduler.framework.status import Code
 from minisched.scheduler.framework.types import PodInfo
-from minisched.scheduler.snapshot import NodeTable
+from minisched.scheduler.snapshot import NO_TAINT, NodeTable
 from minisched.selectors import LabelSelector, from_label_selector_json
 from minisched.validation.scheduling_policy import SCHEDULING_POLICIES
 
@@ -39,6 +46,7 @@ NAME = "PolicyFilter"
 _MAX_REASON_BITS = 62
 
 Object = dict[str, Any]
+BoolArray = npt.NDArray[np.bool_]
 
 
 @dataclass(frozen=True)
@@ -82,6 +90,131 @@ def rejections(policies: Sequence[LoadedPolicy], pod: Object, node: Object) -> l
     return out
 
 
+# --- the vectorised evaluator ---------------------------------------------------------------------
+
+def evaluate_rows(expr: ast.Expr, pod: Object, nodes: NodeTable) -> BoolArray:
+    """`expr` for every node of the snapshot at once: row i is Policy.evaluate(nodes.node_at(i), pod)."""
+    return _rows(expr, pod, nodes)
+
+
+def _rows(expr: ast.Expr, pod: Object, nodes: NodeTable) -> BoolArray:
+    n = len(nodes)
+    if isinstance(expr, ast.BoolLit):
+        return np.full(n, expr.value, np.bool_)
+    if not isinstance(expr, ast.Call):
+        raise TypeError(f"not a boolean expression: {to_text(expr)}")
+    name, args = expr.name, expr.args
+    if name == "and":
+        out = np.ones(n, np.bool_)
+        for arg in args:
+            out &= _rows(arg, pod, nodes)
+        return out
+    if name == "or":
+        out = np.zeros(n, np.bool_)
+        for arg in args:
+            out |= _rows(arg, pod, nodes)
+        return out
+    if name == "not":
+        return ~_rows(args[0], pod, nodes)
+    subject = "node"
+    if args and isinstance(args[0], ast.Variable):
+        subject, args = args[0].name, args[1:]
+    values = [checker.literal_value(a) for a in args]
+    vectorised = _VECTORISED.get(name)
+    if subject == "node" and vectorised is not None:
+        return vectorised(nodes, pod, values)
+    # The pod's labels (one answer for every node) or a function without a vectorised form.
+    if subject == "pod":
+        return np.full(n, bool(evaluate(expr, PolicyContext({}, pod))), np.bool_)
+    return np.array([bool(evaluate(expr, PolicyContext(nodes.node_at(i), pod))) for i in range(n)], np.bool_)
+
+
+def _label_equals(nodes: NodeTable, pod: Object, v: list[Any]) -> BoolArray:
+    col, value_id = nodes.label_column(str(v[0])), nodes.label_value_id(str(v[0]), str(v[1]))
+    if col is None or value_id is None:
+        return np.zeros(len(nodes), np.bool_)
+    return np.asarray(col == value_id)
+
+
+def _label_key(nodes: NodeTable, pod: Object, v: list[Any]) -> BoolArray:
+    col = nodes.label_column(str(v[0]))
+    return np.zeros(len(nodes), np.bool_) if col is None else np.asarray(col >= 0)
+
+
+def _label_in(nodes: NodeTable, pod: Object, v: list[Any]) -> BoolArray:
+    col = nodes.label_column(str(v[0]))
+    ids = [nodes.label_value_id(str(v[0]), str(x)) for x in v[1]]
+    known = [i for i in ids if i is not None]
+    if col is None or not known:
+        return np.zeros(len(nodes), np.bool_)
+    return np.isin(col, known)
+
+
+def _has_any_taint(nodes: NodeTable, wanted: list[int]) -> BoolArray:
+    if not wanted:
+        return np.zeros(len(nodes), np.bool_)
+    return np.asarray((nodes.taint_positions[:, wanted] != NO_TAINT).any(axis=1))
+
+
+def _taint_dict(t: tuple[str, str, str]) -> Object:
+    return {"key": t[0], "value": t[1], "effect": t[2]}
+
+
+def _has_taint(nodes: NodeTable, pod: Object, v: list[Any]) -> BoolArray:
+    return _has_any_taint(nodes, [i for i, t in enumerate(nodes.taints) if t[0] == v[0] and t[2] == v[1]])
+
+
+def _matches_taint(nodes: NodeTable, pod: Object, v: list[Any]) -> BoolArray:
+    key, effect, operator = v
+    tols = [t for t in tolerations(pod) if (t.get("operator") or "Equal") == operator]
+    return _has_any_taint(nodes, [
+        i for i, t in enumerate(nodes.taints)
+        if t[0] == key and t[2] == effect and any(tolerates_taint(tol, _taint_dict(t)) for tol in tols)
+    ])
+
+
+def _tolerates_node_taints(nodes: NodeTable, pod: Object, v: list[Any]) -> BoolArray:
+    tols = tolerations(pod)
+    return ~_has_any_taint(nodes, [
+        i for i, t in enumerate(nodes.taints)
+        if t[2] in ("NoSchedule", "NoExecute") and not any(tolerates_taint(tol, _taint_dict(t)) for tol in tols)
+    ])
+
+
+def _at_least(resource: str | None) -> Callable[[NodeTable, Object, list[Any]], BoolArray]:
+    def rows(nodes: NodeTable, pod: Object, v: list[Any]) -> BoolArray:
+        name, amount = (str(v[0]), v[1]) if resource is None else (resource, v[0])
+        wanted = scheduler_units(name, amount)
+        if nodes.resource_column(name) is None:  # a resource the snapshot does not track: read the objects
+            return np.array([allocatable_units(nodes.node_at(i), name) >= wanted for i in range(len(nodes))],
+                            np.bool_)
+        return np.asarray(nodes.allocatable(name) >= wanted)
+
+    return rows
+
+
+def _pod_only(fn: str) -> Callable[[NodeTable, Object, list[Any]], BoolArray]:
+    def rows(nodes: NodeTable, pod: Object, v: list[Any]) -> BoolArray:
+        call = ast.Call(fn, tuple(ast.StringLit(str(x)) for x in v))
+        return np.full(len(nodes), bool(evaluate(call, PolicyContext({}, pod))), np.bool_)
+
+    return rows
+
+
+_VECTORISED: dict[str, Callable[[NodeTable, Object, list[Any]], BoolArray]] = {
+    "hasLabel": _label_equals,
+    "hasLabelKey": _label_key,
+    "labelIn": _label_in,
+    "hasTaint": _has_taint,
+    "matchesTaint": _matches_taint,
+    "tolerates": _pod_only("tolerates"),
+    "toleratesNodeTaints": _tolerates_node_taints,
+    "allocatableAtLeast": _at_least(None),
+    "cpuAtLeast": _at_least("cpu"),
+    "memoryAtLeast": _at_least("memory"),
+}
+
+
 class PolicyFilter:
     name = NAME
 
@@ -109,13 +242,24 @@ class PolicyFilter:
             applicable = [p for p in self.policies if p.applies_to(pod.pod)]
         if not applicable or n == 0:
             return FilterResult.all_pass(n)
+        passed = np.ones(n, np.bool_)
+        verdicts = []
+        for p in applicable:
+            rows = evaluate_rows(p.policy.expr, pod.pod, nodes)
+            verdicts.append(rows)
+            passed &= rows
+        if passed.all():
+            return FilterResult.all_pass(n)
         messages: dict[str, int] = {}
         reasons = np.zeros(n, np.int64)
-        for row in range(n):
-            for message in rejections(applicable, pod.pod, nodes.node_at(row)):
-                bit = messages.setdefault(message, min(len(messages), _MAX_REASON_BITS))
-                reasons[row] |= np.int64(1) << np.int64(bit)
-        return FilterResult(reasons == 0, reasons, tuple(messages), Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+        for row in np.flatnonzero(~passed):  # explain only the nodes that failed
+            node = nodes.node_at(int(row))
+            for p, rows in zip(applicable, verdicts, strict=True):
+                if not rows[row]:
+                    message = reason(p, p.policy.explain(node, pod.pod))
+                    bit = messages.setdefault(message, min(len(messages), _MAX_REASON_BITS))
+                    reasons[row] |= np.int64(1) << np.int64(bit)
+        return FilterResult(passed, reasons, tuple(messages), Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
 
 
 def new(args: Mapping[str, Any] | None, handle: Handle | None) -> PolicyFilter:
