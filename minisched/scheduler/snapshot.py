@@ -86,6 +86,7 @@ class NodeTable:
         self.image_list: list[str] = []
         self._image_size = np.zeros(0, np.int64)
         self._images = np.zeros((0, 0), np.bool_)
+        self._image_counts: IntArray | None = None  # nodes holding each image; None: recount
         self._pods: list[dict[str, PodInfo]] = []
         self._orphans: dict[str, dict[str, PodInfo]] = {}  # pods seen before their node
         self._shared: set[str] = set()
@@ -199,6 +200,12 @@ class NodeTable:
         i = self._image_ids.get(name)
         return i if i is not None and i < self._images.shape[1] else None
 
+    def image_node_counts(self) -> IntArray:
+        """How many nodes hold each image (ImageLocality's spread), counted once per node change."""
+        if self._image_counts is None:
+            self._image_counts = self._images[: self._n].sum(axis=0).astype(np.int64)
+        return self._image_counts
+
     def image_size(self, image_id: int) -> int:
         return int(self._image_size[image_id])
 
@@ -214,6 +221,7 @@ class NodeTable:
     # ---------------------------------------------------------------- snapshots
     def snapshot(self) -> NodeTable:
         """A frozen view for one scheduling cycle; O(1) now, copies happen on the next write."""
+        self.image_node_counts()  # count once here, so every snapshot until the next node change shares it
         snap = NodeTable.__new__(NodeTable)
         snap.__dict__.update(self.__dict__)
         snap.frozen = True
@@ -265,6 +273,7 @@ class NodeTable:
         view._taint_pos = self._taint_pos[rows].copy()
         view._ports = self._ports[rows].copy()
         view._images = self._images[rows].copy()
+        view._image_counts = None
         view._pods = [dict(self._pods[r]) for r in rows]
         view._orphans = {}
         view._shared = set()
@@ -302,6 +311,8 @@ class NodeTable:
                     self._names = list(self._names)
                     self._index = dict(self._index)
                     self._nodes = list(self._nodes)
+            if g == "images":
+                self._image_counts = None  # about to change: recount when next asked
 
     def _ensure_capacity(self, rows: int) -> None:
         if rows <= self._cap:

@@ -38,7 +38,7 @@ MIN_NODE_SCORE = 0
 class FilterResult:
     """A filter's verdict on every row of the snapshot.
 
-    `reasons[i]` is a bitmask over `messages` for a failing row (a node can fail for several
+    `reasons[i]` (any unsigned or int64 dtype) is a bitmask over `messages` for a failing row (a node can fail for several
     reasons at once, e.g. "Insufficient cpu" and "Insufficient memory"); `code` says whether
     preemption could help the failing rows (UNSCHEDULABLE) or not (UNSCHEDULABLE_AND_UNRESOLVABLE)."""
 
@@ -50,11 +50,22 @@ class FilterResult:
 
     @classmethod
     def all_pass(cls, n: int) -> FilterResult:
-        return cls(np.ones(n, np.bool_), np.zeros(n, np.int64), (), everyone_passed=True)
+        """Every row passes. Shared and read-only per size: most filters say this for most pods,
+        and decision records keep results, so they should cost neither time nor memory."""
+        cached = _ALL_PASS.get(n)
+        if cached is None:
+            passed, reasons = np.ones(n, np.bool_), np.zeros(n, np.uint8)
+            passed.flags.writeable = reasons.flags.writeable = False
+            cached = cls(passed, reasons, (), everyone_passed=True)  # type: ignore[arg-type]
+            if len(_ALL_PASS) > 64:
+                _ALL_PASS.clear()
+            _ALL_PASS[n] = cached
+        return cached
 
     @classmethod
     def fail_where(cls, failed: BoolArray, message: str, code: Code = Code.UNSCHEDULABLE) -> FilterResult:
-        return cls(~failed, failed.astype(np.int64), (message,), code)
+        """Rows in `failed` fail for `message`; the reason bits are a uint8 view of the mask."""
+        return cls(~failed, failed.view(np.uint8), (message,), code)
 
     def reasons_at(self, row: int) -> tuple[str, ...]:
         bits = int(self.reasons[row])
@@ -64,6 +75,9 @@ class FilterResult:
         if self.passed[row]:
             return Status.success()
         return Status(self.code, self.reasons_at(row), plugin)
+
+
+_ALL_PASS: dict[int, FilterResult] = {}
 
 
 @runtime_checkable

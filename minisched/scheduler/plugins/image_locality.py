@@ -72,14 +72,12 @@ class ImageLocality:
         known = [i for i in ids if i is not None]
         sums = np.zeros(len(rows), np.int64)
         if known:
-            presence = nodes.image_presence
-            having = presence[:, known].sum(axis=0)
+            presence = take(nodes.image_presence, rows, len(nodes))
+            counts = nodes.image_node_counts()
             total = len(nodes)
-            scaled = np.array(
-                [scaled_image_score(nodes.image_size(i), int(h), total) for i, h in zip(known, having, strict=True)],
-                np.int64,
-            )
-            sums = take(presence, rows, len(nodes))[:, known].astype(np.int64) @ scaled
+            for i in known:  # a pod has few images: a loop over them, each a column over all nodes
+                scaled = scaled_image_score(nodes.image_size(i), int(counts[i]), total)
+                sums += presence[:, i] * scaled
         max_threshold = MAX_CONTAINER_THRESHOLD * len(pod.images)
         clamped = np.minimum(np.maximum(sums, MIN_THRESHOLD), max_threshold)
         return MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)

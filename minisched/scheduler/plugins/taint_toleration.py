@@ -94,7 +94,10 @@ class TaintToleration:
         cols = [i for i, t in enumerate(nodes.taints) if t[2] == "PreferNoSchedule" and not tolerated(tols, t)]
         if not cols:
             return np.zeros(len(rows), np.int64)
-        return (take(nodes.taint_positions, rows, len(nodes))[:, cols] != NO_TAINT).sum(axis=1).astype(np.int64)
+        positions = take(nodes.taint_positions, rows, len(nodes))
+        if len(cols) == 1:
+            return (positions[:, cols[0]] != NO_TAINT).astype(np.int64)
+        return (positions[:, cols] != NO_TAINT).sum(axis=1).astype(np.int64)
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray:
         return default_normalize_score(scores, reverse=True)
