@@ -36,15 +36,15 @@ def connect(setting: str | None = None, **options: object) -> Cluster:
     from minisched.cluster.real import RealCluster
 
     if kind == "context":
-        return RealCluster.from_kubeconfig(context=arg or None, **options)  # type: ignore[arg-type]
+        return RealCluster.from_kubeconfig(context=arg or None, **options)
     if kind == "kubeconfig":
-        return RealCluster.from_kubeconfig(path=arg or None, **options)  # type: ignore[arg-type]
+        return RealCluster.from_kubeconfig(path=arg or None, **options)
     if kind == "incluster":
-        return RealCluster.in_cluster(**options)  # type: ignore[arg-type]
+        return RealCluster.in_cluster(**options)
     if kind == "local":
         from minisched.controlplane import local_kubeconfig_path
 
-        return RealCluster.from_kubeconfig(path=str(local_kubeconfig_path()), **options)  # type: ignore[arg-type]
+        return RealCluster.from_kubeconfig(path=str(local_kubeconfig_path()), **options)
     raise ValueError(
         f"unknown {BACKEND_ENV} setting {setting!r}: use embedded, context:NAME, kubeconfig:PATH, "
         "incluster or local"
