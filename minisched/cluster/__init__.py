@@ -13,6 +13,7 @@ changing nothing but that setting:
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from minisched.cluster.base import Cluster, Object, Watch, WatchEvent
 
@@ -25,14 +26,14 @@ def backend_setting() -> str:
     return os.environ.get(BACKEND_ENV, "embedded").strip() or "embedded"
 
 
-def connect(setting: str | None = None, **options: object) -> Cluster:
+def connect(setting: str | None = None, **options: Any) -> Cluster:
     """A cluster for `setting` (default: the MINISCHED_BACKEND environment variable)."""
     setting = setting or backend_setting()
     kind, _, arg = setting.partition(":")
     if kind == "embedded":
         from minisched.cluster.embedded import EmbeddedCluster
 
-        return EmbeddedCluster(**options)  # type: ignore[arg-type]
+        return EmbeddedCluster(**options)
     from minisched.cluster.real import RealCluster
 
     if kind == "context":
