@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from minisched.objects import make_node, make_pod, taint, toleration
-from minisched.policy import PolicySyntaxError
+from minisched.policy import PolicySyntaxError, ast, to_text
+from minisched.policy import compile_policy as _compile
 from minisched.resources import CRDS
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import FilterPlugin
@@ -132,13 +136,6 @@ def test_reload_needs_a_cluster() -> None:
 
 # --- property: the vectorised evaluator agrees with the per-node one --------------------------
 
-import numpy as np  # noqa: E402
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from minisched.policy import ast  # noqa: E402
-from minisched.policy import compile_policy as _compile  # noqa: E402
-from minisched.policy import to_text  # noqa: E402
 
 _KEYS = st.sampled_from(["zone", "gpu", "env"])
 _VALUES = st.sampled_from(["a", "b", ""])

@@ -12,6 +12,8 @@ import time
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from minisched.errors import Invalid
 from minisched.resources import CRDS
@@ -148,8 +150,6 @@ def admit_custom_object_error(obj: dict[str, Any]) -> str:
 
 # --- property: the client model and the schema validator agree on generated objects -----------
 
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 _anything = st.one_of(st.none(), st.booleans(), st.integers(-3, 20), st.floats(-2, 12, allow_nan=False),
                       st.text(max_size=6), st.lists(st.integers(), max_size=2), st.just({}))
