@@ -1,0 +1,35 @@
+"""The same scheduler run on every backend: the embedded cluster and a real kube-apiserver."""
+
+from __future__ import annotations
+
+from minisched.cluster import Cluster
+from minisched.objects import make_node, make_pod
+from minisched.resources import NODES, PODS
+from minisched.scheduler.events import events_for
+from minisched.scheduler.scheduler import Scheduler
+from tests.scheduler.runtime.helpers import node_of, wait_for_nodes, wait_until
+
+
+def test_binds_what_fits_and_explains_what_does_not(cluster: Cluster) -> None:
+    cluster.create(NODES, make_node("mini-a", cpu="2"))
+    cluster.create(NODES, make_node("mini-b", cpu="1"))
+    with Scheduler(cluster, bind_workers=2) as sched:
+        wait_for_nodes(sched, 2, timeout=30)
+        cluster.create(PODS, make_pod("fits-a", cpu="1500m"))
+        cluster.create(PODS, make_pod("fits-b", cpu="500m"))
+        big = cluster.create(PODS, make_pod("too-big", cpu="4"))
+        wait_until(lambda: node_of(cluster, "fits-a") == "mini-a", timeout=30, what="fits-a bound")
+        wait_until(lambda: node_of(cluster, "fits-b") is not None, timeout=30, what="fits-b bound")
+        wait_until(lambda: sched.pending_pods()["unschedulable"] == 1, timeout=30, what="too-big parked")
+        sched.recorder.flush()
+        (failed,) = wait_until(lambda: events_for(cluster, big, "FailedScheduling"), timeout=30,
+                               what="FailedScheduling")
+        assert failed["message"] == (
+            "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: "
+            "2 No preemption victims found for incoming pod."
+        )
+        scheduled = events_for(cluster, cluster.get(PODS, "fits-a", "default"), "Scheduled")
+        assert [e["message"] for e in scheduled] == ["Successfully assigned default/fits-a to mini-a"]
+        pod = cluster.get(PODS, "too-big", "default")
+        (cond,) = [c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled"]
+        assert (cond["status"], cond["reason"]) == ("False", "Unschedulable")
