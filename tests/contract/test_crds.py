@@ -116,3 +116,54 @@ def test_deleting_the_crd_stops_serving_its_resources(cluster: Cluster, ns: str,
         return False
 
     assert eventually(gone, timeout=30)
+
+
+def sized_crd(group: str) -> dict:
+    crd = widget_crd(group)
+    crd["spec"]["versions"][0]["schema"] = {"openAPIV3Schema": {
+        "type": "object",
+        "properties": {
+            "spec": {"type": "object", "required": ["size"], "properties": {
+                "size": {"type": "integer", "minimum": 1, "maximum": 10},
+                "color": {"type": "string", "enum": ["red", "blue"], "default": "red"},
+            }},
+            "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        },
+    }}
+    return crd
+
+
+@pytest.fixture
+def sized(cluster: Cluster, ns: str) -> Resource:
+    crd = cluster.create(CRDS, sized_crd(f"{unique('g')}.minisched.io"))
+    resource = Resource.from_crd(crd)
+    eventually(lambda: cluster.list(resource, ns) is not None)
+    return resource
+
+
+def test_custom_resources_are_validated_against_the_schema(cluster: Cluster, ns: str, sized: Resource) -> None:
+    with pytest.raises(Invalid) as err:
+        cluster.create(sized, widget("big", sized.group, size=11), ns)
+    assert [c.field for c in err.value.causes] == ["spec.size"]
+    assert "should be less than or equal to 10" in err.value.causes[0].message
+    with pytest.raises(Invalid) as err:
+        cluster.create(sized, {**widget("none", sized.group), "spec": {}}, ns)
+    assert [(c.field, c.reason) for c in err.value.causes] == [("spec.size", "FieldValueRequired")]
+
+
+def test_custom_resources_are_pruned_and_defaulted(cluster: Cluster, ns: str, sized: Resource) -> None:
+    obj = widget("w", sized.group, size=3)
+    obj["spec"]["unknown"] = "dropped"
+    stored = cluster.create(sized, obj, ns)
+    assert stored["spec"] == {"size": 3, "color": "red"}
+    stored["spec"]["size"] = 0
+    with pytest.raises(Invalid):
+        cluster.update(sized, stored)
+
+
+def test_crds_need_a_schema(cluster: Cluster) -> None:
+    crd = widget_crd(f"{unique('g')}.minisched.io")
+    del crd["spec"]["versions"][0]["schema"]
+    with pytest.raises(Invalid) as err:
+        cluster.create(CRDS, crd)
+    assert [c.field for c in err.value.causes] == ["spec.versions[0].schema.openAPIV3Schema"]

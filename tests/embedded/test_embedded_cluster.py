@@ -47,6 +47,9 @@ def cl(vc: VirtualClock) -> Iterator[EmbeddedCluster]:
     cluster.close()
 
 
+ANY_SCHEMA = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+
+
 def cm(name: str, ns: str = "default") -> dict:
     return {"metadata": {"name": name, "namespace": ns}, "data": {}}
 
@@ -300,7 +303,7 @@ def test_custom_resources_by_name(cl: EmbeddedCluster) -> None:
     cl.create(CRDS, {"metadata": {"name": "widgets.example.io"}, "spec": {
         "group": "example.io", "scope": "Namespaced",
         "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wd"]},
-        "versions": [{"name": "v1", "served": True, "storage": True}]}})
+        "versions": [{"name": "v1", "served": True, "storage": True, "schema": ANY_SCHEMA}]}})
     cl.create("widgets", {"apiVersion": "example.io/v1", "kind": "Widget", "metadata": {"name": "w"}})
     assert cl.get("wd", "w")["kind"] == "Widget"
     assert cl.list("widgets.example.io")["kind"] == "WidgetList"
@@ -312,8 +315,8 @@ def test_custom_resources_by_name(cl: EmbeddedCluster) -> None:
 def test_crd_versions_share_storage(cl: EmbeddedCluster) -> None:
     crd = cl.create(CRDS, {"metadata": {"name": "gizmos.example.io"}, "spec": {
         "group": "example.io", "scope": "Cluster", "names": {"plural": "gizmos", "kind": "Gizmo"},
-        "versions": [{"name": "v1", "served": True, "storage": True},
-                     {"name": "v2", "served": True, "storage": False}]}})
+        "versions": [{"name": "v1", "served": True, "storage": True, "schema": ANY_SCHEMA},
+                     {"name": "v2", "served": True, "storage": False, "schema": ANY_SCHEMA}]}})
     v1, v2 = Resource.from_crd(crd, "v1"), Resource.from_crd(crd, "v2")
     cl.create(v2, {"apiVersion": "example.io/v2", "kind": "Gizmo", "metadata": {"name": "g"}})
     assert cl.get(v1, "g")["apiVersion"] == "example.io/v1"

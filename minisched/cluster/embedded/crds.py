@@ -3,7 +3,8 @@
 As on a real server, a custom resource is served (in each of its CRD's served versions) only once
 its CRD exists, and stops being served when the CRD is deleted. Custom objects are stored once, in
 the storage version, and served in whichever version is asked for (conversion strategy None: only
-apiVersion changes). The openAPIV3Schema is not enforced.
+apiVersion changes). The server validates them against the version's openAPIV3Schema with
+minisched.validation.openapi (pruning, defaults, 422 causes; the CEL subset it knows).
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ class CrdRegistry:
         if resource.version not in versions:
             return None
         return Resource.from_crd(crd, resource.version)
+
+    def crd(self, resource: Resource) -> Object:
+        return self._crds[(resource.group, resource.plural)]
 
     def storage_version(self, resource: Resource) -> str:
         crd = self._crds[(resource.group, resource.plural)]

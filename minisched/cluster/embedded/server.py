@@ -9,7 +9,8 @@ the embedded cluster does the simpler thing, on purpose:
   Terminating and waits for kube-controller-manager's namespace controller).
 - Pages after the first of a paginated list show the current state, not a snapshot at the first
   page's resourceVersion, and old continue tokens never answer 410.
-- Custom resources are not checked against their CRD's openAPIV3Schema.
+- Custom resources are checked against their CRD's schema by minisched.validation.openapi, which
+  covers the common OpenAPI keywords and a subset of CEL (rules outside it are not enforced).
 - A PodDisruptionBudget whose status no controller has written (observedGeneration behind) is
   evaluated with the disruption controller's arithmetic; a real bare apiserver answers 429 then.
 - A watch's final BOOKMARK comes at its timeout (a real server sends it about 2 s earlier), and
@@ -506,6 +507,9 @@ class EmbeddedCluster:
             meta.pop(system_field, None)
         kind = BUILTIN_KINDS.get((r.group, r.version, r.plural), (r, custom_kind(r)))[1]
         self._prepare_for_create(r, kind, obj)
+        if (r.group, r.version, r.plural) not in BUILTIN_KINDS:
+            obj = self._admit_custom(r, obj, None)
+            meta = obj["metadata"]
         causes = validation.metadata_causes(r, obj) + validation.kind_causes(r, obj)
         if causes:
             raise invalid(r.kind, name, causes, r.group if r.group not in ("", "events.k8s.io") else "")
@@ -546,6 +550,18 @@ class EmbeddedCluster:
             if causes:
                 raise invalid(r.kind, obj["metadata"].get("name") or "", causes, r.group)
             admission.crd_status(obj, self._now())
+
+    def _admit_custom(self, r: Resource, obj: Object, old: Object | None) -> Object:
+        """Prune, default and validate a custom object against the schema of the version the client
+        used (422 Invalid, worded as the server words it); the result is stored in the storage version."""
+        # Imported here: the validation package pulls in pydantic, which only custom resources need.
+        from minisched.validation.openapi import admit_custom_object
+
+        crd = self._crds.crd(r)
+        admitted = admit_custom_object({**obj, "apiVersion": r.api_version}, crd,
+                                       old=None if old is None else {**old, "apiVersion": r.api_version})
+        admitted["apiVersion"] = obj["apiVersion"]
+        return admitted
 
     def _priority_class(self, name: str) -> Object | None:
         return self._store(PRIORITY_CLASSES).get("", name)
@@ -610,6 +626,8 @@ class EmbeddedCluster:
                     raise invalid(r.kind, name, [forbidden_field(
                         "metadata.finalizers", "no new finalizers can be added if the object is being deleted")],
                         r.group)
+        if (r.group, r.version, r.plural) not in BUILTIN_KINDS:
+            candidate = self._admit_custom(r, candidate, existing)
         causes = validation.metadata_causes(r, candidate)
         if r == PODS and subresource is None:
             causes += validation.pod_update_causes(existing, candidate)

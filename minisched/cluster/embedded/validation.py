@@ -270,6 +270,9 @@ def crd_causes(crd: Object) -> list[Cause]:
         causes.append(required("spec.versions"))
     elif sum(1 for v in versions if v.get("storage")) != 1:
         causes.append(invalid_value("spec.versions", "", "must have exactly one version marked as storage version"))
+    for i, v in enumerate(versions):
+        if not (v.get("schema") or {}).get("openAPIV3Schema"):
+            causes.append(required(f"spec.versions[{i}].schema.openAPIV3Schema"))
     return causes
 
 
