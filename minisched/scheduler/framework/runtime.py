@@ -305,7 +305,9 @@ class Framework:
         t0 = time.perf_counter()
         results, passed, first_fail = self._run_filters(state, pod, nodes)
         if allowed is not None:
+            # kube does not filter nodes outside a PreFilter result: they fail for that reason alone
             passed = passed & allowed
+            first_fail = np.where(allowed, first_fail, -1)
         self._observe("Filter", Status.success(), t0)
 
         # percentageOfNodesToScore: stop once enough feasible nodes are found, starting where the

@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from minisched.scheduler.framework.cycle_state import CycleState
-from minisched.scheduler.framework.interface import FilterResult, Handle
+from minisched.scheduler.framework.interface import FilterResult, Handle, PreFilterResult
 from minisched.scheduler.framework.status import Code, Status
 from minisched.scheduler.framework.types import NodeSelectorTerm, PodInfo, Requirement
 from minisched.scheduler.plugins.helpers import default_normalize_score, node_labels, node_name, take
@@ -98,8 +98,36 @@ def selector_mask(pod: PodInfo, nodes: NodeTable) -> BoolArray:
     return mask
 
 
+ERR_REASON_CONFLICT = "pod affinity terms conflict"
+
+
+def node_names_required(pod: PodInfo) -> frozenset[str] | None:
+    """kube's PreFilter narrowing: when every required term pins metadata.name with In, only those
+    nodes can match (terms are ORed, requirements within a term ANDed). None: any node may."""
+    if pod.required_terms is None:
+        return None
+    names: set[str] | None = None
+    for term in pod.required_terms:
+        term_names: set[str] | None = None
+        for r in term.fields:
+            if r.key == "metadata.name" and r.operator == "In":
+                term_names = set(r.values) if term_names is None else term_names & set(r.values)
+        if term_names is None:
+            return None  # this term does not pin names, and terms are ORed
+        names = term_names if names is None else names | term_names
+    return frozenset(names) if names is not None else None
+
+
 class NodeAffinity:
     name = NAME
+
+    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> tuple[PreFilterResult | None, Status]:
+        if not pod.node_selector and pod.required_terms is None:
+            return None, Status.skip(NAME)
+        names = node_names_required(pod)
+        if names is not None and not names:
+            return None, Status.unschedulable(ERR_REASON_CONFLICT, plugin=NAME, unresolvable=True)
+        return (PreFilterResult(names) if names else None), Status.success()
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult:
         if not pod.node_selector and pod.required_terms is None:

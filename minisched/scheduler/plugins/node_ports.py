@@ -10,8 +10,8 @@ import numpy as np
 import numpy.typing as npt
 
 from minisched.scheduler.framework.cycle_state import CycleState
-from minisched.scheduler.framework.interface import FilterResult, Handle
-from minisched.scheduler.framework.status import Code
+from minisched.scheduler.framework.interface import FilterResult, Handle, PreFilterResult
+from minisched.scheduler.framework.status import Code, Status
 from minisched.scheduler.framework.types import HostPort, PodInfo
 from minisched.scheduler.snapshot import NodeTable
 
@@ -36,6 +36,10 @@ def fits(pod: PodInfo, node_pods: Sequence[PodInfo]) -> bool:
 
 class NodePorts:
     name = NAME
+
+    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> tuple[PreFilterResult | None, Status]:
+        # a pod without host ports cannot conflict: kube skips the filter for it
+        return None, (Status.success() if pod.host_ports else Status.skip(NAME))
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult:
         n = len(nodes)

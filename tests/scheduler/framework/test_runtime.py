@@ -231,3 +231,35 @@ def test_filter_only_view_for_preemption() -> None:
     preemptor = info("pre", cpu="1")
     assert fw.run_filters(CycleState(), preemptor, snap)["a"].reasons == ("Insufficient cpu",)
     assert fw.run_filters(CycleState(), preemptor, snap.for_node("a", removed=[victim]))["a"].is_success
+
+
+def test_node_name_affinity_narrows_in_prefilter_as_kube_reports_it() -> None:
+    # the event kube-scheduler wrote for this situation (a pod pinned by matchFields to a node whose
+    # host port is taken): "0/3 nodes are available: 1 node(s) didn't have free ports for the
+    # requested pod ports, 2 node is filtered out by the prefilter result."
+    t = table(make_node("n1"), make_node("n2"), make_node("n3"))
+    t.add_pod("n1", info("holder", host_ports=[80]))
+    pinned = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]}}}
+    r = Framework(seed=1).schedule(info("p", host_ports=[80], affinity=pinned), t.snapshot())
+    assert r.status.message() == ("0/3 nodes are available: 1 node(s) didn't have free ports for the requested "
+                                  "pod ports, 2 node is filtered out by the prefilter result.")
+    statuses = r.diagnosis.statuses()
+    assert statuses["n2"].code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE and statuses["n1"].plugin == "NodePorts"
+
+
+def test_conflicting_node_name_terms_reject_in_prefilter() -> None:
+    conflict = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]},
+                         {"key": "metadata.name", "operator": "In", "values": ["n2"]}]}]}}}
+    r = Framework(seed=1).schedule(info("p", affinity=conflict), table(make_node("n1"), make_node("n2")).snapshot())
+    assert r.status.message() == "0/2 nodes are available: pod affinity terms conflict."
+    assert r.status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE and r.diagnosis.all_unresolvable
+
+
+def test_filters_with_nothing_to_check_are_skipped() -> None:
+    r = Framework(seed=1).schedule(info("plain"), table(make_node("a"), make_node("b")).snapshot())
+    assert "NodePorts" not in r.decision.filter_plugins and "NodeAffinity" not in r.decision.filter_plugins
+    r = Framework(seed=1).schedule(info("web", host_ports=[80], node_selector={"kubernetes.io/hostname": "a"}),
+                                   table(make_node("a"), make_node("b")).snapshot())
+    assert {"NodePorts", "NodeAffinity"} <= set(r.decision.filter_plugins) and r.node == "a"
