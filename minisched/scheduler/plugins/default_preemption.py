@@ -283,11 +283,17 @@ class DefaultPreemption:
             return [], Status.unschedulable(f"0/{total} nodes are available: {total} {NOT_HELPFUL}", plugin=NAME)
         pdbs = self._pdbs()
         offset, wanted = offset_and_num_candidates(len(potential), self.rng, self.percentage, self.absolute)
+        hopeless = self._hopeless(pod, table, statuses)
         candidates: list[Candidate] = []
         failures: dict[str, int] = {}
         non_violating = 0
         for i in range(len(potential)):
             node_name = potential[(offset + i) % len(potential)]
+            short = hopeless(node_name)
+            if short:
+                for reason in short:
+                    failures[reason] = failures.get(reason, 0) + 1
+                continue
             victims, violations, status = select_victims_on_node(
                 pod, table.pods_on(node_name), self._fits_on(state, pod, table, node_name), pdbs)
             if victims is None:
@@ -305,6 +311,42 @@ class DefaultPreemption:
             failures[NOT_HELPFUL] = failures.get(NOT_HELPFUL, 0) + unhelpful
         parts = ", ".join(sorted(f"{n} {r}" for r, n in failures.items()))  # sorted as kube's FitError
         return [], Status.unschedulable(f"0/{total} nodes are available: {parts}", plugin=NAME)
+
+    @staticmethod
+    def _hopeless(
+        pod: PodInfo, table: Any, statuses: Mapping[str, Status]
+    ) -> Callable[[str], list[str] | None]:
+        """A shortcut for the common hopeless case, exact for NodeResourcesFit rejections: nodes that
+        failed only for resources and where evicting every lower-priority pod would still leave too
+        little, with the reasons the dry run would give ("Insufficient cpu", "Too many pods"),
+        found without running the filters on a what-if copy of each node."""
+        resources = [r for r, amount in pod.requests.items() if amount]
+        alloc = {r: table.allocatable(r).tolist() for r in [*resources, "pods"]}
+        used = {r: table.requested(r).tolist() for r in [*resources, "pods"]}
+
+        def check(name: str) -> list[str] | None:
+            status = statuses.get(name)
+            if status is None or status.plugin != "NodeResourcesFit" or not status.reasons:
+                return None
+            row = table.row(name)
+            lower = [p for p in table.pods_on(name) if p.priority < pod.priority]
+            if row is None or not lower:
+                return None  # no victims: select_victims_on_node answers that without filtering
+            short = set()
+            if used["pods"][row] - len(lower) + 1 > alloc["pods"][row]:
+                short.add("pods")
+            for r in resources:
+                freed = sum(p.requests.get(r, 0) for p in lower)
+                if used[r][row] - freed + pod.requests[r] > alloc[r][row]:
+                    short.add(r)
+            if not short:
+                return None
+            # Removing pods never makes an earlier filter fail, so NodeResourcesFit stays the first
+            # failure, and its reasons are the resources still short (in its order).
+            reasons = [m for m in status.reasons if _reason_resource(m) in short]
+            return reasons if len(reasons) == len(short) else None
+
+        return check
 
     def _fits_on(self, state: CycleState, pod: PodInfo, table: Any, node_name: str) -> Callable[[list[PodInfo]], Status]:
         run = self.handle.run_filter_plugins
@@ -375,6 +417,13 @@ class DefaultPreemption:
                 recorder = getattr(self.handle, "event_recorder", None)
                 if recorder is not None and hasattr(recorder, "set_nominated_node"):
                     recorder.set_nominated_node(other, "")
+
+
+def _reason_resource(reason: str) -> str:
+    """The resource a NodeResourcesFit reason is about: "Insufficient cpu" -> cpu."""
+    if reason == "Too many pods":
+        return "pods"
+    return reason.removeprefix("Insufficient ")
 
 
 def _now(handle: Any) -> float:

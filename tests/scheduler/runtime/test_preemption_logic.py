@@ -113,3 +113,54 @@ def _selector(labels: dict[str, str]):  # type: ignore[no-untyped-def]
     from minisched.selectors import from_label_selector_json
 
     return from_label_selector_json({"matchLabels": labels})
+
+
+def test_hopeless_shortcut_gives_the_same_answer_as_the_full_dry_run() -> None:
+    """find_candidates skips the what-if filter run on nodes that cannot be helped; on random
+    clusters the candidates and the failure message must be exactly those of the full dry run."""
+    from minisched.clock import RealClock
+    from minisched.objects import make_node
+    from minisched.scheduler.cache import SchedulerCache
+    from minisched.scheduler.framework.cycle_state import CycleState
+    from minisched.scheduler.framework.runtime import Framework
+    from minisched.scheduler.plugins.default_preemption import DefaultPreemption
+    from minisched.scheduler.scheduler import SchedulerHandle
+
+    rng = random.Random(3)
+    fired = found = 0
+    for trial in range(40):
+        cache = SchedulerCache()
+        for n in range(8):
+            cache.add_node(make_node(f"n{n}", cpu=rng.choice(["1", "2", "4"]), memory="4Gi",
+                                     pods=rng.choice(["3", "5", "110"])))
+            for j in range(rng.randrange(0, 7)):
+                p = make_pod(f"t{trial}-n{n}-{j}", cpu=rng.choice(["100m", "500m", "1"]),
+                             memory=rng.choice(["128Mi", "1Gi"]), node_name=f"n{n}")
+                p["spec"]["priority"] = rng.choice([0, 10, 10, 100])
+                cache.add_pod(p)
+        handle = SchedulerHandle(None, None, RealClock(), cache)  # type: ignore[arg-type]
+        fwk = Framework(handle=handle, seed=1)
+        handle.framework = fwk
+        pod = make_pod(f"pre-{trial}", cpu=rng.choice(["1", "2", "3", "8"]), memory=rng.choice(["1Gi", "2Gi", "8Gi"]))
+        pod["spec"]["priority"] = rng.choice([10, 50, 1000, 1000])
+        info = PodInfo.from_pod(pod)
+        table = cache.snapshot()
+        handle.current = table
+        result = fwk.schedule(info, table)
+        if result.node is not None:
+            continue
+        statuses = result.diagnosis.statuses()  # type: ignore[union-attr]
+        answers = []
+        for shortcut in (True, False):
+            plugin = DefaultPreemption({"seed": 5, "minCandidateNodesAbsolute": 100}, handle)
+            if shortcut:
+                check = plugin._hopeless(info, table, statuses)
+                fired += sum(1 for n in table.names if check(n))
+            else:
+                plugin._hopeless = lambda *a: (lambda name: None)  # type: ignore[method-assign]
+            cands, status = plugin.find_candidates(CycleState(), info, table, statuses)
+            answers.append(([(c.node_name, [v.key for v in c.victims], c.num_pdb_violations) for c in cands],
+                            status.message()))
+        assert answers[0] == answers[1], trial
+        found += bool(answers[0][0])
+    assert fired > 10 and found > 3, "the random clusters exercise both paths"
