@@ -91,6 +91,9 @@ class EventRecorder:
         self._worker: threading.Thread | None = None
         self._lock = threading.Lock()
         self._names = itertools.count()
+        # Where status writes read the pod's current conditions: an informer's cache saves a GET per
+        # write (the Scheduler sets it); None reads from the API.
+        self.pod_lookup: Callable[[str, str], Object | None] | None = None
         # (object uid or key, type, reason, message) -> [event name, namespace, count]
         self._correlated: OrderedDict[tuple[str, str, str, str], list[Any]] = OrderedDict()
 
@@ -270,7 +273,9 @@ class EventRecorder:
         meta = pod.get("metadata") or {}
         namespace, name = meta.get("namespace", ""), meta.get("name", "")
         # A JSON merge patch replaces lists whole, so send every condition with ours changed.
-        current = self.cluster.get(PODS, name, namespace)
+        current = self.pod_lookup(namespace, name) if self.pod_lookup is not None else None
+        if current is None:
+            current = self.cluster.get(PODS, name, namespace)
         if (current.get("spec") or {}).get("nodeName"):
             return  # bound meanwhile: PodScheduled=False would be a lie
         conditions = [c for c in (current.get("status") or {}).get("conditions") or []

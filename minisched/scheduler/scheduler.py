@@ -192,7 +192,7 @@ class Scheduler:
         recorder: EventRecorder | None = None,
         informer_factory: SharedInformerFactory | None = None,
         annotate_decisions: bool = False,
-        keep_decisions: int = 256,
+        keep_decisions: int = 100,  # a record is ~270 KB at 5,000 nodes
         assumed_ttl: float = 30.0,
         registry: Mapping[str, Any] | None = None,
         seed: int | None = None,
@@ -392,6 +392,8 @@ class Scheduler:
         if not all(synced.values()):
             raise TimeoutError(f"informers did not sync within {sync_timeout}s: "
                                f"{[str(k) for k, ok in synced.items() if not ok]}")
+        if self.recorder.pod_lookup is None:
+            self.recorder.pod_lookup = lambda ns, name: pods.store.get_by_key(f"{ns}/{name}")
         self.recorder.start()
         self.queue.start(self._stop)
         self._spawn(self._housekeeping, "scheduler-housekeeping")
