@@ -23,6 +23,7 @@ import numpy.typing as npt
 from minisched.scheduler.framework.interface import FilterResult
 
 PASSED = "passed"
+SIMULATOR_PREFIX = "kube-scheduler-simulator.sigs.k8s.io/"
 IntArray = npt.NDArray[np.int64]
 
 _NO_ROWS: npt.NDArray[np.intp] = np.zeros(0, np.intp)
@@ -135,6 +136,32 @@ class Decision:
             "final": self.final_scores(),
         }
 
+    def simulator_annotations(self) -> dict[str, str]:
+        """The record in kube-scheduler-simulator's pod annotations (filter-result, score-result,
+        finalscore-result, selected-node), so its web UI and tools can read minisched's decisions.
+
+        As in kube, a node's filter results stop at its first failing plugin; scores are strings."""
+        filters: dict[str, dict[str, str]] = {}
+        for pos, row in enumerate(self.evaluated_rows):
+            r = int(row)
+            stop = int(self.first_fail[pos]) if len(self.first_fail) else -1
+            upto = len(self.filter_plugins) if stop < 0 else stop + 1
+            filters[self.node_names[r]] = {
+                plugin: PASSED if result.passed[r] else ", ".join(result.reasons_at(r))
+                for plugin, result in zip(self.filter_plugins[:upto], self.filter_results[:upto], strict=True)
+            }
+        scores = self.scores()
+        out = {
+            SIMULATOR_PREFIX + "filter-result": _compact(filters),
+            SIMULATOR_PREFIX + "score-result": _compact(
+                {node: {p: str(v["raw"]) for p, v in by.items()} for node, by in scores.items()}),
+            SIMULATOR_PREFIX + "finalscore-result": _compact(
+                {node: {p: str(v["weighted"]) for p, v in by.items()} for node, by in scores.items()}),
+        }
+        if self.chosen:
+            out[SIMULATOR_PREFIX + "selected-node"] = self.chosen
+        return out
+
     def to_annotation(self, max_nodes: int = 50) -> str:
         """Compact JSON for a pod annotation: the chosen node, failures grouped by reason (not
         per node), and the top `max_nodes` final scores with each plugin's weighted part."""
@@ -162,3 +189,7 @@ class Decision:
         if self.message:
             doc["message"] = self.message
         return json.dumps(doc, separators=(",", ":"), sort_keys=True)
+
+
+def _compact(doc: Any) -> str:
+    return json.dumps(doc, separators=(",", ":"), sort_keys=True)

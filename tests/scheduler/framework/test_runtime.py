@@ -147,6 +147,16 @@ def test_decision_record() -> None:
     assert doc["chosen"] == "roomy" and doc["feasible"] == 2
     assert doc["filtered"] == {"NodeResourcesFit: Insufficient cpu": 1, "TaintToleration: node(s) had untolerated taint {x: y}": 1}
     assert doc["scores"][0]["node"] == "roomy"
+    sim = d.simulator_annotations()
+    prefix = "kube-scheduler-simulator.sigs.k8s.io/"
+    assert sim[prefix + "selected-node"] == "roomy"
+    filters = json.loads(sim[prefix + "filter-result"])
+    assert filters["tainted"] == {"NodeUnschedulable": "passed", "NodeName": "passed",
+                                  "TaintToleration": "node(s) had untolerated taint {x: y}"}  # stops there, as kube
+    assert filters["full"]["NodeResourcesFit"] == "Insufficient cpu"
+    final = json.loads(sim[prefix + "finalscore-result"])
+    assert final["roomy"]["TaintToleration"] == "300"
+    assert set(json.loads(sim[prefix + "score-result"])) == {"roomy", "tight"}
 
 
 # ---- custom plugins through the registry ----
