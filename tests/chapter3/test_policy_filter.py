@@ -204,6 +204,11 @@ def test_vectorised_evaluation_agrees_with_per_node(expr: ast.Expr, world: Any) 
     rows = policy_filter.evaluate_rows(policy.expr, pod, table)
     expected = np.array([policy.evaluate(table.node_at(i), pod) for i in range(len(table))])
     assert rows.tolist() == expected.tolist()
+    # and the plugin's grouped explanations are the per-node ones
+    plugin = policy_filter.PolicyFilter([make_scheduling_policy("p", to_text(expr))])
+    result = plugin.filter(CycleState(), PodInfo.from_pod(pod), table)
+    for i in range(len(table)):
+        assert list(result.reasons_at(i)) == policy_filter.rejections(plugin.policies, pod, table.node_at(i))
 
 
 @settings(max_examples=300, deadline=None)

@@ -92,12 +92,57 @@ def rejections(policies: Sequence[LoadedPolicy], pod: Object, node: Object) -> l
 
 # --- the vectorised evaluator ---------------------------------------------------------------------
 
-def evaluate_rows(expr: ast.Expr, pod: Object, nodes: NodeTable) -> BoolArray:
-    """`expr` for every node of the snapshot at once: row i is Policy.evaluate(nodes.node_at(i), pod)."""
-    return _rows(expr, pod, nodes)
+def evaluate_rows(expr: ast.Expr, pod: Object, nodes: NodeTable,
+                  memo: dict[int, BoolArray] | None = None) -> BoolArray:
+    """`expr` for every node of the snapshot at once: row i is Policy.evaluate(nodes.node_at(i), pod).
+    With `memo`, every sub-expression's rows are kept in it, by id(), for `explain_rows`."""
+    rows = _rows(expr, pod, nodes, memo)
+    if memo is not None:
+        memo[id(expr)] = rows
+    return rows
 
 
-def _rows(expr: ast.Expr, pod: Object, nodes: NodeTable) -> BoolArray:
+def explain_rows(
+    expr: ast.Expr, memo: dict[int, BoolArray], failing: npt.NDArray[np.intp]
+) -> list[tuple[list[str], npt.NDArray[np.intp]]]:
+    """Policy.explain for the failing rows, from the memoised rows of every sub-expression:
+    [(the explanation, the rows it explains)].
+
+    Rows whose sub-expressions all have the same values share one explanation, so the tree is
+    walked once per distinct pattern (a handful), not once per failing node (thousands)."""
+    subexpressions = [e for e in _walk(expr) if id(e) in memo]
+    matrix = np.stack([memo[id(e)][failing] for e in subexpressions])  # [sub-expression, failing row]
+    patterns, which = np.unique(matrix, axis=1, return_inverse=True)
+    which = np.ravel(which)
+    out = []
+    for k in range(patterns.shape[1]):
+        values = {id(e): bool(patterns[i, k]) for i, e in enumerate(subexpressions)}
+        out.append(([to_text(e) for e in _why_false(expr, values)], failing[which == k]))
+    return out
+
+
+def _walk(expr: ast.Expr) -> list[ast.Expr]:
+    out = [expr]
+    if isinstance(expr, ast.Call) and expr.name in ("and", "or", "not"):
+        for arg in expr.args:
+            out.extend(_walk(arg))
+    return out
+
+
+def _why_false(expr: ast.Expr, values: dict[int, bool]) -> list[ast.Expr]:
+    """minisched.policy.evaluator.why_false over known values."""
+    if values[id(expr)]:
+        return []
+    if isinstance(expr, ast.Call) and expr.name == "and":
+        for arg in expr.args:
+            if not values[id(arg)]:
+                return _why_false(arg, values)
+    if isinstance(expr, ast.Call) and expr.name == "or":
+        return [leaf for arg in expr.args for leaf in _why_false(arg, values)]
+    return [expr]
+
+
+def _rows(expr: ast.Expr, pod: Object, nodes: NodeTable, memo: dict[int, BoolArray] | None) -> BoolArray:
     n = len(nodes)
     if isinstance(expr, ast.BoolLit):
         return np.full(n, expr.value, np.bool_)
@@ -107,15 +152,15 @@ def _rows(expr: ast.Expr, pod: Object, nodes: NodeTable) -> BoolArray:
     if name == "and":
         out = np.ones(n, np.bool_)
         for arg in args:
-            out &= _rows(arg, pod, nodes)
+            out &= evaluate_rows(arg, pod, nodes, memo)
         return out
     if name == "or":
         out = np.zeros(n, np.bool_)
         for arg in args:
-            out |= _rows(arg, pod, nodes)
+            out |= evaluate_rows(arg, pod, nodes, memo)
         return out
     if name == "not":
-        return ~_rows(args[0], pod, nodes)
+        return ~evaluate_rows(args[0], pod, nodes, memo)
     subject = "node"
     if args and isinstance(args[0], ast.Variable):
         subject, args = args[0].name, args[1:]
@@ -245,20 +290,21 @@ class PolicyFilter:
         passed = np.ones(n, np.bool_)
         verdicts = []
         for p in applicable:
-            rows = evaluate_rows(p.policy.expr, pod.pod, nodes)
-            verdicts.append(rows)
+            memo: dict[int, BoolArray] = {}
+            rows = evaluate_rows(p.policy.expr, pod.pod, nodes, memo)
+            verdicts.append((p, rows, memo))
             passed &= rows
         if passed.all():
             return FilterResult.all_pass(n)
         messages: dict[str, int] = {}
         reasons = np.zeros(n, np.int64)
-        for row in np.flatnonzero(~passed):  # explain only the nodes that failed
-            node = nodes.node_at(int(row))
-            for p, rows in zip(applicable, verdicts, strict=True):
-                if not rows[row]:
-                    message = reason(p, p.policy.explain(node, pod.pod))
-                    bit = messages.setdefault(message, min(len(messages), _MAX_REASON_BITS))
-                    reasons[row] |= np.int64(1) << np.int64(bit)
+        for p, rows, memo in verdicts:
+            failing = np.flatnonzero(~rows)
+            if not len(failing):
+                continue
+            for parts, rows_explained in explain_rows(p.policy.expr, memo, failing):
+                bit = messages.setdefault(reason(p, parts), min(len(messages), _MAX_REASON_BITS))
+                reasons[rows_explained] |= np.int64(1) << np.int64(bit)
         return FilterResult(passed, reasons, tuple(messages), Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
 
 
