@@ -6,8 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import FilterResult, Handle
 from minisched.scheduler.framework.status import Code
@@ -36,7 +34,8 @@ class NodeUnschedulable:
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult:
         if tolerates_unschedulable(pod):
             return FilterResult.all_pass(len(nodes))
-        return FilterResult.fail_where(np.asarray(nodes.unschedulable), REASON, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+        # a copy: the result (kept by decision records) must not alias the table's live column
+        return FilterResult.fail_where(nodes.unschedulable.copy(), REASON, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
 
 
 def new(args: Mapping[str, Any] | None, handle: Handle | None) -> NodeUnschedulable:
