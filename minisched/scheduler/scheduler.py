@@ -40,7 +40,6 @@ from minisched.cluster.base import Cluster
 from minisched.errors import ApiError, NotFound, is_conflict
 from minisched.informer import ResourceEventHandlerFuncs, SharedInformerFactory, unwrap_tombstone
 from minisched.meta import key_of
-from minisched.objects import DEFAULT_SCHEDULER_NAME
 from minisched.resources import NODES, PODS, PRIORITY_CLASSES
 from minisched.scheduler.cache import CacheError, SchedulerCache
 from minisched.scheduler.events import (
@@ -73,6 +72,7 @@ log = logging.getLogger(__name__)
 # A pod we could not even read waits for its own update (or the 5-minute flush), not for nodes.
 INVALID_POD = "PodSpec"
 HOUSEKEEPING_PERIOD = 1.0
+API_DEFAULT_SCHEDULER = "default-scheduler"
 
 
 class SchedulerObserver(Protocol):
@@ -260,7 +260,7 @@ class Scheduler:
     # --- which pods are ours ----------------------------------------------------------------------
 
     def responsible_for(self, pod: Object) -> bool:
-        return ((pod.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER_NAME) in self.frameworks
+        return _scheduler_name(pod) in self.frameworks
 
     @staticmethod
     def _assigned(pod: Object) -> bool:
@@ -304,7 +304,7 @@ class Scheduler:
         return PodInfo.from_pod(pod, priority=self._priority_of(pod))
 
     def _pre_enqueue(self, pod: Object) -> str | None:
-        fwk = self.frameworks.get((pod.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER_NAME)
+        fwk = self.frameworks.get(_scheduler_name(pod))
         if fwk is None or not fwk.points.pre_enqueue:
             return None
         status = fwk.run_pre_enqueue(pod)
@@ -492,7 +492,7 @@ class Scheduler:
     def _scheduling_cycle(self, qpi: QueuedPodInfo) -> None:
         started = time.perf_counter()
         pod = qpi.pod
-        fwk = self.frameworks.get((pod.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER_NAME)
+        fwk = self.frameworks.get(_scheduler_name(pod))
         if fwk is None or (pod.get("metadata") or {}).get("deletionTimestamp") or self.cache.is_assumed(qpi.key):
             self.queue.done(qpi.key)  # not ours any more, being deleted, or already on its way
             return
@@ -728,6 +728,11 @@ class Scheduler:
             fn = getattr(self.observer, "observe_extension_point", None)
             if fn is not None:
                 fn(point, status, seconds)
+
+
+def _scheduler_name(pod: Object) -> str:
+    """spec.schedulerName; the API server fills in "default-scheduler" when a pod names none."""
+    return str((pod.get("spec") or {}).get("schedulerName") or API_DEFAULT_SCHEDULER)
 
 
 __all__ = ["Scheduler", "SchedulerHandle", "SchedulerObserver", "SchedulerStats", "Code"]
