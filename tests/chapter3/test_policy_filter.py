@@ -188,7 +188,9 @@ def _world(draw: st.DrawFn) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     tols = [toleration(k, v, e, o) for k, v, e, o in draw(st.lists(
         st.tuples(st.sampled_from(["", "zone", "gpu"]), _VALUES, st.sampled_from(["", "NoSchedule", "NoExecute"]),
                   st.sampled_from(["Equal", "Exists"])), max_size=3))]
-    tols = [t for t in tols if not (t["operator"] == "Exists" and "value" in t)]  # invalid in the API
+    # the API refuses a value with Exists, and an empty key with anything but Exists
+    tols = [t for t in tols if not (t["operator"] == "Exists" and "value" in t)
+            and not ("key" not in t and t["operator"] != "Exists")]
     pod = make_pod("p", labels=draw(st.dictionaries(_KEYS, _VALUES, max_size=2)), tolerations=tols)
     return nodes, pod
 
