@@ -171,3 +171,18 @@ def test_pagination_with_a_selector(cluster: Cluster, ns: str) -> None:
 def test_a_bad_continue_token_is_a_bad_request(cluster: Cluster, ns: str) -> None:
     with pytest.raises(BadRequest):
         cluster.list(CONFIG_MAPS, ns, limit=1, continue_token="not-a-token")
+
+
+def test_later_pages_show_the_first_pages_snapshot(cluster: Cluster, ns: str) -> None:
+    for name in ("a", "b", "c", "d"):
+        cluster.create(CONFIG_MAPS, {"metadata": {"name": name}, "data": {"v": "1"}}, ns)
+    first = cluster.list(CONFIG_MAPS, ns, limit=2)
+    assert names(first["items"]) == ["a", "b"]
+    cluster.delete(CONFIG_MAPS, "c", ns)
+    cluster.patch(CONFIG_MAPS, "d", {"data": {"v": "2"}}, ns)
+    cluster.create(CONFIG_MAPS, {"metadata": {"name": "e"}}, ns)
+    rest = cluster.list(CONFIG_MAPS, ns, limit=10, continue_token=first["metadata"]["continue"])
+    assert names(rest["items"]) == ["c", "d"]
+    assert rest["items"][1]["data"] == {"v": "1"}
+    assert rest["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+    assert names(cluster.list(CONFIG_MAPS, ns)["items"]) == ["a", "b", "d", "e"]

@@ -392,3 +392,22 @@ def test_a_watcher_too_far_behind_is_closed() -> None:
     assert list(w) == [] and w.overflowed
     assert c.open_watch_count() == 0
     c.close()
+
+
+def test_a_continue_token_older_than_the_history_is_expired(cl: EmbeddedCluster) -> None:
+    for i in range(4):
+        cl.create(CONFIG_MAPS, cm(f"c{i}"))
+    first = cl.list(CONFIG_MAPS, "default", limit=2)
+    cl.create(CONFIG_MAPS, cm("later"))
+    cl.faults.force_expiry()
+    with pytest.raises(Expired, match="continue parameter is too old"):
+        cl.list(CONFIG_MAPS, "default", limit=2, continue_token=first["metadata"]["continue"])
+
+
+def test_a_continue_token_with_nothing_changed_needs_no_history(cl: EmbeddedCluster) -> None:
+    for i in range(4):
+        cl.create(CONFIG_MAPS, cm(f"c{i}"))
+    first = cl.list(CONFIG_MAPS, "default", limit=2)
+    cl.faults.force_expiry()  # compacted, but nothing changed since the first page
+    rest = cl.list(CONFIG_MAPS, "default", continue_token=first["metadata"]["continue"])
+    assert [i["metadata"]["name"] for i in rest["items"]] == ["c2", "c3"]

@@ -7,8 +7,8 @@ the embedded cluster does the simpler thing, on purpose:
 
 - Deleting a namespace deletes its contents and the namespace at once (a real server marks it
   Terminating and waits for kube-controller-manager's namespace controller).
-- Pages after the first of a paginated list show the current state, not a snapshot at the first
-  page's resourceVersion, and old continue tokens never answer 410.
+- Later pages of a paginated list are rebuilt from the watch history (the real server reads an etcd
+  snapshot), so a continue token older than that history answers 410, as after etcd compaction.
 - Custom resources are checked against their CRD's schema by minisched.validation.openapi, which
   covers the common OpenAPI keywords and a subset of CEL (rules outside it are not enforced).
 - A PodDisruptionBudget whose status no controller has written (observedGeneration behind) is
@@ -27,11 +27,12 @@ import marshal
 import random
 import threading
 import uuid
+from collections.abc import Iterable
 from typing import Any
 
 from minisched.clock import Clock, RealClock, rfc3339
 from minisched.cluster.base import Object, Watch
-from minisched.errors import ApiError, BadRequest, Cause, NotFound, Timeout
+from minisched.errors import ApiError, BadRequest, Cause, Expired, NotFound, Timeout
 from minisched.resources import (
     CRDS,
     EVENTS_V1,
@@ -69,6 +70,8 @@ from .statuses import (
 )
 from .store import ObjectStore, Versioner
 from .watchhub import Change, EmbeddedWatch, WatchHub
+
+_Entries = list[tuple[tuple[str, str], Object]]  # (namespace, name), object; in key order
 
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg/util/rand
@@ -160,7 +163,12 @@ class EmbeddedCluster:
             items: list[Object] = []
             more = False
             last: tuple[str, str] | None = None
-            for key, obj in self._store(r).items(ns, after):
+            source: Iterable[tuple[tuple[str, str], Object]]
+            if after is not None and list_rv < self._rv.current:
+                source = self._snapshot(r, ns, after, list_rv)
+            else:
+                source = self._store(r).items(ns, after)
+            for key, obj in source:
                 if not labels.empty() and not labels.matches((obj.get("metadata") or {}).get("labels")):
                     continue
                 if not fields.empty() and not fields.matches(object_fields(obj, r.group, r.kind)):
@@ -176,6 +184,30 @@ class EmbeddedCluster:
         # Stored objects never change, so copying them out needs no lock (writers are not held up).
         out_items = [self._out(r, obj) for obj in items]
         return {"apiVersion": r.api_version, "kind": f"{r.kind}List", "metadata": metadata, "items": out_items}
+
+    def _snapshot(self, r: Resource, ns: str | None, after: tuple[str, str], rv: int) -> _Entries:
+        """The objects after key `after` as they were at version `rv` (later pages of a paginated list
+        show the first page's snapshot, as etcd serves them), rebuilt by undoing the changes since."""
+        try:
+            changes = self._hub.history(storage_key(r)).since(rv)
+        except Expired:
+            raise Expired(
+                "The provided continue parameter is too old to display a consistent list result. You can "
+                "start a new list without the continue parameter."
+            ) from None
+        before: dict[tuple[str, str], Object | None] = {}
+        for change in changes:  # the first change after rv tells what the object was at rv
+            key = (change.namespace, change.obj["metadata"]["name"])
+            if (ns is None or change.namespace == ns) and key > after and key not in before:
+                before[key] = None if change.type == "ADDED" else change.old
+        current = dict(self._store(r).items(ns, after))
+        keys = sorted(set(current) | set(before))
+        out: _Entries = []
+        for key in keys:
+            obj = before[key] if key in before else current[key]
+            if obj is not None:
+                out.append((key, obj))
+        return out
 
     def create(self, resource: ResourceLike, obj: Object, namespace: str | None = None) -> Object:
         r, _ = self._served(resource)
