@@ -214,9 +214,14 @@ def load_profiles(source: str | Path | Mapping[str, Any]) -> list[Profile]:
     """Profiles from a KubeSchedulerConfiguration: a path to a YAML file, YAML text, or a dict."""
     if isinstance(source, Mapping):
         return profiles_from_config(source)
-    text = Path(source).read_text() if isinstance(source, Path) or (
-        "\n" not in source and Path(source).exists()
-    ) else str(source)
+    looks_like_path = isinstance(source, Path) or ("\n" not in source and ": " not in source)
+    if looks_like_path:
+        path = Path(source)
+        if not path.exists():
+            raise FileNotFoundError(f"scheduler configuration file {str(path)!r} does not exist")
+        text = path.read_text()
+    else:
+        text = str(source)
     config = yaml.safe_load(text)
     if not isinstance(config, Mapping):
         raise ValueError("a KubeSchedulerConfiguration must be a YAML map")

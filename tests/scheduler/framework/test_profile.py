@@ -103,3 +103,12 @@ def test_bad_plugin_setup_is_reported_when_the_framework_is_built() -> None:
     (no_sort,) = load_profiles(HEADER + "profiles:\n- plugins:\n    multiPoint:\n      disabled: [{name: PrioritySort}]\n")
     with pytest.raises(ValueError, match="exactly one queueSort"):
         Framework(no_sort)
+
+
+def test_load_from_a_file_and_a_missing_file(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "sched.yaml"
+    path.write_text(HEADER + "profiles:\n- schedulerName: from-file\n")
+    assert load_profiles(path)[0].scheduler_name == "from-file"
+    assert load_profiles(str(path))[0].scheduler_name == "from-file"
+    with pytest.raises(FileNotFoundError, match="nope.yaml"):
+        load_profiles(str(tmp_path / "nope.yaml"))
