@@ -195,7 +195,7 @@ def _world(draw: st.DrawFn) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     return nodes, pod
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(_policies, _world())
 def test_vectorised_evaluation_agrees_with_per_node(expr: ast.Expr, world: Any) -> None:
     nodes, pod = world
@@ -213,7 +213,7 @@ def test_vectorised_evaluation_agrees_with_per_node(expr: ast.Expr, world: Any) 
         assert list(result.reasons_at(i)) == policy_filter.rejections(plugin.policies, pod, table.node_at(i))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(_leaves, _world())
 def test_vectorised_evaluation_agrees_on_each_function(expr: ast.Expr, world: Any) -> None:
     test_vectorised_evaluation_agrees_with_per_node.hypothesis.inner_test(expr, world)  # type: ignore[attr-defined]

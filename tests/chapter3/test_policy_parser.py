@@ -127,7 +127,7 @@ def test_printer_escapes_what_the_lexer_needs_escaped() -> None:
 
 # --- properties ----------------------------------------------------------------------------------
 
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(st.text(max_size=200))
 def test_parser_never_crashes_on_arbitrary_text(text: str) -> None:
     try:
@@ -140,7 +140,7 @@ def test_parser_never_crashes_on_arbitrary_text(text: str) -> None:
 _ALPHABET = st.sampled_from('andornothasLabel(),[]".\\ \n#0123456789x_pou')
 
 
-@settings(max_examples=400)
+@settings(max_examples=300)
 @given(st.text(alphabet=_ALPHABET, max_size=80))
 def test_parser_never_crashes_on_almost_valid_text(text: str) -> None:
     with contextlib.suppress(PolicySyntaxError):
@@ -164,7 +164,7 @@ _exprs = st.recursive(
 )
 
 
-@settings(max_examples=300)
+@settings(max_examples=200)
 @given(_exprs, st.sampled_from([None, 0, 20, 80]))
 def test_print_then_parse_gives_the_same_ast(expr: ast.Expr, width: int | None) -> None:
     text = to_text(expr, width=width)

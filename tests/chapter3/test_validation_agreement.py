@@ -182,7 +182,7 @@ def _schema_verdict(obj: dict[str, Any]) -> set[tuple[str, str]]:
     return set()
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=250, deadline=None)
 @given(_database())
 def test_client_model_and_schema_validator_agree_on_generated_objects(obj: dict[str, Any]) -> None:
     assert _verdict(validate_database(obj)) == _schema_verdict(obj)
