@@ -51,7 +51,7 @@ from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.decision import Decision
 from minisched.scheduler.framework.profile import Profile, default_profile, load_profiles
 from minisched.scheduler.framework.runtime import Framework
-from minisched.scheduler.framework.status import Code, Status
+from minisched.scheduler.framework.status import Status
 from minisched.scheduler.framework.types import PodInfo, PodSpecError
 from minisched.scheduler.queue import (
     ASSIGNED_POD_DELETE,
@@ -219,12 +219,13 @@ class Scheduler:
             fwk = Framework(profile, registry, handle=self.handle, seed=seed,
                             observer=self._observe_point if observer is not None else None)
             self.frameworks[profile.scheduler_name] = fwk
-        self.handle.framework = next(iter(self.frameworks.values()))
-        for fwk in self.frameworks.values():
-            for plugin in fwk.points.post_filter:
-                if hasattr(plugin, "nominator"):
-                    plugin.nominator = None  # set below, once the queue exists
+        if len(self.frameworks) != len(profiles):
+            raise ValueError("two profiles have the same schedulerName")
         first = next(iter(self.frameworks.values()))
+        self.handle.framework = first
+        sorts = {name: fwk.points.queue_sort[0].name for name, fwk in self.frameworks.items()}
+        if len(set(sorts.values())) > 1:  # one queue for all profiles, so one order (as in kube)
+            raise ValueError(f"all profiles must use the same queueSort plugin, got {sorts}")
         sort_plugin = first.points.queue_sort[0]
         # PrioritySort's rule, without two Python calls per heap comparison
         less = priority_sort_less if sort_plugin.name == "PrioritySort" else first.less
@@ -237,7 +238,7 @@ class Scheduler:
         )
         for fwk in self.frameworks.values():
             for plugin in fwk.points.post_filter:
-                if hasattr(plugin, "nominator"):
+                if hasattr(plugin, "nominator"):  # DefaultPreemption clears lower nominations
                     plugin.nominator = self.queue
         self.factory = informer_factory or SharedInformerFactory(cluster)
         self.annotate_decisions = annotate_decisions
@@ -735,4 +736,4 @@ def _scheduler_name(pod: Object) -> str:
     return str((pod.get("spec") or {}).get("schedulerName") or API_DEFAULT_SCHEDULER)
 
 
-__all__ = ["Scheduler", "SchedulerHandle", "SchedulerObserver", "SchedulerStats", "Code"]
+__all__ = ["Scheduler", "SchedulerHandle", "SchedulerObserver", "SchedulerStats"]
