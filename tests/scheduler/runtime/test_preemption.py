@@ -143,3 +143,22 @@ def test_equal_priority_and_preemption_policy_never_do_not_preempt(
         )
     finally:
         sched.stop()
+
+
+def test_victims_can_go_through_the_eviction_api(cluster: EmbeddedCluster, clock: VirtualClock) -> None:
+    config = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+              "profiles": [{"schedulerName": "minisched", "pluginConfig": [
+                  {"name": "DefaultPreemption", "args": {"useEviction": True, "victimGracePeriodSeconds": 0}}]}]}
+    cluster.create(NODES, make_node("n1", cpu="1"))
+    _running(cluster, "low", "n1", "low")
+    sched = Scheduler(cluster, clock=clock, config=config)
+    sched.start()
+    try:
+        wait_for_nodes(sched, 1)
+        wait_until(lambda: sched.cache.pod_count() == 1, what="pod in cache")
+        cluster.create(PODS, make_pod("vip", cpu="1", memory=None, priority_class_name="high"))
+        wait_until(lambda: "low" not in {p["metadata"]["name"] for p in cluster.list(PODS)["items"]},
+                   what="victim evicted at once (grace 0)")
+        advance_until(clock, lambda: node_of(cluster, "vip") == "n1", what="preemptor bound")
+    finally:
+        sched.stop()
