@@ -65,6 +65,8 @@ class VirtualClock:
         self._seq = itertools.count()
         # (deadline, seq, condition to notify)
         self._waiters: list[tuple[float, int, threading.Condition]] = []
+        # Callers poll wait() in a loop; one registration per (deadline, condition) keeps the heap small.
+        self._registered: set[tuple[float, int]] = set()
 
     def now(self) -> float:
         with self._lock:
@@ -87,7 +89,9 @@ class VirtualClock:
             self._now = when
             due: list[threading.Condition] = []
             while self._waiters and self._waiters[0][0] <= when:
-                due.append(heapq.heappop(self._waiters)[2])
+                deadline, _, cond = heapq.heappop(self._waiters)
+                self._registered.discard((deadline, id(cond)))
+                due.append(cond)
         for cond in due:
             with cond:
                 cond.notify_all()
@@ -123,6 +127,9 @@ class VirtualClock:
 
     def _register(self, deadline: float, cond: threading.Condition) -> None:
         with self._lock:
+            if (deadline, id(cond)) in self._registered:
+                return
+            self._registered.add((deadline, id(cond)))
             heapq.heappush(self._waiters, (deadline, next(self._seq), cond))
 
 

@@ -115,7 +115,11 @@ class Cluster(Protocol):
         allow_bookmarks: bool = False,
         timeout_seconds: float | None = None,
     ) -> Watch:
-        """Watch changes after `resource_version` ("" or None: from now, "0": any)."""
+        """Watch changes after `resource_version`.
+
+        With a resourceVersion, events after it (410 Expired if the server no longer keeps it).
+        With "", None or "0", the stream starts with a synthetic ADDED event for every object that
+        exists now, then goes on with changes, as kube-apiserver's watch cache does."""
         ...
 
     def bind(self, namespace: str, name: str, node_name: str, *, uid: str | None = None) -> None:

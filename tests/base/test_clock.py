@@ -73,3 +73,14 @@ def test_timestamps_are_api_server_shaped():
     assert rfc3339(ts) == "2026-01-01T00:00:01Z"
     assert rfc3339_micro(ts) == "2026-01-01T00:00:01.750000Z"
     assert parse_rfc3339("2026-01-01T00:00:01Z") == VirtualClock.DEFAULT_START + 1
+
+
+def test_polling_wait_registers_once_per_deadline():
+    clock = VirtualClock()
+    cond = threading.Condition()
+    with cond:
+        for _ in range(5):
+            clock.wait(cond, 30)
+    assert len(clock._waiters) == 1
+    clock.advance(30)
+    assert not clock.has_waiters()
