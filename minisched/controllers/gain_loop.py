@@ -148,8 +148,22 @@ class MiniReplicaSetPlant:
     def actuate(self, replicas: int) -> None:
         self.cluster.patch(mrs.RESOURCE, self.name, {"spec": {"replicas": replicas}}, self.namespace)
         deadline = time.monotonic() + self.timeout
-        while self.observe() != replicas:
+        # Wait on the controller's cache (cheap), then confirm with the API server (authoritative).
+        while not (self._cached() == replicas and self.observe() == replicas):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{self.name}: pods did not reach {replicas} within {self.timeout} s")
             self.controller.process_ready()
             time.sleep(0.002)  # informer events arrive from their own threads
+
+    def _cached(self) -> int:
+        informer = self.controller.owned_informer
+        if informer is None:
+            return self.observe()
+        return sum(
+            1
+            for pod in informer.store.list()
+            if not pod["metadata"].get("deletionTimestamp")
+            and pod["metadata"].get("namespace") == self.namespace
+            and any(ref.get("name") == self.name and ref.get("controller")
+                    for ref in pod["metadata"].get("ownerReferences") or [])
+        )  # fmt: skip
