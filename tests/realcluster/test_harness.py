@@ -54,7 +54,8 @@ def test_api_server_is_ready_and_runs_the_pinned_version(control_plane: ControlP
     assert status == 200, body
     status, version = control_plane.api_get("/version")
     assert status == 200
-    assert version["gitVersion"] == KUBERNETES_VERSION
+    if not os.environ.get("MINISCHED_CONTROLPLANE_BIN"):  # an override may hold another version
+        assert version["gitVersion"] == KUBERNETES_VERSION
     status, ns = control_plane.api_get("/api/v1/namespaces/default")
     assert status == 200 and ns["metadata"]["name"] == "default"
     assert control_plane.kubeconfig.stat().st_mode & 0o077 == 0, "kubeconfig holds a private key"
