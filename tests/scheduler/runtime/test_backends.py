@@ -33,3 +33,21 @@ def test_binds_what_fits_and_explains_what_does_not(cluster: Cluster) -> None:
         pod = cluster.get(PODS, "too-big", "default")
         (cond,) = [c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled"]
         assert (cond["status"], cond["reason"]) == ("False", "Unschedulable")
+
+
+def test_preemption_makes_room_for_a_higher_priority_pod(cluster: Cluster) -> None:
+    from tests.scheduler.runtime.helpers import priority_classes
+
+    priority_classes(cluster, **{"mini-low": 10, "mini-high": 1000})
+    config = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+              "profiles": [{"schedulerName": "minisched", "pluginConfig": [
+                  {"name": "DefaultPreemption", "args": {"victimGracePeriodSeconds": 0}}]}]}
+    cluster.create(NODES, make_node("mini-p", cpu="1"))
+    cluster.create(PODS, make_pod("victim", cpu="1", memory=None, priority_class_name="mini-low", node_name="mini-p"))
+    with Scheduler(cluster, config=config) as sched:
+        wait_for_nodes(sched, 1, timeout=30)
+        wait_until(lambda: sched.cache.pod_count() == 1, timeout=30, what="victim in the cache")
+        cluster.create(PODS, make_pod("vip", cpu="1", memory=None, priority_class_name="mini-high"))
+        wait_until(lambda: node_of(cluster, "vip") == "mini-p", timeout=30, what="preemptor bound")
+        assert "victim" not in {p["metadata"]["name"] for p in cluster.list(PODS, "default")["items"]}
+        assert sched.stats.victims == 1
