@@ -25,6 +25,7 @@ Everything runs on a `Clock`, so the chapter's fail-over runs on a `VirtualClock
 
 from __future__ import annotations
 
+import logging
 import random
 import threading
 from collections.abc import Callable
@@ -33,13 +34,15 @@ from typing import Any
 
 from minisched.clock import Clock, RealClock, parse_rfc3339, rfc3339_micro
 from minisched.cluster.base import Cluster, Object
-from minisched.deadline import Context, call
-from minisched.errors import NotFound
+from minisched.deadline import Context, ContextError, call
+from minisched.errors import ApiError, NotFound
 from minisched.resources import LEASES
 
 __all__ = ["JITTER_FACTOR", "LeaderElectionRecord", "LeaderElector", "describe"]
 
 JITTER_FACTOR = 1.2  # client-go's JitterFactor for the acquire loop
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -242,11 +245,13 @@ class LeaderElector:
         except NotFound:
             try:
                 created = call(ctx, self.cluster.create, LEASES, self._lease_object(desired), self.namespace)
-            except Exception:  # lost the create race (409), or API trouble
+            except Exception as err:  # lost the create race (409), or API trouble
+                self._log_failure("creating", err)
                 return False
             self._observe(created, desired, changed=True)
             return True
-        except Exception:  # API trouble or the context ended: not this round
+        except Exception as err:  # API trouble or the context ended: not this round
+            self._log_failure("retrieving", err)
             return False
 
         record = LeaderElectionRecord.from_lease(lease)
@@ -276,10 +281,18 @@ class LeaderElector:
         updated_lease["spec"] = desired.to_spec()
         try:
             updated = call(ctx, self.cluster.update, LEASES, updated_lease)
-        except Exception:  # 409: someone wrote first; or the API is unreachable
+        except Exception as err:  # 409: someone wrote first; or the API is unreachable
+            self._log_failure("updating", err)
             return False
         self._observe(updated, desired, changed=True)
         return True
+
+    def _log_failure(self, verb: str, err: Exception) -> None:
+        """client-go logs these and tries again next period. API errors and timeouts are the
+        expected kind; anything else is a bug worth seeing, so it is logged louder."""
+        level = logging.INFO if isinstance(err, ApiError | ContextError) else logging.WARNING
+        log.log(level, "error %s lease %s/%s: %s", verb, self.namespace, self.name, err,
+                exc_info=level == logging.WARNING)
 
     def _observe(self, lease: Object, record: LeaderElectionRecord, *, changed: bool) -> None:
         with self._lock:
