@@ -24,6 +24,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 from minisched import quantity
@@ -451,3 +452,9 @@ def compile_rule(rule: str) -> Program:
     ast = _Parser(rule).parse()
     _check_supported(ast)
     return Program(rule, ast)
+
+
+@lru_cache(maxsize=256)
+def compiled(rule: str) -> Program:
+    """compile_rule, remembered: rules are few and evaluated on every object."""
+    return compile_rule(rule)

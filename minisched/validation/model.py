@@ -27,7 +27,7 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from minisched.errors import Cause, Invalid
-from minisched.validation.cel import CelError, CelUnsupported, compile_rule
+from minisched.validation.cel import CelError, CelUnsupported, compile_rule, compiled
 from minisched.validation.openapi import (
     BLOCKING,
     INVALID,
@@ -105,7 +105,7 @@ def _broken_rules(rules: list[dict[str, Any]], value: Any, data: Any) -> list[In
     for rule in rules:
         message = str(rule.get("message") or f"failed rule: {rule['rule']}")
         try:
-            ok = compile_rule(str(rule["rule"])).evaluate(value)
+            ok = compiled(str(rule["rule"])).evaluate(value)
         except CelUnsupported:
             continue  # enforced by the server only
         except CelError as err:
@@ -160,6 +160,7 @@ def _reason_of(e: Any) -> str:
     return _REASONS.get(kind) or (TYPE_INVALID if kind.endswith("_type") else INVALID)
 
 
+@lru_cache(maxsize=64)
 def has_rules(model: type[BaseModel]) -> bool:
     """Whether the model (or a model inside it) declares CEL rules."""
     return RULES_KEY in json.dumps(model.model_json_schema())

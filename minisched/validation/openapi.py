@@ -26,7 +26,7 @@ from functools import lru_cache
 from typing import Any
 
 from minisched.errors import Cause, Invalid
-from minisched.validation.cel import CelError, CelUnsupported, compile_rule
+from minisched.validation.cel import CelError, CelUnsupported, compiled
 
 Schema = dict[str, Any]
 Object = dict[str, Any]
@@ -107,9 +107,6 @@ def _regex(pattern: str) -> re.Pattern[str]:
     return re.compile("".join(out))
 
 
-@lru_cache(maxsize=256)
-def _program(rule: str) -> Any:
-    return compile_rule(rule)
 
 
 def _type_ok(value: Any, schema: Schema) -> bool:
@@ -266,7 +263,7 @@ def _rules(value: Any, schema: Schema, path: str, result: Result, old: Any, has_
     for rule in schema.get("x-kubernetes-validations") or []:
         text = rule.get("rule", "")
         try:
-            program = _program(text)
+            program = compiled(text)
         except CelUnsupported:
             result.skipped_rules.append(f"{path or '<root>'}: {text}")
             continue
