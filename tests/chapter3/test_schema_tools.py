@@ -150,3 +150,14 @@ class _Union(ResourceModel):
 def test_non_structural_models_are_refused() -> None:
     with pytest.raises(SchemaNotStructural, match="anyOf"):
         structural_schema(_Union)
+
+
+def test_rules_outside_the_subset_are_server_only_and_malformed_ones_fail_early() -> None:
+    class _Listed(ResourceModel):
+        model_config = cel_rules({"rule": "self.xs.all(x, x > 0)", "message": "positive"})
+        xs: list[int]
+
+    assert parse_object(_Listed, {"xs": [-1]})  # not checked client-side
+    assert structural_schema(_Listed)["x-kubernetes-validations"][0]["rule"] == "self.xs.all(x, x > 0)"
+    with pytest.raises(CelError):
+        cel_rules({"rule": "self.a ==", "message": "broken"})
