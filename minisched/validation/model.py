@@ -17,6 +17,7 @@ Conventions, so that both layers agree:
 
 from __future__ import annotations
 
+import contextlib
 import json
 from functools import lru_cache
 from typing import Any
@@ -51,10 +52,8 @@ def cel_rules(*rules: dict[str, str], **config: Any) -> ConfigDict:
     (a macro such as all(), a ternary) is accepted but enforced by the server only. A rule the
     subset finds malformed fails here, at import time, rather than when the CRD is applied."""
     for rule in rules:
-        try:
+        with contextlib.suppress(CelUnsupported):
             compile_rule(rule["rule"])
-        except CelUnsupported:
-            pass
     return ConfigDict(json_schema_extra={RULES_KEY: [dict(r) for r in rules]}, **config)  # type: ignore[typeddict-item]
 
 
