@@ -1,7 +1,8 @@
 """Scheduler throughput and latency on the embedded cluster (a benchmark, not a test).
 
-For each cluster size (100, 1,000, 5,000 nodes by default) in its own process (so peak RSS is that
-size's): create the nodes, start the Scheduler (informers, cache, queue, binding pool), create a
+For each cluster size (100, 1,000, 5,000 nodes by default) and each kind of backlog (identical pods,
+as a Deployment makes, which the framework's reuse of the last verdicts per pod shape speeds up;
+and pods all of different shapes, which it cannot), in its own process (so peak RSS is that run's): create the nodes, start the Scheduler (informers, cache, queue, binding pool), create a
 backlog of pending pods, then drain the queue by calling `schedule_one()` in a tight loop with
 every default plugin on and percentageOfNodesToScore 100. Bindings run concurrently on the pool,
 so the figures include their cost (the embedded API server, the informer confirming each binding,
@@ -37,7 +38,13 @@ TARGET_PODS_PER_S_AT_1000 = 5_000
 TARGET_P99_MS_AT_5000 = 2.0
 
 
-def run_one(nodes: int, pods: int, bind_workers: int) -> dict[str, Any]:
+def _cpu(i: int, varied: bool) -> str:
+    # varied: every pod its own shape (no two consecutive pods alike), which defeats the framework's
+    # reuse of the last verdicts for a pod shape; same: a Deployment-like stream of identical pods
+    return f"{100 + i % 997}m" if varied else "100m"
+
+
+def run_one(nodes: int, pods: int, bind_workers: int, varied: bool) -> dict[str, Any]:
     from minisched.cluster.embedded import EmbeddedCluster
     from minisched.objects import make_node, make_pod
     from minisched.resources import NODES, PODS
@@ -56,7 +63,7 @@ def run_one(nodes: int, pods: int, bind_workers: int) -> dict[str, Any]:
     while len(sched.cache.node_names()) < nodes:
         time.sleep(0.01)
     for i in range(pods):
-        cluster.create(PODS, make_pod(f"pod-{i:05d}", cpu="100m", memory="200Mi"))
+        cluster.create(PODS, make_pod(f"pod-{i:05d}", cpu=_cpu(i, varied), memory="200Mi"))
     while sched.pending_pods()["active"] < pods:
         time.sleep(0.01)
 
@@ -73,7 +80,7 @@ def run_one(nodes: int, pods: int, bind_workers: int) -> dict[str, Any]:
     # the loop alone: a second backlog, drained with informers stopped and bindings not started
     # (pods stay assumed), so nothing competes with the loop for the GIL
     for i in range(pods):
-        cluster.create(PODS, make_pod(f"solo-{i:05d}", cpu="100m", memory="200Mi"))
+        cluster.create(PODS, make_pod(f"solo-{i:05d}", cpu=_cpu(i + 1, varied), memory="200Mi"))
     while sched.pending_pods()["active"] < pods:
         time.sleep(0.01)
     sched.factory.shutdown()
@@ -90,15 +97,16 @@ def run_one(nodes: int, pods: int, bind_workers: int) -> dict[str, Any]:
     # the algorithm alone, same snapshot shape, nothing else running
     fwk = Framework(replace(default_profile(), percentage_of_nodes_to_score=100), seed=1)
     table = sched.cache.snapshot()
-    info = sched.pod_info(make_pod("probe", cpu="100m", memory="200Mi"))
+    rounds = min(300, max(50, 20_000 // max(nodes, 1)))
+    infos = [sched.pod_info(make_pod(f"probe-{i}", cpu=_cpu(i, varied), memory="200Mi")) for i in range(rounds)]
     algo = []
-    for _ in range(min(300, max(50, 20_000 // max(nodes, 1)))):
+    for info in infos:
         s = time.perf_counter()
         fwk.schedule(info, table)
         algo.append(time.perf_counter() - s)
     cluster.close()
     return {
-        "nodes": nodes, "pods": pods, "decided": decided, "bound": bound,
+        "nodes": nodes, "pods": pods, "shapes": "varied" if varied else "same", "decided": decided, "bound": bound,
         "decisions_per_s": decided / t_decided, "bound_per_s": bound / t_bound,
         "p50_ms": _pct(cycles, 50) * 1e3, "p99_ms": _pct(cycles, 99) * 1e3,
         "solo_per_s": solo / t_solo, "solo_p50_ms": _pct(solo_cycles, 50) * 1e3,
@@ -120,25 +128,37 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=2000)
     parser.add_argument("--bind-workers", type=int, default=4)
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--varied", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one is not None:
-        print(json.dumps(run_one(args.one, args.pods, args.bind_workers)))
+        print(json.dumps(run_one(args.one, args.pods, args.bind_workers, args.varied)))
         return
     sizes = [int(s) for s in args.sizes.split(",") if s]
     print(f"minisched scheduler bench: embedded cluster, default plugins, 100% of nodes scored, "
           f"{args.pods} pending pods, {args.bind_workers} bind workers")
-    print(f"{'nodes':>6} {'decisions/s':>12} {'bound/s':>8} {'cycle p50':>10} {'cycle p99':>10} "
+    print(f"{'nodes':>6} {'shapes':>7} {'decisions/s':>12} {'bound/s':>8} {'cycle p50':>10} {'cycle p99':>10} "
           f"{'loop-only/s':>12} {'p50':>8} {'p99':>8} {'algo p50':>9} {'algo p99':>9} {'peak RSS':>9}")
     rows = []
     for n in sizes:
-        out = subprocess.run([sys.executable, __file__, "--one", str(n), "--pods", str(args.pods),
-                              "--bind-workers", str(args.bind_workers)],
-                             capture_output=True, text=True, check=True).stdout
-        r = json.loads(out.strip().splitlines()[-1])
-        rows.append(r)
-        print(f"{r['nodes']:>6} {r['decisions_per_s']:>12.0f} {r['bound_per_s']:>8.0f} {r['p50_ms']:>8.3f}ms "
-              f"{r['p99_ms']:>8.3f}ms {r['solo_per_s']:>12.0f} {r['solo_p50_ms']:>6.3f}ms {r['solo_p99_ms']:>6.3f}ms "
-              f"{r['algo_p50_ms']:>7.3f}ms {r['algo_p99_ms']:>7.3f}ms {r['peak_rss_mb']:>7.0f}MB", flush=True)
+        for varied in (False, True):
+            cmd = [sys.executable, __file__, "--one", str(n), "--pods", str(args.pods),
+                   "--bind-workers", str(args.bind_workers)] + (["--varied"] if varied else [])
+            out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+            r = json.loads(out.strip().splitlines()[-1])
+            rows.append(r)
+            _print_row(r)
+    _summary([r for r in rows if r["shapes"] == "varied"], "every pod a different shape")
+    _summary([r for r in rows if r["shapes"] == "same"], "identical pods")
+
+
+def _print_row(r: dict[str, Any]) -> None:
+    print(f"{r['nodes']:>6} {r['shapes']:>7} {r['decisions_per_s']:>12.0f} {r['bound_per_s']:>8.0f} {r['p50_ms']:>8.3f}ms "
+          f"{r['p99_ms']:>8.3f}ms {r['solo_per_s']:>12.0f} {r['solo_p50_ms']:>6.3f}ms {r['solo_p99_ms']:>6.3f}ms "
+          f"{r['algo_p50_ms']:>7.3f}ms {r['algo_p99_ms']:>7.3f}ms {r['peak_rss_mb']:>7.0f}MB", flush=True)
+
+
+def _summary(rows: list[dict[str, Any]], label: str) -> None:
+    print(f"-- {label}:")
     if len(rows) > 1:
         first, last = rows[0], rows[-1]
         growth = last["algo_p50_ms"] / first["algo_p50_ms"] if first["algo_p50_ms"] else 0
