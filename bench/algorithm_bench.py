@@ -6,9 +6,12 @@ Prints microseconds per pod (median and p99 over many pods) for:
             other processes on a busy machine do not inflate as much),
   cycle     snapshot() + schedule + assuming the pod onto the chosen node (what a scheduling loop
             pays per pod, minus the queue and the binding),
+with the Framework's reuse of same-shape verdicts on (default) or off (--no-reuse); the incoming
+pods are drawn from --shapes templates (default 8, like replicas of 8 Deployments; 0 makes every
+pod different: random requests, image, affinity, tolerations),
 and the pure-Python per-node reference rules for comparison at 1,000 nodes.
 
-    .venv/bin/python bench/algorithm_bench.py [--pods 400] [--sizes 100,1000,5000]
+    .venv/bin/python bench/algorithm_bench.py [--pods 400] [--sizes 100,1000,5000] [--shapes 8] [--no-reuse]
 """
 
 from __future__ import annotations
@@ -77,8 +80,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pods", type=int, default=400)
     parser.add_argument("--sizes", default="100,1000,5000")
+    parser.add_argument("--shapes", type=int, default=8,
+                        help="distinct pod shapes the incoming pods are drawn from (0: every pod its own)")
+    parser.add_argument("--no-reuse", dest="reuse", action="store_false",
+                        help="judge every node afresh each cycle (no reuse of same-shape verdicts)")
     args = parser.parse_args()
-    print(f"load average before the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(f"load average before the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; "
+          f"reuse of same-shape verdicts: {'on' if args.reuse else 'off'}; "
+          f"pod shapes: {args.shapes or 'all different'}")
     profile = load_profiles({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
                              "percentageOfNodesToScore": 100})[0]
     print(f"{'nodes':>6} {'schedule p50':>13} {'p99':>8} {'cpu p50':>8} {'cycle p50':>10} {'p99':>8} "
@@ -86,8 +95,13 @@ def main() -> None:
     for size in (int(s) for s in args.sizes.split(",")):
         rng = random.Random(size)
         table = build_cluster(size, rng)
-        fw = Framework(profile, seed=1)
-        pods = [incoming_pod(i, rng) for i in range(args.pods)]
+        fw = Framework(profile, seed=1, reuse=args.reuse)
+        if args.shapes:  # pods come from a few templates, as replicas of a few Deployments do
+            templates = [incoming_pod(i, rng).pod for i in range(args.shapes)]
+            pods = [PodInfo.from_pod({**rng.choice(templates), "metadata": {"name": f"p{i}", "namespace": "default"}})
+                    for i in range(args.pods)]
+        else:
+            pods = [incoming_pod(i, rng) for i in range(args.pods)]
         for p in pods[:20]:  # warm up caches and numpy
             fw.schedule(p, table.snapshot())
         sched_us: list[float] = []

@@ -16,6 +16,7 @@ ever grow, so a snapshot can share them and bounds itself by its own arrays' sha
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -40,6 +41,8 @@ BoolArray = npt.NDArray[np.bool_]
 BASE_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
 NO_TAINT = np.int16(np.iinfo(np.int16).max)  # position of a taint a node does not have
 _INT64 = re.compile(r"^[+-]?[0-9]+$")
+
+_POD_LOG_LIMIT = 4096
 
 # groups of arrays that are copied together on write
 _GROUPS = ("rows", "alloc", "req", "labels", "taints", "ports", "images", "pods")
@@ -91,6 +94,14 @@ class NodeTable:
         self._orphans: dict[str, dict[str, PodInfo]] = {}  # pods seen before their node
         self._shared: set[str] = set()
         self._numeric_cache: dict[str, tuple[int, IntArray, BoolArray]] = {}
+        # Change tracking, so a scheduling cycle can reuse work from an earlier one: node_version
+        # moves on any node change (rows, labels, taints, allocatable, images); pod_version on any
+        # pod change, with the node it touched logged. The log only grows (trimming replaces it),
+        # so snapshots share it and read the entries up to their own pod_version.
+        self.node_version = 0
+        self.pod_version = 0
+        self._pod_log: list[tuple[int, str]] = []
+        self._pod_log_start = 0  # the first pod_version still in the log
 
     # ---------------------------------------------------------------- reading
     def __len__(self) -> int:
@@ -218,6 +229,22 @@ class NodeTable:
         row = self._index.get(name)
         return row is not None and pod_key in self._pods[row]
 
+    def nodes_changed_since(self, node_version: int, pod_version: int) -> list[str] | None:
+        """Nodes whose pods changed after (node_version, pod_version), or None when that cannot be
+        told (a node changed since, or the log no longer reaches back that far)."""
+        if node_version != self.node_version or pod_version > self.pod_version:
+            return None
+        if pod_version + 1 < self._pod_log_start:
+            return None
+        log = self._pod_log
+        i = bisect.bisect_right(log, pod_version, key=lambda e: e[0])
+        changed: dict[str, None] = {}
+        for version, name in log[i:]:
+            if version > self.pod_version:
+                break
+            changed.setdefault(name)
+        return list(changed)
+
     # ---------------------------------------------------------------- snapshots
     def snapshot(self) -> NodeTable:
         """A frozen view for one scheduling cycle; O(1) now, copies happen on the next write."""
@@ -278,6 +305,9 @@ class NodeTable:
         view._orphans = {}
         view._shared = set()
         view._numeric_cache = {}
+        view.node_version = -1  # a what-if view: never mistaken for the snapshot it came from
+        view._pod_log = []
+        view._pod_log_start = view.pod_version + 1
         # vocabularies become private too, so the view may grow them without touching the table
         view._port_ids = dict(self._port_ids)
         view.port_list = list(self.port_list)
@@ -428,6 +458,7 @@ class NodeTable:
 
     def _write_node_row(self, row: int, parsed: _ParsedNode) -> None:
         self._writable("alloc", "labels", "taints", "images")
+        self.node_version += 1
         for resource in parsed.allocatable:
             self._resource_col_for(resource)
         self._alloc[row] = 0
@@ -479,6 +510,7 @@ class NodeTable:
         self._nodes.pop()
         del self._index[name]
         self._n -= 1
+        self.node_version += 1
 
     def add_pod(self, node_name: str, pod: PodInfo) -> None:
         """Count `pod` on node `node_name` (assigned or assumed). Adding a pod twice is a no-op."""
@@ -492,6 +524,7 @@ class NodeTable:
             return
         self._writable("req", "pods", *(("ports",) if pod.host_ports else ()))
         self._apply_pod(row, pod, +1)
+        self._log_pod_change(node_name)
         self._pods[row] = {**self._pods[row], pod.key: pod}
 
     def remove_pod(self, node_name: str, pod: PodInfo | str) -> PodInfo | None:
@@ -506,10 +539,20 @@ class NodeTable:
             return None
         self._writable("req", "pods", *(("ports",) if counted.host_ports else ()))
         self._apply_pod(row, counted, -1)
+        self._log_pod_change(node_name)
         remaining = dict(self._pods[row])
         del remaining[key]
         self._pods[row] = remaining
         return counted
+
+    def _log_pod_change(self, node_name: str) -> None:
+        self.pod_version += 1
+        if len(self._pod_log) >= _POD_LOG_LIMIT:  # keep the newest half; a new list, as snapshots share it
+            self._pod_log = self._pod_log[_POD_LOG_LIMIT // 2:]
+            self._pod_log_start = self._pod_log[0][0]
+        elif not self._pod_log:
+            self._pod_log_start = self.pod_version
+        self._pod_log.append((self.pod_version, node_name))
 
     def _apply_pod(self, row: int, pod: PodInfo, sign: int) -> None:
         for resource, amount in pod.requests.items():

@@ -5,10 +5,15 @@ first, Filter, the percentageOfNodesToScore cut with its rotating start, PreScor
 NormalizeScore, weights, and the pick (ties broken at random, as kube's selectHost does). Filter and
 Score run once per plugin over all nodes as numpy operations. Reserve, Permit and the binding
 points are run by the scheduler loop through the run_* methods.
+
+With `reuse` (the default), a pod shaped like one scheduled before (same requests, tolerations,
+affinity, ports, images) starts from that cycle's verdicts and only the nodes whose pods changed
+since are judged again; tests check that the decisions are identical to judging afresh.
 """
 
 from __future__ import annotations
 
+import collections
 import functools
 import random
 import time
@@ -53,6 +58,7 @@ from minisched.scheduler.framework.types import PodInfo, PodSpecError
 from minisched.scheduler.snapshot import NodeTable
 
 Object = dict[str, Any]
+IntArray = npt.NDArray[np.int64]
 Observer = Callable[[str, str, float], None]  # (extension point, status label, seconds)
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
@@ -148,6 +154,7 @@ class Framework:
         percentage_of_nodes_to_score: int = 0,
         seed: int | None = None,
         observer: Observer | None = None,
+        reuse: bool = True,
     ) -> None:
         if registry is None:
             from minisched.scheduler.plugins import in_tree_registry  # plugins build on this module
@@ -184,6 +191,13 @@ class Framework:
         self.weights = {p.name: self.profile.score_weight(p.name) for p in self.points.score}
         # isinstance against a runtime Protocol is slow (it inspects attributes): decide once
         self._normalizes = {p.name: isinstance(p, NormalizeScorePlugin) for p in self.points.score}
+        # Reusing an earlier cycle's verdicts for a pod of the same shape is only sound when every
+        # filter and score plugin says what its results depend on (`reads_pods`).
+        self.reuse = reuse and all(
+            isinstance(getattr(p, "reads_pods", None), bool) for p in (*self.points.filter, *self.points.score)
+        )
+        self._reusable: collections.OrderedDict[tuple[Any, ...], _Reusable] = collections.OrderedDict()
+        self.reuse_hits = 0
 
     def _implements(self, name: str, proto: type) -> bool:
         return isinstance(self.plugins[name], proto)
@@ -303,7 +317,13 @@ class Framework:
                     return ScheduleResult(pod.nominated_node_name, Status.success(), decision)
 
         t0 = time.perf_counter()
-        results, passed, first_fail = self._run_filters(state, pod, nodes)
+        entry, dirty = self._reuse_filters(state, pod, nodes) if self.reuse and allowed is None else (None, None)
+        if entry is not None:
+            results, passed, first_fail = entry.results, entry.passed, entry.first_fail
+        else:
+            results, passed, first_fail = self._run_filters(state, pod, nodes)
+            if self.reuse and allowed is None and nodes.frozen:
+                entry = self._remember(pod, nodes, state, results, passed, first_fail)
         if allowed is not None:
             # kube does not filter nodes outside a PreFilter result: they fail for that reason alone
             passed = passed & allowed
@@ -353,7 +373,7 @@ class Framework:
             return ScheduleResult(decision.chosen, Status.success(), decision)
 
         t0 = time.perf_counter()
-        status = self._run_scores(state, pod, nodes, feasible, decision)
+        status = self._run_scores(state, pod, nodes, feasible, decision, entry, dirty)
         self._observe("Score", status, t0)
         if not status.is_success:
             return ScheduleResult(None, status, decision)
@@ -404,7 +424,14 @@ class Framework:
         return out
 
     def _run_scores(
-        self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: npt.NDArray[np.intp], decision: Decision
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        nodes: NodeTable,
+        rows: npt.NDArray[np.intp],
+        decision: Decision,
+        entry: _Reusable | None = None,
+        dirty: npt.NDArray[np.intp] | None = None,
     ) -> Status:
         for p in self.points.pre_score:
             status = p.pre_score(state, pod, nodes, rows)
@@ -415,9 +442,14 @@ class Framework:
         total = np.zeros(len(rows), np.int64)
         for p in self.points.score:
             if p.name in state.skip_score:
+                if entry is not None:
+                    entry.raw.pop(p.name, None)  # not kept up to date while skipped
                 continue
             try:
-                raw = np.asarray(p.score(state, pod, nodes, rows), np.int64)
+                if entry is not None:
+                    raw = self._reused_scores(state, pod, nodes, rows, entry, dirty, p)
+                else:
+                    raw = np.asarray(p.score(state, pod, nodes, rows), np.int64)
                 normalized = p.normalize_score(state, pod, raw) if self._normalizes[p.name] else raw
             except Exception as e:
                 return Status.from_error(e, p.name)
@@ -434,6 +466,91 @@ class Framework:
             decision.score_plugins[p.name] = scores
         decision.total = total
         return Status.success()
+
+    # ------------------------------------------------------------ reuse across cycles
+    # A stream of pods of one shape (a Deployment scaling up) asks the same questions cycle after
+    # cycle, and between two cycles only the nodes that got or lost a pod have changed. So the
+    # verdicts of the last cycle for that shape are kept, and only those nodes are judged again
+    # by the plugins that read pods (kube-scheduler 1.34's pod "signatures" serve the same idea).
+    # Any node change (added, removed, relabelled, retainted) discards everything.
+
+    def _reuse_filters(
+        self, state: CycleState, pod: PodInfo, nodes: NodeTable
+    ) -> tuple[_Reusable | None, npt.NDArray[np.intp] | None]:
+        if not nodes.frozen:
+            return None, None
+        key = _signature(pod)
+        entry = self._reusable.get(key)
+        if entry is None:
+            return None, None
+        active = tuple(p.name for p in self._active_filters(state))
+        changed = nodes.nodes_changed_since(entry.node_version, entry.pod_version)
+        if changed is None or active != entry.filter_names or len(nodes) != len(entry.passed):
+            del self._reusable[key]
+            return None, None
+        dirty = np.array(sorted(r for r in (nodes.row(name) for name in changed) if r is not None), np.intp)
+        results = list(entry.results)
+        passed, first_fail = entry.passed, entry.first_fail
+        if dirty.size:
+            view = nodes._subset(dirty)
+            filters = self._active_filters(state)
+            for k, p in enumerate(filters):
+                if not p.reads_pods:
+                    continue
+                try:
+                    fresh = p.filter(state, pod, view)
+                except Exception as e:
+                    raise PluginError(p.name, e) from e
+                old = results[k]
+                if fresh.everyone_passed and old.everyone_passed:
+                    continue
+                if fresh.messages and old.messages and (fresh.messages != old.messages or fresh.code != old.code):
+                    del self._reusable[key]  # reasons numbered differently: start over
+                    return None, None
+                new_passed = np.array(old.passed, np.bool_)
+                new_reasons = np.array(old.reasons, np.int64)
+                new_passed[dirty] = fresh.passed
+                new_reasons[dirty] = fresh.reasons
+                code = old.code if old.messages else fresh.code
+                results[k] = FilterResult(new_passed, new_reasons, old.messages or fresh.messages, code)
+            passed = passed.copy()
+            first_fail = first_fail.copy()
+            passed[dirty] = True
+            first_fail[dirty] = -1
+            for k, r in enumerate(results):
+                bad = dirty[~r.passed[dirty] & passed[dirty]]
+                first_fail[bad] = k
+                passed[bad] = False
+        self.reuse_hits += 1
+        self._reusable.move_to_end(key)
+        updated = _Reusable(nodes.node_version, nodes.pod_version, active, results, passed, first_fail, dict(entry.raw))
+        self._reusable[key] = updated
+        return updated, dirty
+
+    def _remember(
+        self, pod: PodInfo, nodes: NodeTable, state: CycleState, results: list[FilterResult],
+        passed: npt.NDArray[np.bool_], first_fail: npt.NDArray[np.int64],
+    ) -> _Reusable:
+        entry = _Reusable(nodes.node_version, nodes.pod_version,
+                          tuple(p.name for p in self._active_filters(state)), results, passed, first_fail, {})
+        self._reusable[_signature(pod)] = entry
+        while len(self._reusable) > _REUSE_ENTRIES:
+            self._reusable.popitem(last=False)
+        return entry
+
+    def _reused_scores(
+        self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: npt.NDArray[np.intp],
+        entry: _Reusable, dirty: npt.NDArray[np.intp] | None, p: Any,
+    ) -> IntArray:
+        """Raw scores of `rows`, from the entry's scores over every node, refreshed where needed."""
+        full = entry.raw.get(p.name)
+        if full is None:
+            full = np.asarray(p.score(state, pod, nodes, np.arange(len(nodes), dtype=np.intp)), np.int64)
+        elif dirty is not None and dirty.size and p.reads_pods:
+            full = full.copy()
+            full[dirty] = p.score(state, pod, nodes, dirty)
+        entry.raw[p.name] = full
+        return full if len(rows) == len(full) else full[rows]
 
     # ------------------------------------------------------------ after a node is chosen
     def run_post_filter(
@@ -508,6 +625,31 @@ class Framework:
     def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         for p in self.points.post_bind:
             p.post_bind(state, pod, node_name)
+
+
+_REUSE_ENTRIES = 32
+
+
+@dataclass
+class _Reusable:
+    """One pod shape's verdicts over every node, as of (node_version, pod_version)."""
+
+    node_version: int
+    pod_version: int
+    filter_names: tuple[str, ...]
+    results: list[FilterResult]
+    passed: npt.NDArray[np.bool_]
+    first_fail: npt.NDArray[np.int64]
+    raw: dict[str, IntArray]  # score plugin -> raw score of every node
+
+
+def _signature(pod: PodInfo) -> tuple[Any, ...]:
+    """What the in-tree filters and scores read from a pod: two pods with equal signatures get
+    equal verdicts on the same nodes."""
+    return (
+        tuple(sorted(pod.requests.items())), pod.nonzero_cpu, pod.nonzero_memory, pod.tolerations,
+        pod.node_selector, pod.required_terms, pod.preferred_terms, pod.host_ports, pod.images, pod.node_name,
+    )
 
 
 def _call(plugin: str, fn: Callable[..., Status], *args: Any) -> Status:

@@ -64,6 +64,7 @@ def node_score(pod: PodInfo, node: Object, all_nodes: Sequence[Object]) -> int:
 
 class ImageLocality:
     name = NAME
+    reads_pods = False  # results depend only on the pod and the node objects
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: npt.NDArray[np.intp]) -> IntArray:
         if not pod.images:

@@ -120,6 +120,7 @@ def node_names_required(pod: PodInfo) -> frozenset[str] | None:
 
 class NodeAffinity:
     name = NAME
+    reads_pods = False  # results depend only on the pod and the node objects
 
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> tuple[PreFilterResult | None, Status]:
         if not pod.node_selector and pod.required_terms is None:

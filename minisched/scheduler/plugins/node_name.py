@@ -27,6 +27,7 @@ def fits(pod: PodInfo, node: Object) -> bool:
 
 class NodeName:
     name = NAME
+    reads_pods = False  # results depend only on the pod and the node objects
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult:
         n = len(nodes)

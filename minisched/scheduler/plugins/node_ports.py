@@ -36,6 +36,7 @@ def fits(pod: PodInfo, node_pods: Sequence[PodInfo]) -> bool:
 
 class NodePorts:
     name = NAME
+    reads_pods = True  # results change with the pods on a node
 
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> tuple[PreFilterResult | None, Status]:
         # a pod without host ports cannot conflict: kube skips the filter for it

@@ -93,6 +93,7 @@ def balanced_scores(req: IntArray, alloc: IntArray) -> IntArray:
 
 class NodeResourcesBalancedAllocation:
     name = NAME
+    reads_pods = True  # results change with the pods on a node
 
     def __init__(self, resources: Sequence[ResourceSpec] = DEFAULT_RESOURCES) -> None:
         self.resources = tuple(resources)

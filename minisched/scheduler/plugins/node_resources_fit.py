@@ -324,6 +324,7 @@ def _broken_linear_vec(shape: Sequence[tuple[int, int]], p: IntArray) -> IntArra
 
 class NodeResourcesFit:
     name = NAME
+    reads_pods = True  # results change with the pods on a node
 
     def __init__(self, args: FitArgs = FitArgs()) -> None:
         self.args = args

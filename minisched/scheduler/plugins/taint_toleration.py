@@ -61,6 +61,7 @@ def intolerable_prefer_no_schedule(pod: PodInfo, node: Object) -> int:
 
 class TaintToleration:
     name = NAME
+    reads_pods = False  # results depend only on the pod and the node objects
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult:
         n = len(nodes)
