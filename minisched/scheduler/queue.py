@@ -273,17 +273,19 @@ class SchedulingQueue:
 
     # --- pods arriving and changing ------------------------------------------------------------
 
-    def add(self, pod: Object) -> None:
-        """A new pending pod (the informer saw it created, or it became pending)."""
+    def add(self, pod: Object, info: Any = None) -> None:
+        """A new pending pod (the informer saw it created, or it became pending). `info`: whatever
+        the scheduler parsed from it (kube parses a pod once, when it is queued)."""
         key = key_of(pod)
         with self._lock:
             if key in self._in_flight or self._where(key) is not None:
-                self._update_locked(key, pod)
+                self._update_locked(key, pod, None, info)
                 return
-            self._enqueue_new(self._new_info(pod, key))
+            self._enqueue_new(self._new_info(pod, key, info))
 
-    def _new_info(self, pod: Object, key: str) -> QueuedPodInfo:
-        return QueuedPodInfo(pod=pod, key=key, timestamp=self.clock.monotonic(), priority=self._priority_of(pod))
+    def _new_info(self, pod: Object, key: str, info: Any = None) -> QueuedPodInfo:
+        return QueuedPodInfo(pod=pod, key=key, timestamp=self.clock.monotonic(), priority=self._priority_of(pod),
+                             pod_info=info)
 
     def _enqueue_new(self, qpi: QueuedPodInfo) -> None:
         gate = self._gate(qpi.pod)
@@ -302,31 +304,34 @@ class SchedulingQueue:
                 return gate
         return None
 
-    def update(self, old: Object | None, new: Object) -> None:
+    def update(self, old: Object | None, new: Object, info: Any = None) -> None:
         """A pending pod changed. An unschedulable or gated pod whose spec or metadata changed gets
-        another try (the change may be what it needed); a status-only change does not."""
+        another try (the change may be what it needed); a status-only change does not. `info`: the
+        new object parsed (None: parse it again when it is popped)."""
         key = key_of(new)
         with self._lock:
             if key not in self._in_flight and self._where(key) is None:
-                self._enqueue_new(self._new_info(new, key))
+                self._enqueue_new(self._new_info(new, key, info))
                 return
-            self._update_locked(key, new, old)
+            self._update_locked(key, new, old, info)
 
-    def _update_locked(self, key: str, new: Object, old: Object | None = None) -> None:
+    def _update_locked(self, key: str, new: Object, old: Object | None = None, info: Any = None) -> None:
         if key in self._in_flight:
-            self._in_flight[key].pod = new  # a failure re-queues the newest object
+            flying = self._in_flight[key]
+            flying.pod = new  # a failure re-queues the newest object
+            flying.pod_info = info
             return
         for heap in (self._active, self._backoff):
             qpi = heap.get(key)
             if qpi is not None:
                 qpi.pod = new
-                qpi.pod_info = None
+                qpi.pod_info = info
                 heap.push(qpi)
                 return
         qpi = self._gated.get(key)
         if qpi is not None:
             qpi.pod = new
-            qpi.pod_info = None
+            qpi.pod_info = info
             if self._gate(new) is None:
                 del self._gated[key]
                 self._enqueue_new(qpi)
@@ -335,7 +340,7 @@ class SchedulingQueue:
         if qpi is not None:
             changed = old is None or _pod_spec_changed(old, new)
             qpi.pod = new
-            qpi.pod_info = None
+            qpi.pod_info = info
             if changed:
                 del self._unschedulable[key]
                 self._requeue_moved(qpi)

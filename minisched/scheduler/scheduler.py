@@ -313,9 +313,17 @@ class Scheduler:
 
     # --- informer handlers (kube's eventhandlers.go) ----------------------------------------------------
 
+    def _parsed(self, pod: Object) -> PodInfo | None:
+        """Parse a pending pod as it is queued (kube does the same); a pod we cannot read is parsed
+        again in its cycle, which reports the problem."""
+        try:
+            return self.pod_info(pod)
+        except PodSpecError:
+            return None
+
     def _on_pod_add(self, pod: Object, _initial: bool = False) -> None:
         if self._is_pending_for_us(pod):
-            self.queue.add(pod)
+            self.queue.add(pod, self._parsed(pod))
         elif self._is_assigned_live(pod):
             self.cache.add_pod(pod)
 
@@ -323,9 +331,9 @@ class Scheduler:
         was_pending, now_pending = self._is_pending_for_us(old), self._is_pending_for_us(new)
         if was_pending and now_pending:
             if not self.cache.is_assumed(new):  # a status write of ours while binding: no new try
-                self.queue.update(old, new)
+                self.queue.update(old, new, self._parsed(new))
         elif now_pending:
-            self.queue.add(new)
+            self.queue.add(new, self._parsed(new))
         elif was_pending:
             self._pending_gone(old)
         was_assigned, now_assigned = self._is_assigned_live(old), self._is_assigned_live(new)

@@ -171,13 +171,13 @@ def test_pod_deleted_during_its_attempt_is_not_requeued(virtual_clock: VirtualCl
 
 def test_update_during_attempt_is_kept_for_the_retry(virtual_clock: VirtualClock) -> None:
     q = _queue(virtual_clock)
-    q.add(make_pod("p"))
+    q.add(make_pod("p"), info="parsed v1")
     qpi = q.pop(timeout=0)
-    assert qpi is not None
-    q.update(None, make_pod("p", labels={"v": "2"}))
+    assert qpi is not None and qpi.pod_info == "parsed v1"
+    q.update(None, make_pod("p", labels={"v": "2"}), info="parsed v2")
     assert q.where(qpi.key) == "in-flight"
     q.add_unschedulable(qpi, error=True)
-    assert qpi.pod["metadata"]["labels"] == {"v": "2"}
+    assert qpi.pod["metadata"]["labels"] == {"v": "2"} and qpi.pod_info == "parsed v2"
 
 
 def test_pop_blocks_until_a_pod_arrives_and_close_wakes_it() -> None:
