@@ -19,6 +19,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -452,9 +453,12 @@ class NodeTable:
             self.add_node(node)
             return
         parsed = _parse_node(node)
-        self._writable("rows", "alloc", "labels", "taints", "images")
-        self._nodes[row] = node
-        self._write_node_row(row, parsed)
+        self._writable("rows")
+        previous, self._nodes[row] = self._nodes[row], node
+        # status heartbeats and annotations change nothing the scheduler reads: keep the arrays
+        # (and the node_version, so cycles can go on reusing earlier verdicts)
+        if parsed != _parse_node(previous):
+            self._write_node_row(row, parsed)
 
     def _write_node_row(self, row: int, parsed: _ParsedNode) -> None:
         self._writable("alloc", "labels", "taints", "images")
@@ -567,16 +571,15 @@ class NodeTable:
             self._ports[row, col] += sign
 
 
+@dataclass(frozen=True, slots=True)
 class _ParsedNode:
-    __slots__ = ("allocatable", "unschedulable", "labels", "taints", "images")
+    """What the table keeps of a node; equal for two node objects that schedule alike."""
 
-    def __init__(self, allocatable: dict[str, int], unschedulable: bool, labels: dict[str, str],
-                 taints: list[tuple[str, str, str]], images: list[tuple[str, int]]) -> None:
-        self.allocatable = allocatable
-        self.unschedulable = unschedulable
-        self.labels = labels
-        self.taints = taints
-        self.images = images
+    allocatable: dict[str, int]
+    unschedulable: bool
+    labels: dict[str, str]
+    taints: list[tuple[str, str, str]]
+    images: list[tuple[str, int]]
 
 
 def _parse_node(node: Object) -> _ParsedNode:

@@ -104,3 +104,14 @@ def test_many_nodes_grow_capacity() -> None:
     for i in range(300):
         t.add_node(make_node(f"n{i}", cpu=str(i + 1)))
     assert t.allocatable("cpu")[-1] == 300_000 and len(t) == 300
+
+
+def test_updates_that_change_nothing_scheduling_reads_keep_the_node_version() -> None:
+    t = NodeTable()
+    t.add_node(make_node("a", labels={"zone": "x"}))
+    before = t.node_version
+    heartbeat = make_node("a", labels={"zone": "x"}, annotations={"last-seen": "now"})
+    t.update_node(heartbeat)
+    assert t.node_version == before and t.node("a") is heartbeat
+    t.update_node(make_node("a", labels={"zone": "y"}))
+    assert t.node_version > before and t.label_column("zone")[0] == t.label_value_id("zone", "y")
