@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -217,3 +218,33 @@ def test_vectorised_evaluation_agrees_with_per_node(expr: ast.Expr, world: Any) 
 @given(_leaves, _world())
 def test_vectorised_evaluation_agrees_on_each_function(expr: ast.Expr, world: Any) -> None:
     test_vectorised_evaluation_agrees_with_per_node.hypothesis.inner_test(expr, world)  # type: ignore[attr-defined]
+
+
+def test_follow_keeps_policies_current_from_an_informer(embedded_cluster: Any) -> None:
+    from minisched.informer import SharedInformerFactory
+
+    embedded_cluster.create(CRDS, SCHEDULING_POLICY_CRD)
+    embedded_cluster.create(SCHEDULING_POLICIES, POLICIES[0])
+    plugin = policy_filter.PolicyFilter()
+    factory = SharedInformerFactory(embedded_cluster)
+    plugin.follow(factory)
+    factory.start()
+    try:
+        assert all(factory.wait_for_cache_sync(10).values())
+
+        def names_become(expected: list[str]) -> None:
+            deadline = time.monotonic() + 10
+            while [p.name for p in plugin.policies] != expected and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert [p.name for p in plugin.policies] == expected
+
+        names_become(["gpu-only"])
+        embedded_cluster.create(SCHEDULING_POLICIES, POLICIES[1])
+        names_become(["gpu-only", "no-staging"])
+        embedded_cluster.patch(SCHEDULING_POLICIES, "no-staging", {"spec": {"expression": "not("}})
+        names_become(["gpu-only"])
+        assert isinstance(plugin.rejected["no-staging"], PolicySyntaxError)
+        embedded_cluster.delete(SCHEDULING_POLICIES, "gpu-only")
+        names_become([])
+    finally:
+        factory.shutdown()

@@ -3,7 +3,8 @@
 Policies come from SchedulingPolicy custom resources (minisched.validation.scheduling_policy), each
 compiled once by minisched.policy when loaded. A policy whose expression does not compile is not
 applied: it is kept in `rejected` with its PolicyError (line, column, caret), so the mistake is
-visible rather than silently filtering nothing or everything. `reload()` re-reads them.
+visible rather than silently filtering nothing or everything. `reload()` re-reads them once;
+`follow(informer_factory)` keeps them current from an informer.
 
 A failing node is named with the policy and the part of the expression that was false, e.g.
 `node(s) rejected by SchedulingPolicy gpu-only: not(hasLabel("env", "staging"))`. Preemption cannot
@@ -31,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from minisched.errors import ApiError
+from minisched.informer import ResourceEventHandlerFuncs, SharedInformerFactory
 from minisched.policy import Policy, PolicyContext, PolicyError, ast, checker, compile_policy, to_text
 from minisched.policy.evaluator import evaluate
 from minisched.policy.functions import allocatable_units, scheduler_units, tolerates_taint, tolerations
@@ -274,6 +276,18 @@ class PolicyFilter:
         loaded, rejected = load(objects)
         with self._lock:
             self.policies, self.rejected = loaded, rejected
+
+    def follow(self, factory: SharedInformerFactory) -> None:
+        """Keep the policies current from a shared informer on SchedulingPolicy objects (the
+        scheduler's own factory: `plugin.follow(scheduler.factory)` before `scheduler.start()`).
+        Every add, update or delete recompiles the set. The CRD must be installed: the factory
+        waits for every informer's first list."""
+        informer = factory.informer_for(SCHEDULING_POLICIES)
+
+        def refresh(*_: Any) -> None:
+            self.set_policies(informer.store.list())
+
+        informer.add_event_handler(ResourceEventHandlerFuncs(refresh, refresh, refresh))
 
     def reload(self) -> None:
         """Re-read the SchedulingPolicy objects from the cluster this plugin was made with."""
