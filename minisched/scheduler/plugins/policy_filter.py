@@ -15,7 +15,8 @@ and turns each built-in function into array operations over the snapshot's colum
 ids, the taint position matrix, allocatable in scheduler units); and/or/not become logical_and/
 logical_or/logical_not. A function it has no vectorised form for (one registered from outside) is
 evaluated node by node. The pure per-node rule `rejections` stays beside it, and tests check that
-the two agree on random policies and nodes. Only failing nodes are explained, node by node.
+the two agree on random policies and nodes. Failing nodes are explained from the memoised rows
+of every sub-expression, once per distinct pattern of values rather than once per node.
 Register it beside the in-tree plugins:
 
     registry = in_tree_registry(); registry.register(policy_filter.NAME, policy_filter.new)
