@@ -19,6 +19,7 @@ import contextlib
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -256,14 +257,15 @@ class TinyScheduler:
         self._thread = threading.Thread(target=lambda: [None for _ in iter(self.process_next, False)], daemon=True)
         self._thread.start()
 
-    def settle(self, timeout: float = 10.0, quiet: float = 0.1) -> int:
-        """Single-threaded: schedule until no work has arrived for `quiet` real seconds."""
+    def settle(self, timeout: float = 10.0, quiet: float = 0.1, until: Callable[[], bool] | None = None) -> int:
+        """Single-threaded: schedule until `until()` holds (if given) and no work has arrived for
+        `quiet` real seconds. Returns how many pods were processed."""
         deadline, last, count = time.monotonic() + timeout, time.monotonic(), 0
         while time.monotonic() < deadline:
             if len(self.queue):
                 self.process_next()
                 count, last = count + 1, time.monotonic()
-            elif time.monotonic() - last >= quiet:
+            elif time.monotonic() - last >= quiet and (until is None or until()):
                 return count
             else:
                 time.sleep(0.005)

@@ -19,6 +19,7 @@ import logging
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic
 
@@ -196,10 +197,10 @@ class Controller(Generic[O, R]):
             count += 1
         return count
 
-    def settle(self, timeout: float = 10.0, quiet: float = 0.1) -> int:
-        """Drive the queue single-threaded until nothing has arrived for `quiet` real seconds
-        (informer events arrive from their own threads). Returns how many reconciles ran.
-        Requests waiting on the clock (requeue_after, back-off) are not waited for."""
+    def settle(self, timeout: float = 10.0, quiet: float = 0.1, until: Callable[[], bool] | None = None) -> int:
+        """Drive the queue single-threaded until `until()` holds (if given) and nothing has arrived
+        for `quiet` real seconds (informer events arrive from their own threads). Returns how many
+        reconciles ran. Requests waiting on the clock (requeue_after, back-off) are not waited for."""
         deadline = time.monotonic() + timeout
         total = 0
         last_work = time.monotonic()
@@ -209,7 +210,7 @@ class Controller(Generic[O, R]):
             now = time.monotonic()
             if ran:
                 last_work = now
-            elif now - last_work >= quiet:
+            elif now - last_work >= quiet and (until is None or until()):
                 return total
             time.sleep(0.005)
         raise TimeoutError(f"controller {self.name} still busy after {timeout} s ({total} reconciles)")

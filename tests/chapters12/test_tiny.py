@@ -46,7 +46,7 @@ def test_spreads_instead_of_taking_the_first_candidate(
     for i in range(6):
         embedded_cluster.create(PODS, make_pod(f"p{i}", cpu="200m", memory="256Mi"))
     tiny.start()
-    assert tiny.settle() == 6
+    tiny.settle(until=lambda: None not in placement(embedded_cluster).values())
     assert Counter(placement(embedded_cluster).values()) == {"a": 2, "b": 2, "c": 2}
 
 
@@ -57,7 +57,7 @@ def test_filters_memory_readiness_and_cordon(embedded_cluster: Cluster, tiny: Ti
     embedded_cluster.create(NODES, make_node("ok", cpu="1", memory="2Gi"))
     embedded_cluster.create(PODS, make_pod("p", cpu="100m", memory="1Gi"))
     tiny.start()
-    tiny.settle()
+    tiny.settle(until=lambda: bool(tiny.decisions))
     decision = tiny.decisions[0]
     assert decision.node == "ok"
     assert decision.rejected == {
@@ -75,7 +75,7 @@ def test_never_overcommits_even_before_the_cache_sees_its_binds(
     for i in range(12):
         embedded_cluster.create(PODS, make_pod(f"p{i:02d}", cpu="300m", memory="64Mi"))
     tiny.start()
-    tiny.settle(quiet=0.3)
+    tiny.settle(quiet=0.3, until=lambda: len(tiny.decisions) >= 12)
     bound = Counter(n for n in placement(embedded_cluster).values() if n)
     assert bound == {"a": 3, "b": 3}  # 3 × 300m fit in 1 CPU; the other 6 wait
     assert sum(1 for d in tiny.decisions if d.error == "no node fits") >= 6
@@ -87,10 +87,10 @@ def test_ignores_other_schedulers_pods_and_retries_when_a_node_arrives(
     embedded_cluster.create(PODS, make_pod("theirs", scheduler_name="default-scheduler"))
     embedded_cluster.create(PODS, make_pod("ours"))
     tiny.start()
-    tiny.settle()
+    tiny.settle(until=lambda: bool(tiny.decisions))
     assert placement(embedded_cluster) == {"theirs": None, "ours": None}
     embedded_cluster.create(NODES, make_node("late"))
-    tiny.settle(quiet=0.3)
+    tiny.settle(quiet=0.3, until=lambda: placement(embedded_cluster)["ours"] is not None)
     assert placement(embedded_cluster) == {"theirs": None, "ours": "late"}
 
 
@@ -108,14 +108,14 @@ def test_preempts_the_fewest_lowest_priority_pods_then_binds_after_they_go(
     kubelet.sync()
     embedded_cluster.create(PODS, make_pod("vip", cpu="500m", priority_class_name="high"))
     tiny.start()
-    tiny.settle()
+    tiny.settle(until=lambda: any(d.victims for d in tiny.decisions))
     preempting = [d for d in tiny.decisions if d.victims]
     # On a one victim suffices (a-zero, priority 0, 400m → 500m free); on b it would also take one
     # (450m → 550m free) of priority 10: a wins on the victims' priority.
     assert preempting and preempting[0].victims == ["default/a-zero"]
     assert placement(embedded_cluster)["vip"] is None  # not bound while the victim terminates
     kubelet.sync()  # the victim's graceful deletion completes
-    tiny.settle(quiet=0.3)
+    tiny.settle(quiet=0.3, until=lambda: placement(embedded_cluster)["vip"] is not None)
     assert placement(embedded_cluster)["vip"] == "a"
     assert "a-zero" not in placement(embedded_cluster)
 
@@ -125,6 +125,6 @@ def test_zero_priority_pods_do_not_preempt(embedded_cluster: Cluster, tiny: Tiny
     embedded_cluster.create(PODS, make_pod("holder", cpu="900m", node_name="a"))
     embedded_cluster.create(PODS, make_pod("p", cpu="500m"))
     tiny.start()
-    tiny.settle()
+    tiny.settle(until=lambda: bool(tiny.decisions))
     assert placement(embedded_cluster) == {"holder": "a", "p": None}
     assert tiny.decisions[0].error == "no node fits" and not tiny.decisions[0].victims
