@@ -17,7 +17,6 @@ ever grow, so a snapshot can share them and bounds itself by its own arrays' sha
 from __future__ import annotations
 
 import bisect
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +31,7 @@ from minisched.scheduler.framework.types import (
     PODS,
     PodInfo,
     is_scalar_resource,
+    parse_int64,
     resource_amount,
 )
 
@@ -41,20 +41,11 @@ BoolArray = npt.NDArray[np.bool_]
 
 BASE_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
 NO_TAINT = np.int16(np.iinfo(np.int16).max)  # position of a taint a node does not have
-_INT64 = re.compile(r"^[+-]?[0-9]+$")
 
 _POD_LOG_LIMIT = 4096
 
 # groups of arrays that are copied together on write
 _GROUPS = ("rows", "alloc", "req", "labels", "taints", "ports", "images", "pods")
-
-
-def parse_int64(text: str) -> int | None:
-    """Go's strconv.ParseInt(text, 10, 64): None when not a plain 64-bit integer."""
-    if not _INT64.match(text):
-        return None
-    value = int(text)
-    return value if -(2**63) <= value < 2**63 else None
 
 
 class FrozenSnapshotError(RuntimeError):

@@ -8,6 +8,7 @@ message names the field and the bad text, so the runtime can put exactly that in
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,6 +48,18 @@ def is_scalar_resource(name: str) -> bool:
     return not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io"))
 
 
+_INT64 = re.compile(r"^[+-]?[0-9]+$")
+
+
+def parse_int64(text: str) -> int | None:
+    """Go's strconv.ParseInt(text, 10, 64), which Gt/Lt use: None unless a plain 64-bit integer
+    (Python's int() would also take " 5" and "1_0")."""
+    if not _INT64.match(text):
+        return None
+    value = int(text)
+    return value if -(2**63) <= value < 2**63 else None
+
+
 # Amounts are capped so that sums of many pods times MaxNodeScore (100) still fit in int64:
 # 2**56 is 64 PiB of memory or 7e13 cores, far beyond any node, and an absurd "1e30" cannot
 # overflow the numpy arithmetic into nonsense.
@@ -82,9 +95,8 @@ class Requirement:
             return not present
         if not present:
             return False
-        try:
-            label = int(labels[self.key])
-        except ValueError:
+        label = parse_int64(labels[self.key])
+        if label is None:
             return False
         return label > self.number if self.operator == "Gt" else label < self.number
 
@@ -336,10 +348,10 @@ def _requirement(raw: Any, path: str, field_key: bool) -> Requirement:
     if op in ("Gt", "Lt"):
         if len(values_t) != 1:
             raise PodSpecError(f"{path}: operator {op} needs exactly one value, got {list(values_t)}")
-        try:
-            number = int(values_t[0])
-        except ValueError:
-            raise PodSpecError(f"{path}: operator {op} needs an integer value, got {values_t[0]!r}") from None
+        parsed = parse_int64(values_t[0])
+        if parsed is None:
+            raise PodSpecError(f"{path}: operator {op} needs an integer value, got {values_t[0]!r}")
+        number = parsed
     return Requirement(key, op, values_t, number)
 
 

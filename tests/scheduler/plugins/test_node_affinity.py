@@ -15,7 +15,7 @@ A = NodeAffinity()
 NODES = [
     make_node("n1", labels={"zone": "a", "gen": "3"}),
     make_node("n2", labels={"zone": "b", "gen": "10"}),
-    make_node("n3", labels={"gen": "x"}),
+    make_node("n3", labels={"gen": "1_0"}),  # a valid label value, but not an integer to Go
 ]
 
 
@@ -40,10 +40,10 @@ def expr(key: str, op: str, *values: str) -> dict[str, Any]:
         (None, required({"matchExpressions": [expr("zone", "NotIn", "a")]}), [False, True, True]),  # absent key
         (None, required({"matchExpressions": [expr("zone", "Exists")]}), [True, True, False]),
         (None, required({"matchExpressions": [expr("zone", "DoesNotExist")]}), [False, False, True]),
-        (None, required({"matchExpressions": [expr("gen", "Gt", "5")]}), [False, True, False]),  # "x" not a number
+        (None, required({"matchExpressions": [expr("gen", "Gt", "5")]}), [False, True, False]),  # "1_0" is not a number to Go
         (None, required({"matchExpressions": [expr("gen", "Lt", "5")]}), [True, False, False]),
         (None, required({"matchExpressions": [expr("zone", "In", "a"), expr("gen", "Gt", "5")]}), [False] * 3),
-        (None, required({"matchExpressions": [expr("zone", "In", "a")]}, {"matchExpressions": [expr("gen", "In", "x")]}),
+        (None, required({"matchExpressions": [expr("zone", "In", "a")]}, {"matchExpressions": [expr("gen", "In", "1_0")]}),
          [True, False, True]),  # terms are ORed
         (None, required(), [False] * 3),  # no terms: nothing matches
         (None, required({}), [False] * 3),  # an empty term matches nothing
@@ -66,6 +66,7 @@ def test_filter(selector: dict[str, str] | None, affinity: dict[str, Any] | None
     [
         ({"matchExpressions": [expr("zone", "Like", "a")]}, "'Like' is not a valid node selector operator"),
         ({"matchExpressions": [expr("gen", "Gt", "five")]}, "needs an integer value, got 'five'"),
+        ({"matchExpressions": [expr("gen", "Gt", "1_0")]}, "needs an integer value, got '1_0'"),  # Go's ParseInt
         ({"matchExpressions": [expr("gen", "Gt", "1", "2")]}, "needs exactly one value"),
         ({"matchExpressions": [expr("zone", "In")]}, "needs at least one value"),
         ({"matchExpressions": [expr("zone", "Exists", "a")]}, "takes no values"),
