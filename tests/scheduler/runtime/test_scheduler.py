@@ -168,3 +168,35 @@ def test_graceful_stop_finishes_bindings(cluster: EmbeddedCluster) -> None:
     sched.stop()
     assert sched.stats.bound == sched.stats.scheduled, "every decided pod was bound before stop returned"
     assert len(bound_pods(cluster)) == sched.stats.bound
+
+
+def test_watch_drops_and_410s_mid_run_lose_nothing_and_bind_nothing_twice(cluster: EmbeddedCluster) -> None:
+    import collections
+    import threading
+
+    binds: collections.Counter[str] = collections.Counter()
+    lock = threading.Lock()
+    real_bind = cluster.bind
+
+    def counting_bind(namespace: str, name: str, node_name: str, *, uid: str | None = None) -> None:
+        real_bind(namespace, name, node_name, uid=uid)
+        with lock:
+            binds[name] += 1
+
+    cluster.bind = counting_bind  # type: ignore[method-assign]
+    for i in range(4):
+        cluster.create(NODES, make_node(f"n{i}"))
+    with Scheduler(cluster, bind_workers=2) as sched:
+        wait_for_nodes(sched, 4)
+        for i in range(300):
+            cluster.create(PODS, make_pod(f"p{i}", cpu="10m", memory="16Mi"))
+            if i % 60 == 30:
+                cluster.faults.drop_watches()
+            if i % 100 == 50:
+                cluster.faults.force_expiry()  # the informers must relist
+        wait_until(lambda: len(bound_pods(cluster)) == 300, timeout=30, what="all 300 bound")
+        sched.wait_for_bindings()
+        assert set(binds.values()) == {1} and len(binds) == 300
+        wait_until(lambda: sched.cache.pod_count() == 300 and sched.cache.assumed_count() == 0,
+                   timeout=30, what="cache agrees with the server")
+        assert len(sched.queue) == 0
