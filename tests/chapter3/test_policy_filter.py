@@ -248,3 +248,18 @@ def test_follow_keeps_policies_current_from_an_informer(embedded_cluster: Any) -
         names_become([])
     finally:
         factory.shutdown()
+
+
+def test_explanations_of_a_policy_with_many_parts() -> None:
+    # more than 62 sub-expressions: the explanation grouping falls back from int codes to rows
+    parts = ", ".join(f'not(hasLabel("k{i}", "v"))' for i in range(70))
+    text = f'or(and({parts}), hasLabel("accelerator", "nvidia"))'
+    nodes = _nodes()
+    nodes.add_node(make_node("odd", labels={"k5": "v"}))
+    plugin = policy_filter.PolicyFilter([make_scheduling_policy("many", text)])
+    result = plugin.filter(CycleState(), PodInfo.from_pod(WEB), nodes)
+    for row, name in enumerate(nodes.names):
+        assert list(result.reasons_at(row)) == policy_filter.rejections(plugin.policies, WEB, nodes.node(name))
+    assert result.reasons_at(nodes.row("odd")) == (
+        'node(s) rejected by SchedulingPolicy many: not(hasLabel("k5", "v")) and hasLabel("accelerator", "nvidia")',
+    )

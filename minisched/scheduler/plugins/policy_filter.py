@@ -115,7 +115,12 @@ def explain_rows(
     walked once per distinct pattern (a handful), not once per failing node (thousands)."""
     subexpressions = [e for e in _walk(expr) if id(e) in memo]
     matrix = np.stack([memo[id(e)][failing] for e in subexpressions])  # [sub-expression, failing row]
-    patterns, which = np.unique(matrix, axis=1, return_inverse=True)
+    if len(subexpressions) <= 62:  # one int64 code per row: a 1-D unique is much faster than axis=1
+        weights = np.left_shift(np.int64(1), np.arange(len(subexpressions), dtype=np.int64))
+        codes, which = np.unique(weights @ matrix.astype(np.int64), return_inverse=True)
+        patterns = ((codes[None, :] >> np.arange(len(subexpressions))[:, None]) & 1).astype(np.bool_)
+    else:
+        patterns, which = np.unique(matrix, axis=1, return_inverse=True)
     which = np.ravel(which)
     out = []
     for k in range(patterns.shape[1]):
