@@ -164,6 +164,7 @@ class _Assumed:
     framework: Framework
     waiting: _WaitingPod | None
     decision: Decision
+    started: float  # perf_counter at the start of the scheduling cycle
 
 
 class Scheduler:
@@ -621,11 +622,11 @@ class Scheduler:
         if self.queue.nominated_node_of(qpi.key) is not None:
             self.queue.delete_nominated(qpi.pod)
         self.stats.scheduled += 1
-        self._observe_attempt("scheduled", started)
+        self._observe_attempt("scheduled", started, cycle_only=True)
         self._binding_slots.acquire()  # bounded: a slow API server slows the loop instead of piling up
         with self._bindings_lock:
             self._bindings_in_flight += 1
-        self._pool.submit(self._binding_cycle, _Assumed(qpi, info, node, state, fwk, waiting, decision))
+        self._pool.submit(self._binding_cycle, _Assumed(qpi, info, node, state, fwk, waiting, decision, started))
 
     # --- the binding cycle -------------------------------------------------------------------------------
 
@@ -676,6 +677,7 @@ class Scheduler:
         a.framework.run_post_bind(a.state, a.info, a.node)
         with self._bindings_lock:  # several binding threads count at once
             self.stats.bound += 1
+        self._observe("observe_attempt", "scheduled", time.perf_counter() - a.started)
         pod = a.qpi.pod
         self.recorder.scheduled(pod, a.node)
         if self.annotate_decisions:
@@ -686,6 +688,8 @@ class Scheduler:
             self.observer.observe_scheduled(a.qpi.attempts, since)
 
     def _binding_failed(self, a: _Assumed, status: Status) -> None:
+        self._observe("observe_attempt", "unschedulable" if status.is_rejected else "error",
+                      time.perf_counter() - a.started)
         a.framework.run_unreserve(a.state, a.info, a.node)
         self.cache.forget_pod(a.qpi.pod)
         err = status.error
@@ -721,10 +725,13 @@ class Scheduler:
         while len(self.decisions) > self.keep_decisions:
             self.decisions.popitem(last=False)
 
-    def _observe_attempt(self, result: str, started: float) -> None:
+    def _observe_attempt(self, result: str, started: float, *, cycle_only: bool = False) -> None:
+        """The end of a scheduling cycle (its latency goes to stats). The observer's attempt metric
+        is kube's: algorithm + binding, so a decided pod is reported when its binding ends."""
         seconds = time.perf_counter() - started
         self.stats.cycle_seconds.append(seconds)
-        self._observe("observe_attempt", result, seconds)
+        if not cycle_only:
+            self._observe("observe_attempt", result, seconds)
 
     def _observe(self, method: str, *args: Any) -> None:
         if self.observer is not None:
