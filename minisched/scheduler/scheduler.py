@@ -16,7 +16,13 @@ What happens to one pod (kube's schedule_one.go):
 5. The informer then shows the pod bound and the cache confirms the assumption.
 
 The loop is deliberately lean: a pod's JSON is never copied, its PodInfo is parsed once per
-version, and the per-cycle snapshot is copy-on-write.
+version when it is queued (as kube does), and the per-cycle snapshot is copy-on-write.
+
+Where minisched differs from kube-scheduler, and why: one handler serves both views of the pod
+informer (one listener thread instead of two); the queue moves unschedulable pods by a fixed
+plugin -> event table rather than QueueingHints; nominated pods are added to the snapshot once
+(kube filters twice, which only matters for inter-pod affinity, which minisched does not have);
+a pod waiting at Permit holds one binding worker.
 
 Metrics go through `observer`, any object with some of SchedulerMetrics' methods
 (observe_attempt, observe_algorithm, observe_scheduled, observe_extension_point, set_pending,
