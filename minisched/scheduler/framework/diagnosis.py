@@ -134,7 +134,7 @@ class Diagnosis:
                 row = int(rows[pos])
                 d.node_names.append(names[row])
                 d.node_plugin.append(plugins[k])
-                d.node_code.append(results[k].code)
+                d.node_code.append(results[k].code_at(row))
                 d.node_reasons.append(results[k].reasons_at(row))
             for name, status in extra.items():
                 d.node_names.append(name)

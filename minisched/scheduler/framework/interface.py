@@ -47,6 +47,14 @@ class FilterResult:
     messages: tuple[str, ...]
     code: Code = Code.UNSCHEDULABLE
     everyone_passed: bool = False  # set by all_pass(), so the runtime can skip the mask work
+    # rows that fail UNSCHEDULABLE_AND_UNRESOLVABLE when the rest fail with `code` (a plugin that
+    # fails nodes for two kinds of reason, as PodTopologySpread does); None: all rows use `code`
+    unresolvable: BoolArray | None = None
+
+    def code_at(self, row: int) -> Code:
+        if self.unresolvable is not None and self.unresolvable[row]:
+            return Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        return self.code
 
     @classmethod
     def all_pass(cls, n: int) -> FilterResult:
@@ -74,7 +82,7 @@ class FilterResult:
     def status_at(self, row: int, plugin: str = "") -> Status:
         if self.passed[row]:
             return Status.success()
-        return Status(self.code, self.reasons_at(row), plugin)
+        return Status(self.code_at(row), self.reasons_at(row), plugin)
 
 
 _ALL_PASS: dict[int, FilterResult] = {}

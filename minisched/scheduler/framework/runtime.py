@@ -317,12 +317,13 @@ class Framework:
                     return ScheduleResult(pod.nominated_node_name, Status.success(), decision)
 
         t0 = time.perf_counter()
-        entry, dirty = self._reuse_filters(state, pod, nodes) if self.reuse and allowed is None else (None, None)
+        reusable = self.reuse and allowed is None and not self._cross_node_filters(state)
+        entry, dirty = self._reuse_filters(state, pod, nodes) if reusable else (None, None)
         if entry is not None:
             results, passed, first_fail = entry.results, entry.passed, entry.first_fail
         else:
             results, passed, first_fail = self._run_filters(state, pod, nodes)
-            if self.reuse and allowed is None and nodes.frozen:
+            if reusable and nodes.frozen:
                 entry = self._remember(pod, nodes, state, results, passed, first_fail)
         if allowed is not None:
             # kube does not filter nodes outside a PreFilter result: they fail for that reason alone
@@ -446,7 +447,7 @@ class Framework:
                     entry.raw.pop(p.name, None)  # not kept up to date while skipped
                 continue
             try:
-                if entry is not None:
+                if entry is not None and not getattr(p, "reads_other_nodes", False):
                     raw = self._reused_scores(state, pod, nodes, rows, entry, dirty, p)
                 else:
                     raw = np.asarray(p.score(state, pod, nodes, rows), np.int64)
@@ -473,6 +474,11 @@ class Framework:
     # verdicts of the last cycle for that shape are kept, and only those nodes are judged again
     # by the plugins that read pods (kube-scheduler 1.34's pod "signatures" serve the same idea).
     # Any node change (added, removed, relabelled, retainted) discards everything.
+
+    def _cross_node_filters(self, state: CycleState) -> bool:
+        """Is an active filter's verdict on one node moved by pods on other nodes (topology
+        spreading)? Then re-judging only the changed nodes would be wrong: no reuse this cycle."""
+        return any(getattr(p, "reads_other_nodes", False) for p in self._active_filters(state))
 
     def _reuse_filters(
         self, state: CycleState, pod: PodInfo, nodes: NodeTable
@@ -504,8 +510,10 @@ class Framework:
                 old = results[k]
                 if fresh.everyone_passed and old.everyone_passed:
                     continue
-                if fresh.messages and old.messages and (fresh.messages != old.messages or fresh.code != old.code):
-                    del self._reusable[key]  # reasons numbered differently: start over
+                if (fresh.messages and old.messages and (fresh.messages != old.messages or fresh.code != old.code)) or (
+                    fresh.unresolvable is not None or old.unresolvable is not None
+                ):
+                    del self._reusable[key]  # reasons numbered differently, or per-row codes: start over
                     return None, None
                 new_passed = np.array(old.passed, np.bool_)
                 new_reasons = np.array(old.reasons, np.int64)
@@ -646,9 +654,11 @@ class _Reusable:
 def _signature(pod: PodInfo) -> tuple[Any, ...]:
     """What the in-tree filters and scores read from a pod: two pods with equal signatures get
     equal verdicts on the same nodes."""
+    spreading = (pod.namespace, pod.labels, pod.spread_constraints) if pod.spread_constraints else ()
     return (
         tuple(sorted(pod.requests.items())), pod.nonzero_cpu, pod.nonzero_memory, pod.tolerations,
         pod.node_selector, pod.required_terms, pod.preferred_terms, pod.host_ports, pod.images, pod.node_name,
+        spreading,
     )
 
 
@@ -665,7 +675,11 @@ def _widen(result: FilterResult, n: int, row: int) -> FilterResult:
     reasons = np.zeros(n, np.int64)
     passed[row] = result.passed[0]
     reasons[row] = result.reasons[0]
-    return FilterResult(passed, reasons, result.messages, result.code)
+    unresolvable = None
+    if result.unresolvable is not None:
+        unresolvable = np.zeros(n, np.bool_)
+        unresolvable[row] = result.unresolvable[0]
+    return FilterResult(passed, reasons, result.messages, result.code, unresolvable=unresolvable)
 
 
 __all__: Sequence[str] = (

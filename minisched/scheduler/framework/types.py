@@ -146,6 +146,37 @@ class HostPort:
 
 
 @dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """metav1.LabelSelector over pod labels: matchLabels and matchExpressions (In, NotIn, Exists,
+    DoesNotExist), ANDed. The empty selector matches every pod."""
+
+    requirements: tuple[Requirement, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        return all(r.matches(labels) for r in self.requirements)
+
+
+@dataclass(frozen=True, slots=True)
+class SpreadConstraint:
+    """One topologySpreadConstraint, with matchLabelKeys already folded into the selector."""
+
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str  # DoNotSchedule (a filter) or ScheduleAnyway (a score)
+    selector: LabelSelector | None  # None: no labelSelector, which matches no pod
+    min_domains: int | None = None
+    node_affinity_policy: str = "Honor"
+    node_taints_policy: str = "Ignore"
+
+    def counts(self, pod: PodInfo, namespace: str) -> bool:
+        """Does `pod` count toward this constraint (same namespace, selected, not terminating)?"""
+        return (
+            self.selector is not None and pod.namespace == namespace and not pod.terminating
+            and self.selector.matches(dict(pod.labels))
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class PodInfo:
     """A pod as the scheduler sees it. `requests` are in scheduler units and count init and sidecar
     containers and overhead as kube-scheduler does; `nonzero_*` are what scoring uses."""
@@ -171,6 +202,9 @@ class PodInfo:
     scheduling_gates: tuple[str, ...] = ()
     created: float | None = None
     started: float | None = None
+    labels: tuple[tuple[str, str], ...] = ()
+    spread_constraints: tuple[SpreadConstraint, ...] = ()
+    terminating: bool = False  # metadata.deletionTimestamp is set
 
     @classmethod
     def from_pod(cls, pod: Object, *, priority: int | None = None) -> PodInfo:
@@ -220,6 +254,10 @@ def _parse(pod: Object, meta: Object, key: str, namespace: str, name: str, prior
             raise PodSpecError(f"{path}.weight {weight!r} must be an integer in 0..100")
         if weight:
             preferred.append((weight, _term(p.get("preference") or {}, f"{path}.preference")))
+    raw_labels = meta.get("labels") or {}
+    if not isinstance(raw_labels, dict):
+        raise PodSpecError(f"metadata.labels {raw_labels!r} is not a map")
+    labels = tuple(sorted((str(k), str(v)) for k, v in raw_labels.items()))
     selector = spec.get("nodeSelector") or {}
     if not isinstance(selector, dict):
         raise PodSpecError(f"spec.nodeSelector {selector!r} is not a map")
@@ -245,6 +283,11 @@ def _parse(pod: Object, meta: Object, key: str, namespace: str, name: str, prior
         scheduling_gates=tuple(str(g.get("name") or "") for g in spec.get("schedulingGates") or []),
         created=_time(meta.get("creationTimestamp")),
         started=_time(status.get("startTime")),
+        labels=labels,
+        spread_constraints=tuple(
+            _spread_constraint(c, i, dict(labels)) for i, c in enumerate(spec.get("topologySpreadConstraints") or [])
+        ),
+        terminating=bool(meta.get("deletionTimestamp")),
     )
 
 
@@ -363,6 +406,56 @@ def _term(raw: Any, path: str) -> NodeSelectorTerm:
     return NodeSelectorTerm(
         tuple(_requirement(e, f"{path}.matchExpressions[{i}]", False) for i, e in enumerate(exprs)),
         tuple(_requirement(f, f"{path}.matchFields[{i}]", True) for i, f in enumerate(fields)),
+    )
+
+
+def _label_selector(raw: Any, path: str) -> LabelSelector:
+    if not isinstance(raw, dict):
+        raise PodSpecError(f"{path} is not an object")
+    reqs = []
+    for key, value in (raw.get("matchLabels") or {}).items():
+        reqs.append(Requirement(str(key), "In", (str(value),)))
+    for i, e in enumerate(raw.get("matchExpressions") or []):
+        r = _requirement(e, f"{path}.matchExpressions[{i}]", False)
+        if r.operator in ("Gt", "Lt"):
+            raise PodSpecError(f"{path}.matchExpressions[{i}].operator {r.operator!r} is not valid in a label selector")
+        reqs.append(r)
+    return LabelSelector(tuple(reqs))
+
+
+def _spread_constraint(raw: Any, i: int, pod_labels: Mapping[str, str]) -> SpreadConstraint:
+    path = f"spec.topologySpreadConstraints[{i}]"
+    if not isinstance(raw, dict):
+        raise PodSpecError(f"{path} is not an object")
+    max_skew = raw.get("maxSkew")
+    if isinstance(max_skew, bool) or not isinstance(max_skew, int) or max_skew < 1:
+        raise PodSpecError(f"{path}.maxSkew {max_skew!r} must be an integer of at least 1")
+    key = str(raw.get("topologyKey") or "")
+    if not key:
+        raise PodSpecError(f"{path}.topologyKey is empty")
+    when = raw.get("whenUnsatisfiable")
+    if when not in ("DoNotSchedule", "ScheduleAnyway"):
+        raise PodSpecError(f"{path}.whenUnsatisfiable {when!r} is not DoNotSchedule or ScheduleAnyway")
+    min_domains = raw.get("minDomains")
+    if min_domains is not None and (isinstance(min_domains, bool) or not isinstance(min_domains, int)
+                                    or min_domains < 1 or when != "DoNotSchedule"):
+        raise PodSpecError(f"{path}.minDomains {min_domains!r} must be a positive integer, with DoNotSchedule")
+    policies = {}
+    for name, default in (("nodeAffinityPolicy", "Honor"), ("nodeTaintsPolicy", "Ignore")):
+        value = raw.get(name) or default
+        if value not in ("Honor", "Ignore"):
+            raise PodSpecError(f"{path}.{name} {value!r} is not Honor or Ignore")
+        policies[name] = value
+    selector = None
+    if raw.get("labelSelector") is not None:
+        selector = _label_selector(raw["labelSelector"], f"{path}.labelSelector")
+        # matchLabelKeys: the pod's own values for these keys narrow the selector (kube 1.27+)
+        extra = tuple(
+            Requirement(k, "In", (pod_labels[k],)) for k in raw.get("matchLabelKeys") or [] if k in pod_labels
+        )
+        selector = LabelSelector(selector.requirements + extra)
+    return SpreadConstraint(
+        max_skew, key, str(when), selector, min_domains, policies["nodeAffinityPolicy"], policies["nodeTaintsPolicy"]
     )
 
 

@@ -15,6 +15,7 @@ from minisched.scheduler.plugins import (
     node_resources_balanced_allocation,
     node_resources_fit,
     node_unschedulable,
+    pod_topology_spread,
     priority_sort,
     scheduling_gates,
     taint_toleration,
@@ -32,6 +33,7 @@ _MODULES = (
     node_resources_balanced_allocation,
     image_locality,
     default_binder,
+    pod_topology_spread,  # registered, not in the default profile (see its module)
 )
 
 
