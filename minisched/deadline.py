@@ -7,7 +7,8 @@ block (an API call, a backoff sleep, a watch) takes one and gives up when it is 
 - a child (`with_timeout`, `with_deadline`, `with_cancel`) never outlives its parent: its deadline
   is the earlier of its own and its parent's, and cancelling the parent cancels it;
 - `done()` / `err()` can be asked from any thread; `cancel()` is idempotent;
-- `with ctx.with_timeout(5) as c:` cancels `c` on exit, like `defer cancel()`.
+- `with ctx.with_timeout(5) as c:` cancels `c` on exit, like `defer cancel()`. Do cancel the
+  children you make: a parent keeps a live child until it ends (Go's vet warns of the same leak).
 
 Time comes from a `minisched.clock.Clock`, so on a `VirtualClock` a 10-second deadline passes when
 the test advances the clock, not after ten real seconds.

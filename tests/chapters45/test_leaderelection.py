@@ -208,3 +208,28 @@ def test_two_schedulers_never_bind_a_pod_twice(embedded_cluster: Cluster, virtua
     assert on_cluster == {p: ("n1" if binds[p] == ["sched-a"] else "n2") for p in pods}
     b.ctx.cancel()
     a.ctx.cancel()
+
+
+def test_healthz_adaptor_flags_a_leader_stuck_without_renewing(
+    embedded_cluster: Cluster, virtual_clock: VirtualClock
+) -> None:
+    a = Candidate(embedded_cluster, "sched-a", virtual_clock).start()
+    eventually(lambda: a.leading(), what="sched-a to lead")
+    frozen = threading.Event()
+    renewing = threading.Event()
+
+    def stuck(ctx: Context) -> bool:  # the elector thread freezes mid-renewal (SIGSTOP, a deadlock)
+        renewing.set()
+        frozen.wait(10)
+        return False
+
+    a.elector._try_acquire_or_renew = stuck  # type: ignore[method-assign]  # noqa: SLF001
+    drive_until(virtual_clock, renewing.is_set, limit=5, what="the next renewal")
+    virtual_clock.advance(15 + 20 - 2.75)  # the last renewal was 2..2.25 s before the freeze
+    assert a.elector.check_health() is None, "within lease duration + 20 s tolerance: still healthy"
+    virtual_clock.advance(1)
+    problem = a.elector.check_health()
+    assert problem is not None and "failed election to renew leadership" in problem
+    frozen.set()
+    a.ctx.cancel()
+    a.thread.join(5)  # type: ignore[union-attr]
