@@ -38,7 +38,7 @@ cluster-local: $(STAMP) controlplane
 	$(BIN)/python -m minisched.controlplane up
 
 lint: $(STAMP)
-	$(BIN)/ruff check minisched tests bench
+	$(BIN)/ruff check minisched tests bench labs
 	$(BIN)/mypy
 
 unit: $(STAMP)
