@@ -267,14 +267,17 @@ class PodPlacement:
 class PodPlacements:
     """Projection: every pod's placement, and the pods on each node.
 
-    It checks the log as it folds: versions must follow 1, 2, 3... per pod, and a pod cannot be
-    scheduled twice without being preempted or deleted in between; either would be a bug, so it
-    raises instead of guessing."""
+    It checks the log as it folds: an event at or below the version it holds is a redelivery and
+    is skipped (so replaying twice is harmless); a version that skips ahead is a gap, and a pod
+    scheduled twice without a preemption or deletion in between is a bug: both raise instead of
+    guessing."""
 
     pods: dict[str, PodPlacement] = field(default_factory=dict)
 
     def apply(self, event: Event) -> None:
         record = self.pods.setdefault(event.aggregate_id, PodPlacement(event.aggregate_id))
+        if event.version <= record.version:
+            return  # already applied (a redelivery): applying twice = applying once
         if event.version != record.version + 1:
             raise ValueError(
                 f"event {event.event_id} is version {event.version} of {event.aggregate_id!r}, "

@@ -136,6 +136,7 @@ def test_replay_rebuilds_the_live_projection(virtual_clock: VirtualClock) -> Non
         log.append(pod, kind, payload, expected_version=log.version(pod))
     rebuilt = replay(log, PodPlacements())
     assert rebuilt == live
+    assert replay(log, rebuilt) == live, "replaying the same events again changes nothing (idempotent)"
     assert live.bound() == {"default/a": "n2", "default/c": "n1"}
     assert live.pending() == ["default/b"]
     assert live.pods["default/a"].attempts == 2 and "Insufficient cpu" in (live.pods["default/a"].last_failure or "")
