@@ -26,7 +26,12 @@ from typing import Any
 from minisched.clock import Clock
 from minisched.cluster.base import Cluster
 from minisched.errors import ApiError, Conflict, NotFound
-from minisched.informer import ResourceEventHandlerFuncs, SharedInformerFactory
+from minisched.informer import (
+    DeletedFinalStateUnknown,
+    ResourceEventHandlerFuncs,
+    SharedInformerFactory,
+    deletion_handling_key,
+)
 from minisched.meta import key_of, name_of, namespace_of, uid_of
 from minisched.objects import DEFAULT_SCHEDULER_NAME
 from minisched.quantity import milli_value, value
@@ -100,7 +105,7 @@ class TinyScheduler:
         self._thread: threading.Thread | None = None
         self.pods.add_event_handler(ResourceEventHandlerFuncs(
             add=lambda pod, _initial: self._on_pod(pod), update=lambda _old, new: self._on_pod(new),
-            delete=lambda _pod: self._requeue_pending(),  # freed room may let a waiting pod fit
+            delete=self._on_pod_deleted,
         ))  # fmt: skip
         # A node appearing or changing may make waiting pods fit: look at them again.
         self.nodes.add_event_handler(ResourceEventHandlerFuncs(
@@ -118,6 +123,12 @@ class TinyScheduler:
         elif key_of(pod) in self.assumed and (pod.get("spec") or {}).get("nodeName"):
             with self._lock:
                 self.assumed.pop(key_of(pod), None)  # the cache has caught up with our bind
+
+    def _on_pod_deleted(self, pod: Object | DeletedFinalStateUnknown) -> None:
+        with self._lock:  # a pod deleted before the cache saw our bind must not hold room for ever
+            self.assumed.pop(deletion_handling_key(pod), None)
+            self.nominated.pop(deletion_handling_key(pod), None)
+        self._requeue_pending()  # freed room may let a waiting pod fit
 
     def _requeue_pending(self) -> None:
         for pod in self.pods.store.list():

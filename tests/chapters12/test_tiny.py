@@ -128,3 +128,14 @@ def test_zero_priority_pods_do_not_preempt(embedded_cluster: Cluster, tiny: Tiny
     tiny.settle(until=lambda: bool(tiny.decisions))
     assert placement(embedded_cluster) == {"holder": "a", "p": None}
     assert tiny.decisions[0].error == "no node fits" and not tiny.decisions[0].victims
+
+
+def test_a_deleted_pod_releases_its_assumed_room(embedded_cluster: Cluster, tiny: TinyScheduler) -> None:
+    embedded_cluster.create(NODES, make_node("a", cpu="1", memory="8Gi"))
+    tiny.start()
+    pod = embedded_cluster.create(PODS, make_pod("p", cpu="600m"))
+    tiny.assumed["default/p"] = ("a", pod)  # as if bound, with the cache not caught up yet
+    assert tiny.node_usage()["a"]["cpu"] == 600
+    embedded_cluster.delete(PODS, "p", "default")
+    tiny.settle(until=lambda: "default/p" not in tiny.assumed)
+    assert tiny.node_usage().get("a", {}).get("cpu", 0) == 0
