@@ -11,13 +11,24 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from minisched.cluster.base import Cluster
 from minisched.meta import key_of, uid_of
 from minisched.observability.logging import correlation
 from minisched.observability.recorder import DecisionRecorder
 from minisched.scheduler.events import REASON_PREEMPTED, EventRecorder
+
+if TYPE_CHECKING:  # mypy proves the Prometheus classes fit the hooks they are plugged into
+    from minisched.observability.metrics import SchedulerMetrics, WorkqueueMetrics
+    from minisched.scheduler.scheduler import SchedulerObserver
+    from minisched.workqueue.metrics import MetricsProvider
+
+    def _scheduler_observer(metrics: SchedulerMetrics) -> SchedulerObserver:
+        return metrics
+
+    def _workqueue_provider(metrics: WorkqueueMetrics) -> MetricsProvider:
+        return metrics
 
 __all__ = ["DecisionLogRecorder"]
 
