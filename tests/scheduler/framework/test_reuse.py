@@ -28,7 +28,8 @@ def test_reuse_decides_exactly_as_a_fresh_run(seed: int, percentage: int) -> Non
     shapes = [random_pod(rng, f"shape{i}") for i in range(6)]  # a few shapes, many pods each
     profile = load_profiles({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
                              "percentageOfNodesToScore": percentage})[0]
-    fresh, reusing = Framework(profile, seed=seed, reuse=False), Framework(profile, seed=seed)
+    fresh = Framework(profile, seed=seed, reuse=False)
+    reusing = Framework(profile, seed=seed, reuse_min_nodes=0)  # 120 nodes: below the default threshold
     assert reusing.reuse and not fresh.reuse
     placed: list[tuple[str, PodInfo]] = []
     for i in range(400):

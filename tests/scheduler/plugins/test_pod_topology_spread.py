@@ -138,7 +138,7 @@ def test_in_a_profile_with_reuse_on() -> None:
     profile = load_profiles({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
                              "profiles": [{"plugins": {"multiPoint": {"enabled": [
                                  {"name": "PodTopologySpread", "weight": 2}]}}}]})[0]
-    fw = Framework(profile, seed=1)
+    fw = Framework(profile, seed=1, reuse_min_nodes=0)
     assert fw.reuse and "PodTopologySpread" in fw.plugin_names("filter")
     t = NodeTable()
     for i, zone in enumerate("aabbcc"):
