@@ -188,6 +188,12 @@ def test_run_executes_against_the_backend_setting(tmp_path: Path) -> None:
         execute_notebook(path, backend="embedded")
 
 
+def test_run_cli_fails_a_notebook_over_the_time_limit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path / "quick.ipynb", [new_code_cell("x = 1")])
+    assert main(["run", "--backend", "embedded", "--time-limit", "0", str(path)]) == 1
+    assert "SLOW" in capsys.readouterr().out
+
+
 def test_nbval_reads_back_every_rule() -> None:
     from nbval.plugin import get_sanitize_patterns
 
