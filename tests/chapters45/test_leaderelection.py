@@ -90,28 +90,28 @@ def test_first_candidate_creates_and_renews_the_lease(embedded_cluster: Cluster,
     assert a.stopped and lease(embedded_cluster)["spec"]["holderIdentity"] == "", "released on cancel"
 
 
-def test_fail_over_when_the_leader_stops(embedded_cluster: Cluster, virtual_clock: VirtualClock) -> None:
-    a = Candidate(embedded_cluster, "sched-a", virtual_clock).start()
+def test_fail_over_when_the_leader_stops(cluster: Cluster, virtual_clock: VirtualClock) -> None:
+    a = Candidate(cluster, "sched-a", virtual_clock).start()
     eventually(lambda: a.leading(), what="sched-a to lead")
-    b = Candidate(embedded_cluster, "sched-b", virtual_clock).start()
+    b = Candidate(cluster, "sched-b", virtual_clock).start()
     drive(virtual_clock, 5.0)
     assert not b.started and b.elector.leader() == "sched-a", "b follows while a renews"
     a.ctx.cancel("rolling update")
     a.thread.join(5)  # type: ignore[union-attr]
     took = drive_until(virtual_clock, lambda: bool(b.started), limit=10, what="sched-b to take over")
     assert took <= 2.0 * (1 + 1.2) + 0.5, "a released lease is taken on b's next retry, not after 15 s"
-    spec = lease(embedded_cluster)["spec"]
+    spec = lease(cluster)["spec"]
     assert spec["holderIdentity"] == "sched-b" and spec["leaseTransitions"] == 1
     assert b.new_leaders == ["sched-a", "sched-b"]
     b.ctx.cancel()
     b.thread.join(5)  # type: ignore[union-attr]
 
 
-def test_fail_over_when_the_leader_loses_the_lease(embedded_cluster: Cluster, virtual_clock: VirtualClock) -> None:
-    link = Partition(embedded_cluster)
+def test_fail_over_when_the_leader_loses_the_lease(cluster: Cluster, virtual_clock: VirtualClock) -> None:
+    link = Partition(cluster)
     a = Candidate(link, "sched-a", virtual_clock).start()
     eventually(lambda: a.leading(), what="sched-a to lead")
-    b = Candidate(embedded_cluster, "sched-b", virtual_clock).start()
+    b = Candidate(cluster, "sched-b", virtual_clock).start()
     drive(virtual_clock, 3.0)
     cut_at = virtual_clock.now()
     link.cut = True  # a can no longer reach the API server; it cannot release either
@@ -123,7 +123,7 @@ def test_fail_over_when_the_leader_loses_the_lease(embedded_cluster: Cluster, vi
     assert b_start - cut_at >= 15.0 - 2.0 * 2.2, "b waits a whole lease duration of unchanged record"
     assert a.leading_ctx is not None and a.leading_ctx.done(), "a's leading context is cancelled"
     assert not a.elector.is_leader() and b.elector.is_leader()
-    spec = lease(embedded_cluster)["spec"]
+    spec = lease(cluster)["spec"]
     assert spec["holderIdentity"] == "sched-b" and spec["leaseTransitions"] == 1
     assert a.elector.check_health() is None, "a gave up cleanly: it is not stuck believing it leads"
     b.ctx.cancel()
@@ -131,14 +131,14 @@ def test_fail_over_when_the_leader_loses_the_lease(embedded_cluster: Cluster, vi
 
 
 def test_two_candidates_racing_for_a_free_lease_elect_exactly_one(
-    embedded_cluster: Cluster, virtual_clock: VirtualClock
+    cluster: Cluster, virtual_clock: VirtualClock
 ) -> None:
-    candidates = [Candidate(embedded_cluster, f"sched-{i}", virtual_clock).start() for i in range(3)]
+    candidates = [Candidate(cluster, f"sched-{i}", virtual_clock).start() for i in range(3)]
     eventually(lambda: any(c.started for c in candidates), what="someone to lead")
     drive(virtual_clock, 20.0)
     leaders = [c for c in candidates if c.leading()]
     assert len(leaders) == 1
-    holder = lease(embedded_cluster)["spec"]["holderIdentity"]
+    holder = lease(cluster)["spec"]["holderIdentity"]
     assert leaders[0].elector.identity == holder
     assert all(c.elector.leader() == holder for c in candidates)
     for c in candidates:
