@@ -161,14 +161,20 @@ class Context:
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the context ends (True) or `timeout` seconds pass on the clock (False)."""
         until = None if timeout is None else self.clock.monotonic() + timeout
-        with self._cond:
-            while True:
-                if self.err() is not None:
+        while True:
+            # err() runs outside the lock: ending the context runs after_done callbacks, which
+            # must not run while this thread holds the context's lock.
+            if self.err() is not None:
+                return True
+            with self._cond:
+                if self._err is not None:
                     return True
                 now = self.clock.monotonic()
-                limits = [t - now for t in (until, self._deadline) if t is not None]
                 if until is not None and now >= until:
                     return False
+                if self._deadline is not None and now >= self._deadline:
+                    continue  # just passed: let err() above end the context
+                limits = [t - now for t in (until, self._deadline) if t is not None]
                 self.clock.wait(self._cond, min(limits) if limits else None)
 
     def sleep(self, seconds: float) -> None:
@@ -260,11 +266,14 @@ def call(ctx: Context, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
                 ctx._cond.notify_all()
 
     threading.Thread(target=run, name=f"call-{getattr(fn, '__name__', 'fn')}", daemon=True).start()
-    with ctx._cond:
-        while not finished.is_set():
-            if ctx.err() is not None:
+    while not finished.is_set() and ctx.err() is None:
+        with ctx._cond:  # the helper thread notifies this condition when it finishes
+            if finished.is_set() or ctx._err is not None:
                 break
-            ctx.clock.wait(ctx._cond, ctx.remaining())
+            left = ctx.remaining()
+            if left is not None and left <= 0:
+                continue  # the deadline just passed: err() above ends the context
+            ctx.clock.wait(ctx._cond, left)
     if not finished.is_set():
         ctx.check()
     if "error" in box:

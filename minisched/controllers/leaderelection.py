@@ -35,7 +35,7 @@ from typing import Any
 from minisched.clock import Clock, RealClock, parse_rfc3339, rfc3339_micro
 from minisched.cluster.base import Cluster, Object
 from minisched.deadline import Context, ContextError, call
-from minisched.errors import ApiError, NotFound
+from minisched.errors import ApiError, Conflict, NotFound
 from minisched.resources import LEASES
 
 __all__ = ["JITTER_FACTOR", "LeaderElectionRecord", "LeaderElector", "describe"]
@@ -311,24 +311,36 @@ class LeaderElector:
 
     def _release(self, ctx: Context) -> None:
         """Hand the lease back at once (holder "" and a 1-second duration), so a successor need
-        not wait out the 15 s. Only if we still think we hold it; a 409 means someone already took it."""
+        not wait out the 15 s. Only if we still hold it.
+
+        A 409 here usually means one of our own renewals, abandoned when the context ended, landed
+        after all: re-read, and release again if the lease still names us."""
         with self._lock:
             raw, observed = self._observed_raw, self._observed
         if raw is None or observed is None or observed.holder_identity != self.identity:
             return
-        now = self.clock.now()
-        released = LeaderElectionRecord("", 1, now, now, observed.lease_transitions)
-        lease = dict(raw)
-        lease["spec"] = released.to_spec()
         # The run context may already be cancelled: give the release its own short budget.
-        fresh = Context(self.clock, name="release").with_timeout(self.renew_deadline)
+        budget = Context(self.clock, name="release").with_timeout(self.renew_deadline)
         try:
-            updated = call(fresh, self.cluster.update, LEASES, lease)
-        except Exception:
-            return
+            for _ in range(3):
+                current = LeaderElectionRecord.from_lease(raw)
+                if current.holder_identity != self.identity:
+                    return  # someone else holds it now
+                now = self.clock.now()
+                released = LeaderElectionRecord("", 1, now, now, current.lease_transitions)
+                lease = dict(raw)
+                lease["spec"] = released.to_spec()
+                try:
+                    updated = call(budget, self.cluster.update, LEASES, lease)
+                except Conflict:
+                    raw = call(budget, self.cluster.get, LEASES, self.name, self.namespace)
+                    continue
+                self._observe(updated, released, changed=True)
+                return
+        except Exception as err:
+            self._log_failure("releasing", err)
         finally:
-            fresh.cancel()
-        self._observe(updated, released, changed=True)
+            budget.cancel()
 
     def _lease_object(self, record: LeaderElectionRecord) -> Object:
         return {
