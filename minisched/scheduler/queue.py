@@ -278,6 +278,7 @@ class SchedulingQueue:
         the scheduler parsed from it (kube parses a pod once, when it is queued)."""
         key = key_of(pod)
         with self._lock:
+            self._nominate_from_status_locked(key, pod, info)
             if key in self._in_flight or self._where(key) is not None:
                 self._update_locked(key, pod, None, info)
                 return
@@ -310,6 +311,7 @@ class SchedulingQueue:
         new object parsed (None: parse it again when it is popped)."""
         key = key_of(new)
         with self._lock:
+            self._nominate_from_status_locked(key, new, info)
             if key not in self._in_flight and self._where(key) is None:
                 self._enqueue_new(self._new_info(new, key, info))
                 return
@@ -483,6 +485,21 @@ class SchedulingQueue:
             if node_name:
                 self._nominated.setdefault(node_name, {})[key] = (pod, info)
                 self._nominated_node_of[key] = node_name
+
+    def _nominate_from_status_locked(self, key: str, pod: Object, info: Any) -> None:
+        """kube's add/updateNominatedPodUnlocked: a queued pod's status.nominatedNodeName is a
+        nomination (one written by an earlier scheduler or leader counts too). An update without one
+        keeps the nomination held in memory: it may just have raced preemption's own status write."""
+        node = (pod.get("status") or {}).get("nominatedNodeName")
+        if node:
+            if self._nominated_node_of.get(key) != node:
+                self._delete_nominated_locked(key)
+                self._nominated_node_of[key] = node
+            self._nominated.setdefault(node, {})[key] = (pod, info)
+        else:
+            held = self._nominated_node_of.get(key)
+            if held is not None:
+                self._nominated[held][key] = (pod, info)  # the newest object, same room
 
     def delete_nominated(self, pod: Object) -> None:
         with self._lock:

@@ -572,9 +572,11 @@ class Framework:
         self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
     ) -> tuple[str | None, Status]:
         """PostFilter (preemption) after no node fit. Returns (nominated node, status); the first
-        plugin to succeed wins. A rejection's message becomes the diagnosis' PostFilter message."""
+        plugin to succeed wins. On failure the node is "" if a plugin voided the pod's nomination
+        (preemption found no candidate), else None (keep it). A rejection's message becomes the diagnosis' PostFilter message."""
         statuses = diagnosis.statuses()
         reasons: list[str] = []
+        clear: str | None = None  # a rejecting plugin's "" voids an earlier nomination (kube's ModeOverride)
         for p in self.points.post_filter:
             t0 = time.perf_counter()
             try:
@@ -587,11 +589,13 @@ class Framework:
                 return node, status.with_plugin(p.name)
             if status.is_error:
                 return None, status.with_plugin(p.name)
+            if node == "":
+                clear = ""
             reasons.extend(status.reasons)
         status = Status(Code.UNSCHEDULABLE, tuple(reasons))
         if reasons:
             diagnosis.post_filter_msg = status.message()
-        return None, status
+        return clear, status
 
     def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         """Reserve in order; on failure the caller runs run_unreserve (as kube's scheduler does)."""

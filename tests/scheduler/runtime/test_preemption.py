@@ -11,6 +11,7 @@ from minisched.cluster.embedded import EmbeddedCluster, Kubelet
 from minisched.objects import make_node, make_pod
 from minisched.resources import NODES, POD_DISRUPTION_BUDGETS, PODS, PRIORITY_CLASSES
 from minisched.scheduler.events import events_for
+from minisched.scheduler.queue import SchedulingQueue
 from minisched.scheduler.scheduler import Scheduler
 from tests.scheduler.runtime.helpers import (
     advance_until,
@@ -162,3 +163,103 @@ def test_victims_can_go_through_the_eviction_api(cluster: EmbeddedCluster, clock
         advance_until(clock, lambda: node_of(cluster, "vip") == "n1", what="preemptor bound")
     finally:
         sched.stop()
+
+
+def _nominated(cluster: EmbeddedCluster, name: str) -> str | None:
+    return cluster.get(PODS, name, "default")["status"].get("nominatedNodeName")
+
+
+def _preempt_and_free(cluster: EmbeddedCluster, clock: VirtualClock) -> Scheduler:
+    """n1 (1 cpu) runs a low pod; vip (high) preempts it and is nominated to n1; the victim goes.
+    vip is then backing off (virtual clock stopped), so the freed room is up for grabs."""
+    cluster.create(NODES, make_node("n1", cpu="1"))
+    _running(cluster, "low", "n1", "low")
+    sched = _start(cluster, clock, 1)
+    cluster.create(PODS, make_pod("vip", cpu="1", memory=None, priority_class_name="high"))
+    wait_until(lambda: _nominated(cluster, "vip") == "n1", what="preemptor nominated")
+    assert sched.queue.nominated_node_of("default/vip") == "n1"
+    Kubelet(cluster).sync()  # the victim's graceful deletion completes
+    wait_until(lambda: sched.cache.pod_count() == 0, what="victim gone from the cache")
+    return sched
+
+
+def test_room_freed_by_preemption_is_held_for_the_preemptor(cluster: EmbeddedCluster, clock: VirtualClock) -> None:
+    sched = _preempt_and_free(cluster, clock)
+    try:
+        # Lower (medium) and equal (high) priority pods arrive while vip backs off: the room is vip's.
+        sneaky = cluster.create(PODS, make_pod("sneaky", cpu="1", memory=None, priority_class_name="medium"))
+        peer = cluster.create(PODS, make_pod("peer", cpu="1", memory=None, priority_class_name="high"))
+        wait_until(lambda: sched.pending_pods()["unschedulable"] == 2, what="both parked")
+        assert node_of(cluster, "sneaky") is None and node_of(cluster, "peer") is None
+        sched.recorder.flush()
+        for pod in (sneaky, peer):
+            (event,) = events_for(cluster, pod, "FailedScheduling")
+            assert event["message"].startswith("0/1 nodes are available: 1 Insufficient cpu."), event["message"]
+        assert not _terminating(cluster), "nobody to preempt: the nominated vip is not a victim"
+        advance_until(clock, lambda: node_of(cluster, "vip") == "n1", what="preemptor bound on the freed node")
+        assert sched.queue.nominated_node_of("default/vip") is None, "nomination cleared once bound"
+        assert node_of(cluster, "sneaky") is None and node_of(cluster, "peer") is None
+    finally:
+        sched.stop()
+
+
+def test_a_higher_priority_pod_may_take_the_room_and_the_nomination_is_cleared(
+    cluster: EmbeddedCluster, clock: VirtualClock
+) -> None:
+    priority_classes(cluster, top=5000)
+    sched = _preempt_and_free(cluster, clock)
+    try:
+        cluster.create(PODS, make_pod("boss", cpu="1", memory=None, priority_class_name="top"))
+        wait_until(lambda: node_of(cluster, "boss") == "n1", what="the higher-priority pod takes the room")
+        # vip's next try fails on n1; preemption finds no victim below it, so the nomination goes.
+        advance_until(clock, lambda: sched.queue.nominated_node_of("default/vip") is None,
+                      what="vip's nomination cleared")
+        sched.recorder.flush()
+        wait_until(lambda: _nominated(cluster, "vip") is None, what="status.nominatedNodeName cleared")
+        assert node_of(cluster, "vip") is None and not _terminating(cluster)
+    finally:
+        sched.stop()
+
+
+def test_nominations_written_by_an_earlier_scheduler_are_respected(
+    cluster: EmbeddedCluster, clock: VirtualClock
+) -> None:
+    """A new scheduler (a restart, a new leader) learns nominations from status.nominatedNodeName
+    when it queues the pod, as kube's nominator does."""
+    cluster.create(NODES, make_node("n1", cpu="1"))
+    cluster.create(PODS, make_pod("vip", cpu="1", memory=None, priority_class_name="high"))
+    cluster.patch(PODS, "vip", {"status": {"nominatedNodeName": "n1"}}, "default", subresource="status")
+    cluster.create(PODS, make_pod("sneaky", cpu="1", memory=None, priority_class_name="medium"))
+    sched = Scheduler(cluster, clock=clock, seed=1)
+    sched.start(loop=False)
+    try:
+        wait_until(lambda: sched.pending_pods()["active"] == 2, what="both queued")
+        assert sched.queue.nominated_node_of("default/vip") == "n1"
+        vip = sched.queue.pop(0)  # vip's attempt is elsewhere (in flight) while sneaky is tried
+        assert vip is not None and vip.key == "default/vip"
+        assert sched.schedule_one(0) and sched.wait_for_bindings()
+        assert node_of(cluster, "sneaky") is None, "the room on n1 is vip's"
+        sched.queue.add_unschedulable(vip, error=True)
+        clock.advance(2)
+        sched.queue.flush_backoff_completed()
+        assert sched.schedule_one(0) and sched.wait_for_bindings()
+        assert node_of(cluster, "vip") == "n1"
+    finally:
+        sched.stop()
+
+
+def test_a_status_update_without_nomination_keeps_the_one_in_memory(virtual_clock: VirtualClock) -> None:
+    """kube's updateNominatedPodUnlocked: an update that lost status.nominatedNodeName (it raced the
+    preemption's own write) keeps the nomination; one naming another node moves it."""
+    q = SchedulingQueue(clock=virtual_clock)
+    pod = make_pod("p")
+    q.add(pod)
+    assert q.nominated_node_of("default/p") is None
+    q.nominate(pod, "n1")
+    q.update(pod, {**pod, "metadata": {**pod["metadata"], "labels": {"a": "b"}}})
+    assert q.nominated_node_of("default/p") == "n1"
+    moved = {**pod, "status": {"nominatedNodeName": "n2"}}
+    q.update(pod, moved)
+    assert q.nominated_node_of("default/p") == "n2" and q.nominated_pods() == {"n2": [moved]}
+    q.delete(moved)
+    assert q.nominated_pods() == {}
