@@ -16,8 +16,11 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# JupyterLab opens on chapters/; labs/ is one folder up. LAB_ARGS passes extra options
+# (the test of this target uses it for a port and token of its own).
 lab: $(STAMP)
-	$(BIN)/jupyter lab --notebook-dir=chapters --ServerApp.ip=127.0.0.1
+	$(BIN)/jupyter lab --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/chapters \
+		--ServerApp.ip=127.0.0.1 $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
 demo: $(STAMP)
 	$(BIN)/minisched demo
