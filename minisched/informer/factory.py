@@ -16,7 +16,7 @@ from minisched.clock import Clock
 from minisched.cluster.base import Cluster
 from minisched.informer.backoff import ExponentialBackoff
 from minisched.informer.delta_fifo import TransformFunc
-from minisched.informer.listwatch import ListWatch
+from minisched.informer.listwatch import ListWatch, describe_scope
 from minisched.informer.reflector import DEFAULT_WATCH_TIMEOUT
 from minisched.informer.shared_informer import SharedIndexInformer
 from minisched.informer.store import Indexers
@@ -31,14 +31,7 @@ class InformerKey:
     field_selector: str | None
 
     def __str__(self) -> str:
-        parts = [self.resource.group_resource]
-        if self.namespace:
-            parts.append(f"namespace={self.namespace}")
-        if self.label_selector:
-            parts.append(f"labels={self.label_selector}")
-        if self.field_selector:
-            parts.append(f"fields={self.field_selector}")
-        return " ".join(parts)
+        return describe_scope(self.resource, self.namespace, self.label_selector, self.field_selector)
 
     def __repr__(self) -> str:  # short, for notebook output such as wait_for_cache_sync()'s dict
         return f"InformerKey({self})"

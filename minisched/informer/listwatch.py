@@ -64,11 +64,18 @@ class ListWatch:
         )
 
     def describe(self) -> str:
-        parts = [self.resource.group_resource]
-        if self.namespace:
-            parts.append(f"namespace={self.namespace}")
-        if self.label_selector:
-            parts.append(f"labels={self.label_selector}")
-        if self.field_selector:
-            parts.append(f"fields={self.field_selector}")
-        return " ".join(parts)
+        return describe_scope(self.resource, self.namespace, self.label_selector, self.field_selector)
+
+
+def describe_scope(
+    resource: Resource, namespace: str | None, label_selector: str | None, field_selector: str | None
+) -> str:
+    """What a list/watch covers, for logs: "pods namespace=a labels=app=web"."""
+    parts = [resource.group_resource]
+    if namespace:
+        parts.append(f"namespace={namespace}")
+    if label_selector:
+        parts.append(f"labels={label_selector}")
+    if field_selector:
+        parts.append(f"fields={field_selector}")
+    return " ".join(parts)
