@@ -8,6 +8,7 @@ message names the field and the bad text, so the runtime can put exactly that in
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -68,9 +69,20 @@ MAX_AMOUNT = 2**56
 
 def resource_amount(name: str, text: Any) -> int:
     """A request or allocatable in scheduler units: millicores for cpu, whole units otherwise."""
+    if type(text) is str:  # the usual case: a few distinct texts ("100m", "1Gi") over and over
+        return _text_amount(name == CPU, text)
+    return _amount(name == CPU, text)
+
+
+def _amount(milli: bool, text: Any) -> int:
     q = parse_quantity(text)
-    amount = q.milli_value() if name == CPU else q.value()
+    amount = q.milli_value() if milli else q.value()
     return max(-MAX_AMOUNT, min(amount, MAX_AMOUNT))
+
+
+# The Fraction arithmetic of an exact parse costs a few µs per quantity, most of parsing a pod;
+# the result depends on the text alone, so it is kept (bounded: a cluster has few distinct texts).
+_text_amount = functools.lru_cache(maxsize=4096)(_amount)
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,8 +241,7 @@ def _parse(pod: Object, meta: Object, key: str, namespace: str, name: str, prior
         raise PodSpecError("has no spec")
     containers = _list(spec, "containers")
     init_containers = _list(spec, "initContainers")
-    requests = _pod_requests(containers, init_containers, spec.get("overhead"), default_missing=False)
-    nonzero = _pod_requests(containers, init_containers, spec.get("overhead"), default_missing=True)
+    requests, nonzero = _pod_requests(containers, init_containers, spec.get("overhead"))
     if priority is None:
         raw = spec.get("priority", 0)
         if raw is None:
@@ -298,13 +309,13 @@ def _list(spec: Object, name: str) -> list[Object]:
     return value
 
 
-def _container_requests(container: Object, path: str, default_missing: bool) -> dict[str, int]:
+def _container_requests(container: Object, path: str) -> dict[str, int]:
     resources = container.get("resources") or {}
     requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
     if not isinstance(requests, dict) or not isinstance(limits, dict):
         raise PodSpecError(f"{path}.resources.requests/limits is not a map")
     # the API server defaults a missing request to its limit
-    raw = {**limits, **requests}
+    raw = {**limits, **requests} if limits else requests
     out: dict[str, int] = {}
     for resource, text in raw.items():
         if resource not in (CPU, MEMORY, EPHEMERAL_STORAGE) and not is_scalar_resource(resource):
@@ -313,10 +324,16 @@ def _container_requests(container: Object, path: str, default_missing: bool) -> 
             out[resource] = resource_amount(resource, text)
         except ValueError as e:
             raise PodSpecError(f"{path}.resources.requests[{resource}]: {e}") from None
-    if default_missing:
-        # kube's NonMissingContainerRequests: a missing (not a zero) request counts as the default
-        out.setdefault(CPU, DEFAULT_MILLI_CPU_REQUEST)
-        out.setdefault(MEMORY, DEFAULT_MEMORY_REQUEST)
+    return out
+
+
+def _non_missing(requests: dict[str, int]) -> dict[str, int]:
+    """kube's NonMissingContainerRequests: a missing (not a zero) request counts as the default."""
+    if CPU in requests and MEMORY in requests:
+        return requests
+    out = dict(requests)
+    out.setdefault(CPU, DEFAULT_MILLI_CPU_REQUEST)
+    out.setdefault(MEMORY, DEFAULT_MEMORY_REQUEST)
     return out
 
 
@@ -332,18 +349,40 @@ def _max(into: dict[str, int], other: Mapping[str, int]) -> None:
 
 
 def _pod_requests(
-    containers: list[Object], init_containers: list[Object], overhead: Any, *, default_missing: bool
+    containers: list[Object], init_containers: list[Object], overhead: Any
+) -> tuple[dict[str, int], dict[str, int]]:
+    """(requests, non-missing requests): kube's resourcehelper.PodRequests without and with
+    NonMissingContainerRequests. Each container's quantities are parsed once for both."""
+    app = [_container_requests(c, f"spec.containers[{i}]") for i, c in enumerate(containers)]
+    init = [(_container_requests(c, f"spec.initContainers[{i}]"), c.get("restartPolicy") == "Always")
+            for i, c in enumerate(init_containers)]
+    extra: dict[str, int] = {}
+    if overhead:
+        if not isinstance(overhead, dict):
+            raise PodSpecError("spec.overhead is not a map")
+        for resource, text in overhead.items():
+            if resource in (CPU, MEMORY, EPHEMERAL_STORAGE) or is_scalar_resource(resource):
+                try:
+                    extra[resource] = extra.get(resource, 0) + resource_amount(resource, text)
+                except ValueError as e:
+                    raise PodSpecError(f"spec.overhead[{resource}]: {e}") from None
+    requests = _sum_requests(app, init, extra)
+    nonzero = _sum_requests([_non_missing(r) for r in app], [(_non_missing(r), s) for r, s in init], extra)
+    return requests, nonzero
+
+
+def _sum_requests(
+    app: list[dict[str, int]], init: list[tuple[dict[str, int], bool]], overhead: dict[str, int]
 ) -> dict[str, int]:
-    """kube's resourcehelper.PodRequests: max(sum(containers) + sum(sidecars), each init container
-    plus the sidecars started before it), plus the pod overhead."""
+    """max(sum(containers) + sum(sidecars), each init container plus the sidecars started before
+    it), plus the pod overhead."""
     total: dict[str, int] = {}
-    for i, c in enumerate(containers):
-        _add(total, _container_requests(c, f"spec.containers[{i}]", default_missing))
+    for reqs in app:
+        _add(total, reqs)
     sidecars: dict[str, int] = {}
     init_peak: dict[str, int] = {}
-    for i, c in enumerate(init_containers):
-        reqs = _container_requests(c, f"spec.initContainers[{i}]", default_missing)
-        if c.get("restartPolicy") == "Always":  # a sidecar keeps running next to the app
+    for reqs, sidecar in init:
+        if sidecar:  # a sidecar (restartPolicy Always) keeps running next to the app
             _add(total, reqs)
             _add(sidecars, reqs)
             _max(init_peak, sidecars)
@@ -352,15 +391,7 @@ def _pod_requests(
             _add(during, sidecars)
             _max(init_peak, during)
     _max(total, init_peak)
-    if overhead:
-        if not isinstance(overhead, dict):
-            raise PodSpecError("spec.overhead is not a map")
-        for resource, text in overhead.items():
-            if resource in (CPU, MEMORY, EPHEMERAL_STORAGE) or is_scalar_resource(resource):
-                try:
-                    total[resource] = total.get(resource, 0) + resource_amount(resource, text)
-                except ValueError as e:
-                    raise PodSpecError(f"spec.overhead[{resource}]: {e}") from None
+    _add(total, overhead)
     return total
 
 

@@ -11,6 +11,7 @@ from minisched.scheduler.framework.types import (
     PodSpecError,
     is_scalar_resource,
     normalized_image_name,
+    resource_amount,
 )
 
 
@@ -95,3 +96,13 @@ def test_absurd_quantities_are_capped_not_overflowed() -> None:
     t.add_node(make_node("huge", memory="1e30"))
     assert t.allocatable("memory").tolist() == [MAX_AMOUNT]
     assert PodInfo.from_pod(make_pod("p", memory="9E")).requests["memory"] == MAX_AMOUNT
+
+
+def test_cached_amounts_match_exact_parsing_and_bad_text_still_fails_each_time() -> None:
+    for _ in range(2):  # the second round is served from the text cache
+        assert resource_amount("cpu", "100m") == 100 and resource_amount("memory", "100m") == 1
+        assert resource_amount("cpu", "0.0001") == 1  # rounded up, as MilliValue()
+        assert resource_amount("memory", "1Gi") == 2**30 and resource_amount("cpu", "1Gi") == 2**30 * 1000
+        assert resource_amount("cpu", 2) == 2000 and resource_amount("cpu", 0.5) == 500  # not cached: not text
+        with pytest.raises(ValueError, match="'12x'"):
+            resource_amount("cpu", "12x")
