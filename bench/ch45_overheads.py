@@ -46,7 +46,7 @@ def main() -> None:
     def noop() -> None:
         pass
 
-    show("call(ctx, fn): helper thread per call", per_op(lambda: call(deadline_ctx, noop), 2_000))
+    show("call(ctx, fn) on a reused helper thread", per_op(lambda: call(deadline_ctx, noop), 5_000))
     show("plain fn() for comparison", per_op(noop, 100_000))
     policy = RetryPolicy()
     show("RetryPolicy.run, first attempt succeeds (tenacity)", per_op(lambda: policy.run(root, lambda c: None), 5_000))

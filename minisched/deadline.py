@@ -27,6 +27,7 @@ it: a retry that meets 409 "already assigned" checks whether the earlier attempt
 
 from __future__ import annotations
 
+import queue
 import random
 import threading
 from collections.abc import Callable, Iterator
@@ -244,6 +245,40 @@ def background(clock: Clock | None = None, name: str = "background") -> Context:
 # -- one blocking call under a context ---------------------------------------------------------------
 
 
+class _Helpers:
+    """Daemon helper threads for call(), kept for reuse (starting a thread costs ~100 µs).
+
+    Not a ThreadPoolExecutor: its workers are joined at interpreter exit, so one abandoned call
+    that never returns would hang the exit. These are daemons, and a busy pool just grows: an
+    abandoned call keeps its thread, the next call starts another."""
+
+    def __init__(self, max_idle: int = 16) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
+        self._max_idle = max_idle
+
+    def submit(self, job: Callable[[], None]) -> None:
+        with self._lock:
+            if self._idle:
+                self._idle -= 1
+                self._jobs.put(job)
+                return
+        threading.Thread(target=self._work, args=(job,), name="ctx-call", daemon=True).start()
+
+    def _work(self, job: Callable[[], None]) -> None:
+        while True:
+            job()
+            with self._lock:
+                if self._idle >= self._max_idle:
+                    return
+                self._idle += 1
+            job = self._jobs.get()
+
+
+_HELPERS = _Helpers()
+
+
 def call(ctx: Context, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Run `fn(*args, **kwargs)` but return no later than the context allows.
 
@@ -265,7 +300,7 @@ def call(ctx: Context, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
             with ctx._cond:  # wake ctx.wait() in the caller
                 ctx._cond.notify_all()
 
-    threading.Thread(target=run, name=f"call-{getattr(fn, '__name__', 'fn')}", daemon=True).start()
+    _HELPERS.submit(run)
     while not finished.is_set() and ctx.err() is None:
         with ctx._cond:  # the helper thread notifies this condition when it finishes
             if finished.is_set() or ctx._err is not None:
