@@ -19,7 +19,7 @@ from tests.chapters45.helpers import drive_until, eventually
 
 
 def test_replay_of_the_decision_log_reproduces_live_state_and_the_cluster(
-    embedded_cluster: Cluster, virtual_clock: VirtualClock
+    cluster: Cluster, virtual_clock: VirtualClock
 ) -> None:
     log = EventLog(clock=virtual_clock, id_factory=EventLog.sequential_ids())
     live = PodPlacements()
@@ -27,24 +27,24 @@ def test_replay_of_the_decision_log_reproduces_live_state_and_the_cluster(
     lines = io.StringIO()
     configure(lines, logger="minisched.decisions", clock=virtual_clock)
     metrics = SchedulerMetrics()
-    recorder = DecisionLogRecorder(embedded_cluster, DecisionRecorder(log, scheduler="sched-a"),
+    recorder = DecisionLogRecorder(cluster, DecisionRecorder(log, scheduler="sched-a"),
                                    clock=virtual_clock, asynchronous=False)
-    sched = Scheduler(embedded_cluster, clock=virtual_clock, observer=metrics, recorder=recorder, seed=0)
-    embedded_cluster.create("nodes", make_node("n1", cpu="2"))
+    sched = Scheduler(cluster, clock=virtual_clock, observer=metrics, recorder=recorder, seed=0)
+    cluster.create("nodes", make_node("n1", cpu="2"))
     for i in range(6):
-        embedded_cluster.create("pods", make_pod(f"p{i}", cpu="500m"))
-    embedded_cluster.create("pods", make_pod("big", cpu="3"))  # fits nowhere until n2 arrives
+        cluster.create("pods", make_pod(f"p{i}", cpu="500m"))
+    cluster.create("pods", make_pod("big", cpu="3"))  # fits nowhere until n2 arrives
     sched.start()
     try:
         eventually(lambda: len(live.bound()) == 4 and "default/big" in live.pods, what="n1 to fill up")
-        embedded_cluster.create("nodes", make_node("n2", cpu="4"))
+        cluster.create("nodes", make_node("n2", cpu="4"))
         drive_until(virtual_clock, lambda: len(live.bound()) == 7, limit=400, step=1.0,
                     what="the rest to be scheduled")
         sched.wait_for_bindings(10)
     finally:
         sched.stop()
     on_cluster = {f"default/{p['metadata']['name']}": p["spec"].get("nodeName")
-                  for p in embedded_cluster.list("pods", "default")["items"]}
+                  for p in cluster.list("pods", "default")["items"]}
     bound_on_cluster = {k: v for k, v in on_cluster.items() if v}
     assert replay(log, PodPlacements()) == live, "replay rebuilds exactly the live read model"
     assert live.bound() == bound_on_cluster, "and the read model agrees with the API server"
@@ -55,7 +55,7 @@ def test_replay_of_the_decision_log_reproduces_live_state_and_the_cluster(
     scheduled_lines = [r for r in records if r["msg"] == "Successfully bound pod to node"]
     assert len(scheduled_lines) == len([e for e in log.read() if e.event_type == EventTypes.SCHEDULED])
     pod_uids = {f"default/{p['metadata']['name']}": p["metadata"]["uid"]
-                for p in embedded_cluster.list("pods", "default")["items"]}
+                for p in cluster.list("pods", "default")["items"]}
     assert all(r["correlationId"] == pod_uids[r["pod"]] for r in records), "log lines carry the pod's uid"
     assert all(e.correlation_id == pod_uids[e.aggregate_id] for e in log.read())
     # The metrics saw the same attempts.
