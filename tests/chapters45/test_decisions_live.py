@@ -65,16 +65,16 @@ def test_replay_of_the_decision_log_reproduces_live_state_and_the_cluster(
 
 
 def test_two_live_schedulers_at_once_never_bind_a_pod_twice(
-    embedded_cluster: Cluster, virtual_clock: VirtualClock
+    cluster: Cluster, virtual_clock: VirtualClock
 ) -> None:
     """The worst case leader election exists to avoid: two schedulers active together (a deposed
     leader that has not noticed yet). Each pod still ends up bound once: the API server's 409."""
     log = EventLog(clock=virtual_clock)
     for i in range(4):
-        embedded_cluster.create("nodes", make_node(f"n{i}", cpu="16"))
+        cluster.create("nodes", make_node(f"n{i}", cpu="16"))
     schedulers = [
-        Scheduler(embedded_cluster, clock=virtual_clock, seed=i,
-                  recorder=DecisionLogRecorder(embedded_cluster, DecisionRecorder(log, scheduler=f"s{i}"),
+        Scheduler(cluster, clock=virtual_clock, seed=i,
+                  recorder=DecisionLogRecorder(cluster, DecisionRecorder(log, scheduler=f"s{i}"),
                                                clock=virtual_clock, asynchronous=False))
         for i in range(2)
     ]
@@ -82,8 +82,8 @@ def test_two_live_schedulers_at_once_never_bind_a_pod_twice(
         s.start()
     try:
         for i in range(60):
-            embedded_cluster.create("pods", make_pod(f"p{i:02d}", cpu="100m"))
-        eventually(lambda: sum(1 for p in embedded_cluster.list("pods", "default")["items"]
+            cluster.create("pods", make_pod(f"p{i:02d}", cpu="100m"))
+        eventually(lambda: sum(1 for p in cluster.list("pods", "default")["items"]
                                if p["spec"].get("nodeName")) == 60, timeout=30, what="all pods bound")
         for s in schedulers:
             s.wait_for_bindings(10)
@@ -96,7 +96,7 @@ def test_two_live_schedulers_at_once_never_bind_a_pod_twice(
         by_pod.setdefault(e.aggregate_id, []).append(e.payload["scheduler"])
     assert len(by_pod) == 60 and all(len(v) == 1 for v in by_pod.values()), "one successful bind per pod"
     on_cluster = {f"default/{p['metadata']['name']}": p["spec"]["nodeName"]
-                  for p in embedded_cluster.list("pods", "default")["items"]}
+                  for p in cluster.list("pods", "default")["items"]}
     assert replay(log, PodPlacements()).bound() == on_cluster
     conflicts = sum(s.stats.bind_conflicts for s in schedulers)
     bound = sum(s.stats.bound for s in schedulers)
