@@ -31,6 +31,8 @@ def _parser() -> argparse.ArgumentParser:
     target = run.add_mutually_exclusive_group()
     target.add_argument("--embedded", action="store_true", help="use an in-process embedded cluster")
     target.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
+    target.add_argument("--in-cluster", action="store_true",
+                        help="use the service account of the pod minisched runs in (see deploy/)")
     run.add_argument("--context", help="kubeconfig context (default: its current-context)")
     run.add_argument("--config", help="KubeSchedulerConfiguration YAML (kubescheduler.config.k8s.io/v1)")
     run.add_argument("--bind-workers", type=int, default=16, help="concurrent binding cycles (default 16)")
@@ -38,6 +40,16 @@ def _parser() -> argparse.ArgumentParser:
                      help="0 (adaptive, as kube) .. 100; overrides the configuration")
     run.add_argument("--annotate-decisions", action="store_true",
                      help="write each pod's decision record as annotation minisched.io/decision")
+    run.add_argument("--leader-elect", action="store_true",
+                     help="campaign for a Lease and schedule only while leading (for several replicas)")
+    run.add_argument("--lease-name", default="minisched", help="the Lease to campaign for (default minisched)")
+    run.add_argument("--lease-namespace", default="kube-system", help="its namespace (default kube-system)")
+    run.add_argument("--identity", default=None,
+                     help="this candidate's identity (default: $POD_NAME or hostname, plus a uuid)")
+    run.add_argument("--metrics-port", type=int, default=None,
+                     help="serve /metrics, /healthz, /readyz and /livez on this port (0: any free port)")
+    run.add_argument("--metrics-bind-address", default="127.0.0.1",
+                     help="address for --metrics-port (default 127.0.0.1; 0.0.0.0 in a pod, for probes)")
 
     demo = sub.add_parser("demo", help="schedule a stream of pods on the embedded cluster and report")
     demo.add_argument("--pods", type=int, default=700, help="how many pods to send (default 700)")
@@ -50,6 +62,10 @@ def _connect(args: argparse.Namespace) -> Any:
         from minisched.cluster.embedded import EmbeddedCluster
 
         return EmbeddedCluster()
+    if args.in_cluster:
+        from minisched.cluster.real import RealCluster
+
+        return RealCluster.in_cluster()
     if args.kubeconfig or args.context:
         from minisched.cluster.real import RealCluster
 
@@ -60,15 +76,30 @@ def _connect(args: argparse.Namespace) -> Any:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from minisched.scheduler.scheduler import Scheduler
+    from minisched.app import SchedulerApp
 
     if args.percentage_of_nodes_to_score is not None and not 0 <= args.percentage_of_nodes_to_score <= 100:
         print("minisched run: --percentage-of-nodes-to-score must be 0..100", file=sys.stderr)
         return 2
+    if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
+        print("minisched run: --metrics-port must be 0..65535", file=sys.stderr)
+        return 2
     cluster = _connect(args)
-    sched = Scheduler(cluster, config=args.config, bind_workers=args.bind_workers,
-                      percentage_of_nodes_to_score=args.percentage_of_nodes_to_score,
-                      annotate_decisions=args.annotate_decisions)
+    app = SchedulerApp(
+        cluster,
+        config=args.config,
+        scheduler_options={
+            "bind_workers": args.bind_workers,
+            "percentage_of_nodes_to_score": args.percentage_of_nodes_to_score,
+            "annotate_decisions": args.annotate_decisions,
+        },
+        leader_elect=args.leader_elect,
+        identity=args.identity,
+        lease_name=args.lease_name,
+        lease_namespace=args.lease_namespace,
+        metrics_port=args.metrics_port,
+        metrics_host=args.metrics_bind_address,
+    )
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: Any) -> None:
@@ -77,14 +108,19 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
-    log.info("minisched scheduling for profiles %s on the %s cluster", list(sched.frameworks), cluster.name)
+    if args.leader_elect:
+        log.info("minisched %s campaigning for lease %s/%s", app.identity, args.lease_namespace, args.lease_name)
     try:
-        sched.run(stop)
+        app.run(stop)
     finally:
         cluster.close()
-    s = sched.stats
-    print(f"minisched: stopped; bound {s.bound}, unschedulable attempts {s.unschedulable}, "
-          f"errors {s.errors}, bind conflicts {s.bind_conflicts}", file=sys.stderr)
+    if app.scheduler is not None:
+        s = app.scheduler.stats
+        print(f"minisched: stopped; bound {s.bound}, unschedulable attempts {s.unschedulable}, "
+              f"errors {s.errors}, bind conflicts {s.bind_conflicts}", file=sys.stderr)
+    if app.lost_lease:
+        print("minisched: lost the leader lease; exiting so a supervisor restarts this replica", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -70,8 +70,11 @@ class HealthServer:
     """/metrics for `registry` and the three health endpoints. Use as a context manager or start()/stop()."""
 
     def __init__(self, registry: CollectorRegistry | None = None, *, host: str = "127.0.0.1", port: int = 0) -> None:
-        if host not in ("127.0.0.1", "localhost", "::1"):
-            raise ValueError(f"HealthServer serves loopback only, not {host!r}")
+        # Loopback, or every interface when asked (in a pod, the kubelet probes the pod's IP).
+        if host not in ("127.0.0.1", "localhost", "::1", "0.0.0.0", "::"):
+            raise ValueError(
+                f"HealthServer binds loopback (127.0.0.1, ::1) or all interfaces (0.0.0.0, ::), not {host!r}"
+            )
         self.registry = registry
         self._host, self._port = host, port
         self._checks: dict[str, dict[str, Check]] = {"livez": {}, "readyz": {}}

@@ -1,0 +1,156 @@
+"""A scheduler process as kube-scheduler runs one: the scheduler, its metrics and health endpoints,
+and, optionally, leader election so that several replicas keep exactly one active.
+
+    app = SchedulerApp(cluster, leader_elect=True, identity="sched-a", metrics_port=10259)
+    app.run(stop_event)       # campaigns, schedules while leading, returns when stopped or the lease is lost
+
+This is the top layer (it imports from all the others); `minisched run` and the capstone chapter
+use it. Like kube-scheduler, a leader that loses its lease stops scheduling and `run` returns, so the
+process exits and its supervisor restarts it as a candidate: carrying on after a lost lease is how
+two leaders would bind the same pod.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from minisched.clock import Clock, RealClock
+from minisched.cluster.base import Cluster
+from minisched.controllers.leaderelection import LeaderElector
+from minisched.deadline import Context, background
+from minisched.observability.metrics import SchedulerMetrics
+from minisched.observability.server import HealthServer, leadership_known
+from minisched.scheduler.events import EventRecorder
+from minisched.scheduler.scheduler import Scheduler
+
+log = logging.getLogger(__name__)
+
+DEFAULT_LEASE_NAME = "minisched"
+DEFAULT_LEASE_NAMESPACE = "kube-system"
+
+
+def default_identity() -> str:
+    """kube-scheduler's choice: hostname plus a random suffix, so two processes on one host differ."""
+    return f"{os.environ.get('POD_NAME') or socket.gethostname()}_{uuid.uuid4()}"
+
+
+class SchedulerApp:
+    def __init__(
+        self,
+        cluster: Cluster,
+        *,
+        config: str | Path | Mapping[str, Any] | None = None,
+        scheduler_options: Mapping[str, Any] | None = None,
+        leader_elect: bool = False,
+        identity: str | None = None,
+        lease_name: str = DEFAULT_LEASE_NAME,
+        lease_namespace: str = DEFAULT_LEASE_NAMESPACE,
+        lease_duration: float = 15.0,
+        renew_deadline: float = 10.0,
+        retry_period: float = 2.0,
+        metrics_port: int | None = None,
+        metrics_host: str = "127.0.0.1",
+        recorder_factory: Callable[[Cluster], EventRecorder] | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.clock: Clock = clock or RealClock()
+        self.config = config
+        self.scheduler_options = dict(scheduler_options or {})
+        self.identity = identity or default_identity()
+        self.lease_name = lease_name
+        self.metrics = SchedulerMetrics()
+        self.recorder_factory = recorder_factory
+        self.scheduler: Scheduler | None = None
+        self.lost_lease = False
+        self.elector: LeaderElector | None = None
+        if leader_elect:
+            self.elector = LeaderElector(
+                cluster, name=lease_name, namespace=lease_namespace, identity=self.identity,
+                clock=self.clock, lease_duration=lease_duration, renew_deadline=renew_deadline,
+                retry_period=retry_period, on_started_leading=self._lead,
+                on_stopped_leading=self._stopped_leading,
+            )
+        self.server: HealthServer | None = None
+        if metrics_port is not None:
+            self.server = HealthServer(self.metrics.registry, host=metrics_host, port=metrics_port)
+            self.server.add_readiness_check("informer-sync", self._informers_synced)
+            if self.elector is not None:
+                self.server.add_readiness_check("leader-election", leadership_known(self.elector))
+        self._ctx: Context | None = None
+
+    # -- health --------------------------------------------------------------------------------------
+
+    def _informers_synced(self) -> str | None:
+        if self.scheduler is None:
+            # A standby runs no informers; it is ready once it knows who leads (the other check).
+            return None if self.elector is not None else "scheduler not started"
+        pending = [str(k) for k, i in self.scheduler.factory.informers().items() if not i.has_synced()]
+        return f"informers not synced: {', '.join(pending)}" if pending else None
+
+    # -- running ---------------------------------------------------------------------------------------
+
+    def _new_scheduler(self) -> Scheduler:
+        options = dict(self.scheduler_options)
+        if self.recorder_factory is not None:
+            options["recorder"] = self.recorder_factory(self.cluster)
+        return Scheduler(self.cluster, config=self.config, clock=self.clock, observer=self.metrics, **options)
+
+    def _lead(self, ctx: Context) -> None:
+        log.info("%s: started leading lease %s", self.identity, self.lease_name)
+        self.metrics.set_leader(self.lease_name, True)
+        self._schedule_until(ctx)
+
+    def _stopped_leading(self) -> None:
+        self.metrics.set_leader(self.lease_name, False)
+        if self._ctx is not None and not self._ctx.done():
+            # Lost, not released on shutdown: stop, as kube-scheduler exits on a lost lease.
+            self.lost_lease = True
+            log.error("%s: lost lease %s; stopping", self.identity, self.lease_name)
+            self._ctx.cancel("leader election lost")
+
+    def _schedule_until(self, ctx: Context) -> None:
+        sched = self._new_scheduler()
+        self.scheduler = sched
+        log.info("minisched scheduling for profiles %s on the %s cluster", list(sched.frameworks), self.cluster.name)
+        sched.start()
+        try:
+            ctx.wait()
+        finally:
+            sched.stop()
+
+    def run(self, stop: threading.Event) -> None:
+        """Serve health and metrics, then schedule (after winning the lease, with leader election)
+        until `stop` is set or the lease is lost."""
+        self._ctx = background(self.clock, name=self.identity).with_cancel()
+        ctx = self._ctx
+
+        def cancel_on_stop() -> None:
+            stop.wait()
+            ctx.cancel("stopped")
+
+        watcher = threading.Thread(target=cancel_on_stop, name="stop-watcher", daemon=True)
+        watcher.start()
+        if self.server is not None:
+            self.server.start()
+            log.info("metrics and health on %s", self.server.url)
+        try:
+            if self.elector is None:
+                self._schedule_until(ctx)
+            else:
+                self.elector.run(ctx)
+                # The scheduler runs in the elector's leading thread: let it finish its bindings.
+                leading = getattr(self.elector, "leading_thread", None)
+                if leading is not None:
+                    leading.join()
+        finally:
+            ctx.cancel("stopped")
+            if self.server is not None:
+                self.server.stop()

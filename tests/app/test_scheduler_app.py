@@ -1,0 +1,114 @@
+"""SchedulerApp: the scheduler process with metrics, health and leader election, as `minisched run`
+runs it. Real time with short leases (a lease of 1.5 s), on the embedded cluster."""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+
+import pytest
+
+from minisched.app import SchedulerApp
+from minisched.cluster.embedded import EmbeddedCluster
+from minisched.objects import make_node, make_pod
+from minisched.resources import LEASES
+
+FAST_LEASE = {"lease_duration": 1.5, "renew_deadline": 1.0, "retry_period": 0.2}
+
+
+def wait_until(predicate: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def bound(cluster: EmbeddedCluster) -> dict[str, str]:
+    return {p["metadata"]["name"]: p["spec"]["nodeName"]
+            for p in cluster.list("pods", "default")["items"] if p["spec"].get("nodeName")}
+
+
+def start(app: SchedulerApp) -> tuple[threading.Event, threading.Thread]:
+    stop = threading.Event()
+    thread = threading.Thread(target=app.run, args=(stop,), daemon=True)
+    thread.start()
+    return stop, thread
+
+
+def http_get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
+@pytest.fixture
+def cluster():
+    c = EmbeddedCluster()
+    c.create("nodes", make_node("n1"))
+    yield c
+    c.close()
+
+
+def test_without_leader_election_it_schedules_and_serves_metrics(cluster):
+    app = SchedulerApp(cluster, metrics_port=0)
+    stop, thread = start(app)
+    try:
+        cluster.create("pods", make_pod("p1"))
+        wait_until(lambda: bound(cluster) == {"p1": "n1"}, "p1 to be bound")
+        assert app.server is not None
+        wait_until(lambda: http_get(app.server.url + "/readyz")[0] == 200, "/readyz to answer 200")
+        status, body = http_get(app.server.url + "/metrics")
+        assert status == 200
+        assert 'scheduler_schedule_attempts_total{profile="minisched",result="scheduled"} 1.0' in body
+    finally:
+        stop.set()
+        thread.join(20)
+    assert not thread.is_alive() and not app.lost_lease
+
+
+def test_a_standby_takes_over_when_the_leader_stops_and_no_pod_is_bound_twice(cluster):
+    a = SchedulerApp(cluster, leader_elect=True, identity="sched-a", lease_namespace="default", **FAST_LEASE)
+    stop_a, thread_a = start(a)
+    wait_until(lambda: a.scheduler is not None, "sched-a to lead")
+    b = SchedulerApp(cluster, leader_elect=True, identity="sched-b", lease_namespace="default",
+                     metrics_port=0, **FAST_LEASE)
+    stop_b, thread_b = start(b)
+    try:
+        cluster.create("pods", make_pod("p1"))
+        wait_until(lambda: "p1" in bound(cluster), "p1 to be bound by the leader")
+        assert b.scheduler is None  # the standby schedules nothing
+        assert b.server is not None
+        wait_until(lambda: http_get(b.server.url + "/readyz")[0] == 200, "the standby to be ready")
+        stop_a.set()
+        thread_a.join(20)
+        assert not thread_a.is_alive() and not a.lost_lease  # released on shutdown, not lost
+        wait_until(lambda: b.scheduler is not None, "sched-b to take over")
+        assert cluster.get(LEASES, "minisched", "default")["spec"]["holderIdentity"] == "sched-b"
+        cluster.create("pods", make_pod("p2"))
+        wait_until(lambda: "p2" in bound(cluster), "p2 to be bound by the new leader")
+    finally:
+        stop_a.set()
+        stop_b.set()
+        thread_b.join(20)
+    assert a.scheduler is not None and b.scheduler is not None
+    assert a.scheduler.stats.bound + b.scheduler.stats.bound == 2
+    assert a.scheduler.stats.bind_conflicts + b.scheduler.stats.bind_conflicts == 0
+
+
+def test_a_leader_that_loses_its_lease_stops_scheduling_and_returns(cluster):
+    app = SchedulerApp(cluster, leader_elect=True, identity="sched-a", lease_namespace="default", **FAST_LEASE)
+    stop, thread = start(app)
+    try:
+        wait_until(lambda: app.scheduler is not None, "sched-a to lead")
+        cluster.faults.fail_next(10_000)  # the API server goes away: renewals fail past the deadline
+        thread.join(20)
+        assert not thread.is_alive(), "run() must return once the lease is lost"
+        assert app.lost_lease
+    finally:
+        stop.set()
