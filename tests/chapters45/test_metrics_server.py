@@ -136,4 +136,4 @@ def test_a_crashing_check_fails_with_its_message_and_names_are_checked() -> None
     with pytest.raises(ValueError, match="already has"):
         server.add_liveness_check("etcd", lambda: None)
     with pytest.raises(ValueError, match="loopback"):
-        HealthServer(host="0.0.0.0")
+        HealthServer(host="10.1.2.3")  # a single non-loopback interface
