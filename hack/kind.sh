@@ -2,6 +2,7 @@
 # Create or delete the workbook's kind cluster, saying exactly what is missing when it can't.
 set -euo pipefail
 action=${1:?usage: hack/kind.sh up|down}
+case "$action" in up|down) ;; *) echo "usage: hack/kind.sh up|down" >&2; exit 2 ;; esac
 cd "$(dirname "$0")/.."
 missing=()
 command -v kind >/dev/null 2>&1 || missing+=("kind (https://kind.sigs.k8s.io: 'go install sigs.k8s.io/kind@latest')")
