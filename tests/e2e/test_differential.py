@@ -229,6 +229,10 @@ def write_report(results: list[Comparison], seconds: float) -> str:
               for v in ("agree", "tie", "unexplained", "feasibility")}
     bound = sum(1 for r in results if r.kube.node)
     both_pending = sum(1 for r in results if r.kube.node is None and r.mini.node is None)
+    # Where minisched's scoring had a single best node there is no tie to break: kube must agree.
+    unique = [r for r in results if r.kube.node and r.mini.scores
+              and list(r.mini.scores.values()).count(max(r.mini.scores.values())) == 1]
+    unique_agree = sum(1 for r in unique if r.verdict == "agree")
     lines = [
         "# minisched vs kube-scheduler, pod for pod",
         "",
@@ -239,6 +243,8 @@ def write_report(results: list[Comparison], seconds: float) -> str:
         f"(minisched agreed on {both_pending} of them)",
         f"- feasibility agreed: {len(results) - counts['feasibility']}/{len(results)}",
         f"- same node: {counts['agree']}/{bound} bound pods ({100 * counts['agree'] / max(1, bound):.1f}%)",
+        f"- pods with a single best node in minisched's scoring: {len(unique)}; kube-scheduler chose that "
+        f"node for {unique_agree} of them",
         f"- different node, explained by a tie in minisched's scoring: {counts['tie']}",
         f"- different node, unexplained: {counts['unexplained']}",
         f"- agreement rate counting ties as agreement: "
