@@ -17,7 +17,7 @@ import os
 import sys
 import uuid
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -38,6 +38,14 @@ SYSTEM_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-no
 
 def in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
+def skip_unless_ci(reason: str) -> NoReturn:
+    """Skip a real-cluster test for `reason` on a developer's machine; in CI (CI=true) fail instead,
+    so that a missing prerequisite never turns into a silently green run."""
+    if in_ci():
+        pytest.fail(f"CI=true, so this is a failure, not a skip: {reason}", pytrace=False)
+    pytest.skip(reason)
 
 
 def require_binaries() -> Binaries:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from minisched.controlplane.binaries import build_script
-from tests.plugins.controlplane import require_binaries
+from tests.plugins.controlplane import require_binaries, skip_unless_ci
 
 
 @pytest.mark.realcluster
@@ -45,7 +45,7 @@ def test_without_go_the_build_says_so(tmp_path: Path) -> None:
 
 def test_a_module_that_cannot_be_fetched_is_named(tmp_path: Path) -> None:
     if shutil.which("go") is None:
-        pytest.skip("needs the Go toolchain")
+        skip_unless_ci("needs the Go toolchain")
     env = dict(os.environ, MINISCHED_CACHE=str(tmp_path / "cache"), KWOK_VERSION="v0.0.0-does-not-exist")
     done = subprocess.run(["bash", str(build_script())], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode != 0

@@ -30,7 +30,7 @@ from minisched.controlplane import (
 from minisched.controlplane.binaries import build_script
 from minisched.controlplane.processes import port_is_listening
 from minisched.errors import NotFound
-from tests.plugins.controlplane import require_binaries
+from tests.plugins.controlplane import require_binaries, skip_unless_ci
 
 pytestmark = pytest.mark.realcluster
 
@@ -207,7 +207,7 @@ def test_starts_on_a_machine_without_a_default_route() -> None:
     # without one ("no default routes found"); the harness passes --advertise-address=127.0.0.1.
     require_binaries()
     if shutil.which("unshare") is None or subprocess.run(["unshare", "-n", "true"]).returncode != 0:
-        pytest.skip("needs `unshare -n` (root or user namespaces) to get a network without routes")
+        skip_unless_ci("needs `unshare -n` (root or user namespaces) to get a network without routes")
     script = f"ip link set lo up 2>/dev/null || true; exec {sys.executable} -c '{_NO_ROUTE_SCRIPT}'"
     done = subprocess.run(["unshare", "-n", "sh", "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
