@@ -452,7 +452,17 @@ class Framework:
             if p.name in state.skip_score:
                 if entry is not None:
                     entry.raw.pop(p.name, None)  # not kept up to date while skipped
+                    entry.scored.pop(p.name, None)
                 continue
+            constant = entry is not None and not p.reads_pods and not getattr(p, "reads_other_nodes", False)
+            if constant:
+                assert entry is not None
+                kept = entry.scored.get(p.name)
+                if kept is not None and p.name in entry.raw and (
+                        kept[0] is rows or (kept[0].shape == rows.shape and np.array_equal(kept[0], rows))):
+                    total += kept[2]
+                    decision.score_plugins[p.name] = kept[1]
+                    continue
             try:
                 if entry is not None and not getattr(p, "reads_other_nodes", False):
                     raw = self._reused_scores(state, pod, nodes, rows, entry, dirty, p)
@@ -470,8 +480,12 @@ class Framework:
                                f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"), p.name
                 )
             scores = PluginScores(raw, normalized, self.weights[p.name])
-            total += scores.weighted
+            weighted = scores.weighted
+            total += weighted
             decision.score_plugins[p.name] = scores
+            if constant:
+                assert entry is not None
+                entry.scored[p.name] = (rows, scores, weighted)
         decision.total = total
         return Status.success()
 
@@ -504,6 +518,7 @@ class Framework:
         dirty = np.array(sorted(r for r in (nodes.row(name) for name in changed) if r is not None), np.intp)
         results = list(entry.results)
         passed, first_fail = entry.passed, entry.first_fail
+        rejudged = False  # did any verdict on a dirty row change? (if not, passed/first_fail stand)
         if dirty.size:
             view = nodes._subset(dirty)
             filters = self._active_filters(state)
@@ -517,6 +532,9 @@ class Framework:
                 old = results[k]
                 if fresh.everyone_passed and old.everyone_passed:
                     continue
+                if (np.array_equal(fresh.passed, old.passed[dirty]) and np.array_equal(fresh.reasons, old.reasons[dirty])
+                        and fresh.unresolvable is None and old.unresolvable is None):
+                    continue  # the usual case in a drain: the node that got a pod still judged the same
                 if (fresh.messages and old.messages and (fresh.messages != old.messages or fresh.code != old.code)) or (
                     fresh.unresolvable is not None or old.unresolvable is not None
                 ):
@@ -528,17 +546,20 @@ class Framework:
                 new_reasons[dirty] = fresh.reasons
                 code = old.code if old.messages else fresh.code
                 results[k] = FilterResult(new_passed, new_reasons, old.messages or fresh.messages, code)
-            passed = passed.copy()
-            first_fail = first_fail.copy()
-            passed[dirty] = True
-            first_fail[dirty] = -1
-            for k, r in enumerate(results):
-                bad = dirty[~r.passed[dirty] & passed[dirty]]
-                first_fail[bad] = k
-                passed[bad] = False
+                rejudged = True
+            if rejudged:
+                passed = passed.copy()
+                first_fail = first_fail.copy()
+                passed[dirty] = True
+                first_fail[dirty] = -1
+                for k, r in enumerate(results):
+                    bad = dirty[~r.passed[dirty] & passed[dirty]]
+                    first_fail[bad] = k
+                    passed[bad] = False
         self.reuse_hits += 1
         self._reusable.move_to_end(key)
-        updated = _Reusable(nodes.node_version, nodes.pod_version, active, results, passed, first_fail, dict(entry.raw))
+        updated = _Reusable(nodes.node_version, nodes.pod_version, active, results, passed, first_fail, dict(entry.raw),
+                            dict(entry.scored))
         self._reusable[key] = updated
         return updated, dirty
 
@@ -660,6 +681,9 @@ class _Reusable:
     passed: npt.NDArray[np.bool_]
     first_fail: npt.NDArray[np.int64]
     raw: dict[str, IntArray]  # score plugin -> raw score of every node
+    # score plugin that reads no pods -> (the rows it scored, its scores, weighted): its raw scores
+    # do not change between cycles, so neither do they when the feasible rows are the same
+    scored: dict[str, tuple[npt.NDArray[np.intp], PluginScores, IntArray]] = field(default_factory=dict)
 
 
 def _signature(pod: PodInfo) -> tuple[Any, ...]:

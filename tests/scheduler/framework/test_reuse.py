@@ -40,6 +40,9 @@ def test_reuse_decides_exactly_as_a_fresh_run(seed: int, percentage: int) -> Non
         assert (a.node, a.status) == (b.node, b.status), i
         assert np.array_equal(a.decision.feasible_rows, b.decision.feasible_rows)
         assert np.array_equal(a.decision.total, b.decision.total)
+        assert a.decision.score_plugins.keys() == b.decision.score_plugins.keys()
+        for name, scores in a.decision.score_plugins.items():
+            assert np.array_equal(scores.normalized, b.decision.score_plugins[name].normalized), (i, name)
         assert a.decision.filter_verdicts() == b.decision.filter_verdicts()
         if a.node is not None:
             table.add_pod(a.node, pod)
