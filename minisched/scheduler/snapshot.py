@@ -277,7 +277,19 @@ class NodeTable:
         placed = list(placed)
         if not placed:
             return self
-        view = self._subset(np.arange(self._n, dtype=np.intp))
+        # Copy-on-write, as snapshot(): only what the placed pods touch (requests, pods, ports) is
+        # copied, not every array (a full copy cost ~2 ms per cycle at 5,000 nodes).
+        view = NodeTable.__new__(NodeTable)
+        view.__dict__.update(self.__dict__)
+        view.frozen = False
+        view._shared = set(_GROUPS)
+        view._orphans = {}
+        view._numeric_cache = dict(self._numeric_cache)
+        view.node_version = -1  # a what-if view: never mistaken for the snapshot it came from
+        view._pod_log = []
+        view._pod_log_start = view.pod_version + 1
+        view._port_ids = dict(self._port_ids)  # the port vocabulary grows in place: a private one
+        view.port_list = list(self.port_list)
         for node_name, p in placed:
             if node_name in view._index:
                 view.add_pod(node_name, p)
@@ -291,14 +303,15 @@ class NodeTable:
         view._names = [self._names[r] for r in rows]
         view._index = {n: i for i, n in enumerate(view._names)}
         view._nodes = [self._nodes[r] for r in rows]
-        view._alloc = self._alloc[rows].copy()
-        view._unschedulable = self._unschedulable[rows].copy()
-        view._req = self._req[rows].copy()
-        view._nonzero = self._nonzero[rows].copy()
-        view._label_cols = {k: c[rows].copy() for k, c in self._label_cols.items()}
-        view._taint_pos = self._taint_pos[rows].copy()
-        view._ports = self._ports[rows].copy()
-        view._images = self._images[rows].copy()
+        # indexing with an array of rows already copies (numpy's advanced indexing)
+        view._alloc = self._alloc[rows]
+        view._unschedulable = self._unschedulable[rows]
+        view._req = self._req[rows]
+        view._nonzero = self._nonzero[rows]
+        view._label_cols = {k: c[rows] for k, c in self._label_cols.items()}
+        view._taint_pos = self._taint_pos[rows]
+        view._ports = self._ports[rows]
+        view._images = self._images[rows]
         view._image_counts = None
         view._pods = [dict(self._pods[r]) for r in rows]
         view._orphans = {}

@@ -115,3 +115,20 @@ def test_updates_that_change_nothing_scheduling_reads_keep_the_node_version() ->
     assert t.node_version == before and t.node("a") is heartbeat
     t.update_node(make_node("a", labels={"zone": "y"}))
     assert t.node_version > before and t.label_column("zone")[0] == t.label_value_id("zone", "y")
+
+
+def test_with_pods_is_private_even_for_new_ports_and_resources_and_the_table_moves_on() -> None:
+    t = NodeTable()
+    t.add_node(make_node("a", cpu="4", extra_resources={"example.com/gpu": "2"}))
+    t.add_node(make_node("b", cpu="4"))
+    snap = t.snapshot()
+    ports_before, log_before = list(snap.port_list), snap.pod_version
+    placed = snap.with_pods([("a", pod("web", cpu="1", host_ports=[8080])),
+                             ("b", pod("gpu", cpu="1", extra_requests={"example.com/gpu": "1"})),
+                             ("gone", pod("orphan"))])  # a node not in the snapshot: ignored
+    assert placed.requested("cpu").tolist() == [1000, 1000] and placed.requested("example.com/gpu").tolist()[1] == 1
+    assert [p.name for p in placed.pods_on("a")] == ["web"] and len(placed.port_list) == len(ports_before) + 1
+    assert snap.requested("cpu").tolist() == [0, 0] and not snap.pods_on("a") and snap.port_list == ports_before
+    assert snap.pod_version == log_before and snap.nodes_changed_since(snap.node_version, log_before) == []
+    t.add_pod("b", pod("later", cpu="2"))  # the live table is not disturbed by the view either
+    assert t.requested("cpu").tolist() == [0, 2000] and placed.requested("cpu").tolist() == [1000, 1000]
