@@ -35,7 +35,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="use the service account of the pod minisched runs in (see deploy/)")
     run.add_argument("--context", help="kubeconfig context (default: its current-context)")
     run.add_argument("--config", help="KubeSchedulerConfiguration YAML (kubescheduler.config.k8s.io/v1)")
-    run.add_argument("--bind-workers", type=int, default=16, help="concurrent binding cycles (default 16)")
+    run.add_argument("--bind-workers", type=int, default=64,
+                     help="concurrent binding cycles (default 64, the real backend's connection pool)")
     run.add_argument("--percentage-of-nodes-to-score", type=int, default=None,
                      help="0 (adaptive, as kube) .. 100; overrides the configuration")
     run.add_argument("--annotate-decisions", action="store_true",
