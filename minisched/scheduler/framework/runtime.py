@@ -533,7 +533,8 @@ class Framework:
                 if fresh.everyone_passed and old.everyone_passed:
                     continue
                 if (np.array_equal(fresh.passed, old.passed[dirty]) and np.array_equal(fresh.reasons, old.reasons[dirty])
-                        and fresh.unresolvable is None and old.unresolvable is None):
+                        and fresh.unresolvable is None and old.unresolvable is None
+                        and ((fresh.messages == old.messages and fresh.code == old.code) or bool(fresh.passed.all()))):
                     continue  # the usual case in a drain: the node that got a pod still judged the same
                 if (fresh.messages and old.messages and (fresh.messages != old.messages or fresh.code != old.code)) or (
                     fresh.unresolvable is not None or old.unresolvable is not None
