@@ -5,7 +5,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: lab demo test lint typecheck unit notebooks controlplane cluster-local cluster-up cluster-down bench clean
+.PHONY: lab demo test lint typecheck unit notebooks controlplane cluster-local cluster-up cluster-down bench clean \
+	student-copy grade-course
 
 # The virtual environment is rebuilt only when pyproject.toml changes.
 $(STAMP): pyproject.toml
@@ -60,6 +61,15 @@ cluster-down:
 
 bench: $(STAMP)
 	@for script in bench/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
+
+# Instructors: the class's copy (no solutions, no hidden checks) and nbgrader's course folder.
+DEST ?= ../minisched-class
+COURSE ?= ../minisched-course
+student-copy: $(STAMP)
+	$(BIN)/python -m labs.student_copy $(DEST)
+
+grade-course: $(STAMP)
+	$(BIN)/python -m labs.grading course $(COURSE)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

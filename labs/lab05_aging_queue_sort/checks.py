@@ -97,6 +97,7 @@ def first_served(module: Any, waited: float) -> dict[str, str | None]:
 
 
 def check_scheduler(module: Any) -> None:
+    module.new({"agingSeconds": 10}, None).less(Queued("a", 0, 0.0), Queued("b", 0, 1.0))  # fails here first
     placed = first_served(module, 100.0)
     assert placed == {"old": "only", "new": None}, (
         "the node fits one pod: after 100 s of waiting (agingSeconds 10) priority 0 has aged to 10 and beats a "
