@@ -563,7 +563,10 @@ class Scheduler:
                 self._observe("observe_preemption", victims)
             elif pf_status.is_error:
                 log.warning("preemption for %s failed: %s", info.key, pf_status)
-        self._fail(qpi, fwk, info, diagnosis.message(), POD_REASON_UNSCHEDULABLE,
+        # kube's FitError text with PostFilter's part: the same words in the decision record as in
+        # the event and the PodScheduled condition
+        result.decision.message = diagnosis.message()
+        self._fail(qpi, fwk, info, result.decision.message, POD_REASON_UNSCHEDULABLE,
                    rejected_by=diagnosis.unschedulable_plugins, nominated=nominated)
 
     def _fail(
