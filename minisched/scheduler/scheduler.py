@@ -131,6 +131,7 @@ class SchedulerHandle:
         self._cache = cache
         self.framework: Framework | None = None
         self.current: NodeTable | None = None
+        self.informer_factory: SharedInformerFactory | None = None
 
     def snapshot(self) -> NodeTable:
         return self.current if self.current is not None else self._cache.snapshot()
@@ -218,6 +219,9 @@ class Scheduler:
         self.recorder = recorder or EventRecorder(cluster, clock=self.clock)
         self.cache = SchedulerCache(clock=self.clock, assumed_ttl=assumed_ttl, pod_info=self.pod_info)
         self.handle = SchedulerHandle(cluster, self.recorder, self.clock, self.cache)
+        # before the frameworks: plugins ask it for the informers they list from (kube's New(handle))
+        self.factory = informer_factory or SharedInformerFactory(cluster)
+        self.handle.informer_factory = self.factory
         self.frameworks: dict[str, Framework] = {}
         for profile in profiles:
             if percentage_of_nodes_to_score is not None:
@@ -247,7 +251,6 @@ class Scheduler:
             for plugin in fwk.points.post_filter:
                 if hasattr(plugin, "nominator"):  # DefaultPreemption clears lower nominations
                     plugin.nominator = self.queue
-        self.factory = informer_factory or SharedInformerFactory(cluster)
         self.annotate_decisions = annotate_decisions
         self.keep_decisions = keep_decisions
         self.decisions: collections.OrderedDict[str, Decision] = collections.OrderedDict()

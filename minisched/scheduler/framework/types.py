@@ -533,6 +533,12 @@ def _spread_constraint(raw: Any, i: int, pod_labels: Mapping[str, str]) -> Sprea
     )
 
 
+def spread_constraint(raw: Any, i: int, pod_labels: Mapping[str, str]) -> SpreadConstraint:
+    """One topologySpreadConstraint parsed and checked (PodSpecError names the field); also how
+    PodTopologySpreadArgs' default constraints are read."""
+    return _spread_constraint(raw, i, pod_labels)
+
+
 def _toleration(raw: Any, i: int) -> Toleration:
     path = f"spec.tolerations[{i}]"
     if not isinstance(raw, dict):
