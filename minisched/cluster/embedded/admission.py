@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from minisched.resources import Resource
+
 from .statuses import forbidden
 from .validation import parse_quantity
 
@@ -146,3 +148,35 @@ def crd_status(crd: Object, now: str) -> None:
              "message": "the initial names have been accepted", "lastTransitionTime": now},
         ],
     }
+
+
+def default_workload(resource: Resource, obj: Object) -> None:
+    """The defaults kube-apiserver gives the workload objects minisched reads (SetDefaults_Service,
+    SetDefaults_ReplicationController, SetDefaults_ReplicaSet/StatefulSet): replicas 1, an RC's
+    selector and labels from its template, a Service's type, affinity and port protocols. (A real
+    server also allocates a Service's clusterIP; the embedded one has no IP allocator.)"""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    if resource.kind == "Service":
+        spec.setdefault("type", "ClusterIP")
+        spec.setdefault("sessionAffinity", "None")
+        for port in spec.get("ports") or []:
+            if isinstance(port, dict):
+                port.setdefault("protocol", "TCP")
+                if "port" in port:
+                    port.setdefault("targetPort", port["port"])
+        return
+    spec.setdefault("replicas", 1)
+    labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+    if resource.kind == "ReplicationController" and labels:
+        if not spec.get("selector"):
+            spec["selector"] = dict(labels)
+        meta = obj.setdefault("metadata", {})
+        if not meta.get("labels"):
+            meta["labels"] = dict(labels)
+    if resource.kind == "StatefulSet":
+        spec.setdefault("podManagementPolicy", "OrderedReady")
+        spec.setdefault("updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})
+        spec.setdefault("revisionHistoryLimit", 10)
+    obj.setdefault("status", {"replicas": 0})

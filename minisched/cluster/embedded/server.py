@@ -40,6 +40,10 @@ from minisched.resources import (
     POD_DISRUPTION_BUDGETS,
     PODS,
     PRIORITY_CLASSES,
+    REPLICA_SETS,
+    REPLICATION_CONTROLLERS,
+    SERVICES,
+    STATEFUL_SETS,
     Resource,
     ResourceLike,
     resolve,
@@ -577,6 +581,8 @@ class EmbeddedCluster:
                         "Only one default can exist"))
         elif r == POD_DISRUPTION_BUDGETS:
             admission.empty_pdb_status(obj)
+        elif r in (SERVICES, REPLICATION_CONTROLLERS, REPLICA_SETS, STATEFUL_SETS):
+            admission.default_workload(r, obj)
         elif r == CRDS:
             causes = validation.crd_causes(obj)
             if causes:

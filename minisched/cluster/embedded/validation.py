@@ -13,7 +13,16 @@ from functools import lru_cache
 from typing import Any
 
 from minisched.errors import BadRequest, Cause
-from minisched.resources import CRDS, NAMESPACES, PODS, Resource
+from minisched.resources import (
+    CRDS,
+    NAMESPACES,
+    PODS,
+    REPLICA_SETS,
+    REPLICATION_CONTROLLERS,
+    SERVICES,
+    STATEFUL_SETS,
+    Resource,
+)
 from minisched.selectors import validate_label_key, validate_label_value
 
 from .statuses import forbidden_field, invalid_value, not_supported, required
@@ -276,10 +285,95 @@ def crd_causes(crd: Object) -> list[Cause]:
     return causes
 
 
+_SELECTOR_MISMATCH = "`selector` does not match template `labels`"
+
+
+def _selector_matches(selector: Object, labels: dict[str, str]) -> bool:
+    """metav1.LabelSelector against a label map (matchLabels and the set-based operators)."""
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for e in selector.get("matchExpressions") or []:
+        key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
+        if op == "In" and labels.get(key) not in values:
+            return False
+        if op == "NotIn" and key in labels and labels[key] in values:
+            return False
+        if op == "Exists" and key not in labels:
+            return False
+        if op == "DoesNotExist" and key in labels:
+            return False
+    return True
+
+
+def _template_causes(spec: Object, path: str) -> list[Cause]:
+    template = spec.get("template")
+    if not isinstance(template, dict):
+        return [required(f"{path}.template")]
+    pod_spec = template.get("spec")
+    if not isinstance(pod_spec, dict) or not pod_spec.get("containers"):
+        return [required(f"{path}.template.spec.containers")]
+    policy = pod_spec.get("restartPolicy", "Always")
+    if policy != "Always":
+        return [not_supported(f"{path}.template.spec.restartPolicy", policy, ["Always"])]
+    return []
+
+
+def workload_causes(resource: Resource, obj: Object) -> list[Cause]:
+    """ReplicaSet, StatefulSet (apps/v1) and ReplicationController: a selector that is set, not
+    empty, and matches the pod template's labels (kube's ValidateReplicaSetSpec and kin)."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return [required("spec.selector")] if resource != REPLICATION_CONTROLLERS else [required("spec.template")]
+    causes: list[Cause] = []
+    replicas = spec.get("replicas", 1)
+    if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
+        causes.append(invalid_value("spec.replicas", replicas, "must be greater than or equal to 0"))
+    labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+    if resource == REPLICATION_CONTROLLERS:
+        selector = spec.get("selector") or {}  # defaulted from the template's labels on create
+        if not selector:
+            causes.append(required("spec.selector"))
+        elif any(labels.get(k) != v for k, v in selector.items()):
+            causes.append(invalid_value("spec.template.metadata.labels", labels, _SELECTOR_MISMATCH))
+    else:
+        selector = spec.get("selector")
+        if not isinstance(selector, dict):
+            causes.append(required("spec.selector"))
+        elif not selector.get("matchLabels") and not selector.get("matchExpressions"):
+            causes.append(invalid_value("spec.selector", selector, "empty selector is invalid for deployment"))
+        elif not _selector_matches(selector, labels):
+            causes.append(invalid_value("spec.template.metadata.labels", labels, _SELECTOR_MISMATCH))
+    return causes + _template_causes(spec, "spec")
+
+
+def service_causes(service: Object) -> list[Cause]:
+    """A ClusterIP or NodePort/LoadBalancer service needs ports; a headless one may have none."""
+    spec = service.get("spec") or {}
+    causes: list[Cause] = []
+    kind = spec.get("type", "ClusterIP")
+    if kind not in ("ClusterIP", "NodePort", "LoadBalancer", "ExternalName"):
+        causes.append(not_supported("spec.type", kind, ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"]))
+    if not spec.get("ports") and spec.get("clusterIP") != "None" and kind != "ExternalName":
+        causes.append(required("spec.ports"))
+    for key, value in (spec.get("selector") or {}).items():
+        problem = validate_label_key(str(key))
+        if problem:
+            causes.append(invalid_value("spec.selector", key, problem))
+        problem = validate_label_value(value) if isinstance(value, str) else "must be a string"
+        if problem:
+            causes.append(invalid_value("spec.selector", value, problem))
+    return causes
+
+
 def kind_causes(resource: Resource, obj: Object) -> list[Cause]:
     """Validation of a new object of `resource`, beyond metadata."""
     if resource == PODS:
         return pod_causes(obj)
+    if resource in (REPLICA_SETS, STATEFUL_SETS, REPLICATION_CONTROLLERS):
+        return workload_causes(resource, obj)
+    if resource == SERVICES:
+        return service_causes(obj)
     if resource.plural == "nodes" and resource.group == "":
         return node_causes(obj)
     if resource.plural == "poddisruptionbudgets":
