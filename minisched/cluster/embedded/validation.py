@@ -184,6 +184,7 @@ def pod_causes(pod: Object) -> list[Cause]:
                         f"{path}.resources.requests", str(res["requests"][rname]),
                         f"must be less than or equal to {rname} limit of {res['limits'][rname]}",
                     ))
+    causes += _pod_level_causes(spec)
     policy = spec.get("restartPolicy")
     if policy is not None and policy not in ("Always", "OnFailure", "Never"):
         causes.append(not_supported("spec.restartPolicy", policy, ["Always", "OnFailure", "Never"]))
@@ -192,6 +193,52 @@ def pod_causes(pod: Object) -> list[Cause]:
         if effect and effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
             causes.append(not_supported(f"spec.tolerations[{i}].effect", effect,
                                         ["NoExecute", "NoSchedule", "PreferNoSchedule"]))
+    return causes
+
+
+def _pod_level_causes(spec: Object) -> list[Cause]:
+    """Pod-level requests (spec.resources) must cover the containers' aggregate requests (kube's
+    validatePodResourceConsistency, with sidecars added and init containers as a peak)."""
+    from minisched.quantity import Quantity
+    from minisched.quantity import parse_quantity as exact
+
+    pod_level = (spec.get("resources") or {}).get("requests") or {}
+    if not isinstance(pod_level, dict) or not pod_level:
+        return []
+
+    def requests(c: Object) -> dict[str, Quantity]:
+        raw = (c.get("resources") or {}).get("requests") or {}
+        return {k: exact(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
+
+    total: dict[str, Quantity] = {}
+    for c in spec.get("containers") or []:
+        for k, q in requests(c).items():
+            total[k] = total[k] + q if k in total else q
+    sidecars: dict[str, Quantity] = {}
+    peak: dict[str, Quantity] = {}
+    for c in spec.get("initContainers") or []:
+        reqs = requests(c)
+        if c.get("restartPolicy") == "Always":
+            for k, q in reqs.items():
+                total[k] = total[k] + q if k in total else q
+                sidecars[k] = sidecars[k] + q if k in sidecars else q
+            during = dict(sidecars)
+        else:
+            during = dict(reqs)
+            for k, q in sidecars.items():
+                during[k] = during[k] + q if k in during else q
+        for k, q in during.items():
+            if k not in peak or peak[k] < q:
+                peak[k] = q
+    for k, q in peak.items():
+        if k not in total or total[k] < q:
+            total[k] = q
+    causes = []
+    for name, aggregate in sorted(total.items()):
+        if name in pod_level and exact(pod_level[name]) < aggregate:
+            causes.append(invalid_value(f"spec.resources.requests[{name}]", str(pod_level[name]),
+                                        f"must be greater than or equal to aggregate container requests of "
+                                        f"{aggregate.canonical()}"))
     return causes
 
 
