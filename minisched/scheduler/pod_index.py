@@ -153,8 +153,13 @@ class PodIndex:
                 mask &= values < 0
             else:
                 ids = self._value_ids.get(r.key, {})
-                wanted = np.array([ids[v] for v in r.values if v in ids], np.int32)
-                hit = np.isin(values, wanted) if wanted.size else np.zeros(top, np.bool_)
+                wanted = [ids[v] for v in r.values if v in ids]
+                if len(wanted) == 1:  # the usual `app=web`: one comparison, much cheaper than isin
+                    hit = values == wanted[0]
+                elif wanted:
+                    hit = np.isin(values, np.array(wanted, np.int32))
+                else:
+                    hit = np.zeros(top, np.bool_)
                 if r.operator == "In":
                     mask &= hit
                 elif r.operator == "NotIn":

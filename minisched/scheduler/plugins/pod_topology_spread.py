@@ -547,7 +547,7 @@ class PodTopologySpread:
                 size = kept.size
                 cnt = take(masks.counts(c), rows, n).astype(np.float64)
             else:
-                size = np.unique(values[kept]).size
+                size = int(np.count_nonzero(np.bincount(values[kept], minlength=blank_id + 1)))
                 counted = all_keys & masks.included(c)
                 per_domain = np.bincount(values[counted], weights=masks.counts(c)[counted],
                                          minlength=blank_id + 1)
