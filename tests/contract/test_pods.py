@@ -270,3 +270,19 @@ def test_a_pod_under_two_budgets_cannot_be_evicted(cluster: Cluster, ns: str) ->
         cluster.evict(ns, "r")
     assert err.value.status == 500
     assert "more than one PodDisruptionBudget" in err.value.message
+
+
+def test_match_label_keys_merge_into_the_spread_selector(cluster: Cluster, ns: str) -> None:
+    """kube 1.34+ writes matchLabelKeys into the constraint's labelSelector at creation."""
+    pod = make_pod("spread", namespace=ns, labels={"app": "web", "rev": "7"})
+    pod["spec"]["topologySpreadConstraints"] = [
+        {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+         "labelSelector": {"matchLabels": {"app": "web"}}, "matchLabelKeys": ["rev", "absent"]},
+        {"maxSkew": 1, "topologyKey": "host", "whenUnsatisfiable": "ScheduleAnyway", "matchLabelKeys": ["rev"]},
+    ]
+    created = cluster.create("pods", pod, ns)
+    first, second = created["spec"]["topologySpreadConstraints"]
+    assert first["labelSelector"] == {"matchLabels": {"app": "web"},
+                                      "matchExpressions": [{"key": "rev", "operator": "In", "values": ["7"]}]}
+    assert first["matchLabelKeys"] == ["rev", "absent"]
+    assert "labelSelector" not in second

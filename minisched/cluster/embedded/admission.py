@@ -180,3 +180,17 @@ def default_workload(resource: Resource, obj: Object) -> None:
         spec.setdefault("updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})
         spec.setdefault("revisionHistoryLimit", 10)
     obj.setdefault("status", {"replicas": 0})
+
+
+def merge_spread_match_label_keys(pod: Object) -> None:
+    """kube-apiserver 1.34+ (MatchLabelKeysInPodTopologySpreadSelectorMerge, on by default): each
+    topologySpreadConstraint's matchLabelKeys become `key In (the pod's value)` expressions of its
+    labelSelector at creation (a nil selector stays nil: it matches nothing anyway)."""
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    for c in (pod.get("spec") or {}).get("topologySpreadConstraints") or []:
+        if not isinstance(c, dict) or not c.get("matchLabelKeys") or not isinstance(c.get("labelSelector"), dict):
+            continue
+        expressions = c["labelSelector"].setdefault("matchExpressions", [])
+        for key in c["matchLabelKeys"]:
+            if key in labels:
+                expressions.append({"key": key, "operator": "In", "values": [labels[key]]})
