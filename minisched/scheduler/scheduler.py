@@ -60,8 +60,10 @@ from minisched.scheduler.framework.runtime import Framework
 from minisched.scheduler.framework.status import Status
 from minisched.scheduler.framework.types import PodInfo, PodSpecError
 from minisched.scheduler.queue import (
+    ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
     NODE_ADD,
+    NODE_DELETE,
     PLUGIN_EVENTS,
     ClusterEvent,
     QueuedPodInfo,
@@ -336,6 +338,7 @@ class Scheduler:
             self.queue.add(pod, self._parsed(pod))
         elif self._is_assigned_live(pod):
             self.cache.add_pod(pod)
+            self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_ADD)  # a spread domain's count rose
 
     def _on_pod_update(self, old: Object, new: Object) -> None:
         was_pending, now_pending = self._is_pending_for_us(old), self._is_pending_for_us(new)
@@ -351,6 +354,7 @@ class Scheduler:
             self.cache.update_pod(old, new)
         elif now_assigned:
             self.cache.add_pod(new)  # the binding landed: confirms our assumption
+            self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_ADD)
         elif was_assigned:
             self._assigned_gone(old)  # finished (Succeeded/Failed): its room is free
 
@@ -386,6 +390,8 @@ class Scheduler:
         node = unwrap_tombstone(obj)
         if node is not None:
             self.cache.remove_node(node)
+            # a domain gone can lower the skew a spread constraint measures (kube: Node/Delete)
+            self.queue.move_all_to_active_or_backoff(NODE_DELETE)
 
     def move(self, event: ClusterEvent) -> int:
         """Tell the queue about a cluster event by hand (what the handlers do)."""

@@ -408,3 +408,25 @@ def test_in_a_profile_with_reuse_on() -> None:
 
 def test_code_names() -> None:
     assert Code.UNSCHEDULABLE.name == NO and Code.UNSCHEDULABLE_AND_UNRESOLVABLE.name == NEVER
+
+
+def test_a_pod_rejected_for_skew_is_retried_when_a_domain_fills() -> None:
+    """PodTopologySpread's events (kube's EventsToRegister): an assigned pod added or a node gone
+    moves a pod it rejected; events it does not care about leave the pod where it is."""
+    from minisched.scheduler.queue import (
+        ASSIGNED_POD_ADD,
+        NODE_ALLOCATABLE_CHANGE,
+        NODE_DELETE,
+        PLUGIN_EVENTS,
+        SchedulingQueue,
+    )
+
+    for event in (ASSIGNED_POD_ADD, NODE_DELETE):
+        q = SchedulingQueue(plugin_events=PLUGIN_EVENTS)
+        p = pod("skewed", None, tsc(1, "zone", DNS))
+        q.add(p, PodInfo.from_pod(p))
+        qpi = q.pop(timeout=1)
+        assert qpi is not None
+        q.add_unschedulable(qpi, rejected_by={"PodTopologySpread"})
+        assert q.move_all_to_active_or_backoff(NODE_ALLOCATABLE_CHANGE) == 0
+        assert q.move_all_to_active_or_backoff(event) == 1
