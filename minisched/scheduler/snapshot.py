@@ -529,8 +529,8 @@ class NodeTable:
         if self._pods[row]:
             self._orphans[name] = dict(self._pods[row])  # a copy: snapshots still hold the original
             if self.pod_index is not None:
-                for key in self._pods[row]:
-                    self.pod_index.remove(key)
+                for key, info in self._pods[row].items():
+                    self.pod_index.remove(key, info)
         last = self._n - 1
         if row != last:  # move the last row into the hole, so rows stay dense
             for a in (self._alloc, self._unschedulable, self._req, self._nonzero, self._taint_pos,
@@ -579,7 +579,7 @@ class NodeTable:
         self._apply_pod(row, counted, -1)
         self._log_pod_change(node_name)
         if self.pod_index is not None:
-            self.pod_index.remove(key)
+            self.pod_index.remove(key, counted)
         remaining = dict(self._pods[row])
         del remaining[key]
         self._pods[row] = remaining
