@@ -561,7 +561,7 @@ def _host_ports(containers: Sequence[Object], init_containers: Sequence[Object] 
     which keep running beside them; a regular init container has exited before they start."""
     ports = []
     sidecars = [c for c in init_containers if c.get("restartPolicy") == "Always"]
-    for c in [*containers, *sidecars]:
+    for c in [*sidecars, *containers]:  # kube's order
         for p in c.get("ports") or []:
             host_port = p.get("hostPort") or 0
             if isinstance(host_port, bool) or not isinstance(host_port, int) or not 0 <= host_port <= 65535:

@@ -150,7 +150,7 @@ def ports_pod(name: str, *, container: int | None = None, init: int | None = Non
 
 
 def test_host_ports_come_from_containers_and_sidecars_only() -> None:
-    assert [hp.port for hp in PodInfo.from_pod(ports_pod("p", container=80, init=81, sidecar=82)).host_ports] == [80, 82]
+    assert [hp.port for hp in PodInfo.from_pod(ports_pod("p", container=80, init=81, sidecar=82)).host_ports] == [82, 80]
     assert PodInfo.from_pod(ports_pod("p", init=81)).host_ports == ()
 
 
