@@ -430,3 +430,19 @@ def test_a_pod_rejected_for_skew_is_retried_when_a_domain_fills() -> None:
         q.add_unschedulable(qpi, rejected_by={"PodTopologySpread"})
         assert q.move_all_to_active_or_backoff(NODE_ALLOCATABLE_CHANGE) == 0
         assert q.move_all_to_active_or_backoff(event) == 1
+
+
+def test_args_from_a_scheduler_configuration() -> None:
+    config = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+              "profiles": [{"pluginConfig": [{"name": "PodTopologySpread", "args": {
+                  "defaultingType": "List", "defaultConstraints": [
+                      {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]}}]}]}
+    handle = SimpleHandle(workloads=pts.StaticWorkloads([service("s", {"foo": ""})]))
+    fw = Framework(load_profiles(config)[0], handle=handle)
+    snap, _ = table(FOUR, existing({"node-a": 1}))
+    result = fw.schedule(PodInfo.from_pod(pod("p")), snap)
+    assert result.node in ("node-x", "node-y")  # the List default is a hard constraint here
+    bad = {**config, "profiles": [{"pluginConfig": [{"name": "PodTopologySpread", "args": {
+        "defaultConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]}}]}]}
+    with pytest.raises(ValueError, match="defaultingType is \"System\""):
+        Framework(load_profiles(bad)[0], handle=handle)
