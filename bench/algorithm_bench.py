@@ -52,7 +52,7 @@ def owned(pod: dict, k: int) -> dict:
     return pod
 
 
-def build_cluster(num_nodes: int, rng: random.Random, pods_per_node: int = 10) -> NodeTable:
+def build_cluster(num_nodes: int, rng: random.Random, pods_per_node: float = 10) -> NodeTable:
     table = NodeTable()
     for i in range(num_nodes):
         kind = rng.choice(TYPES)
@@ -66,7 +66,7 @@ def build_cluster(num_nodes: int, rng: random.Random, pods_per_node: int = 10) -
             ([taint("maintenance", "soon", "PreferNoSchedule")] if rng.random() < 0.05 else None),
             images=[(img, rng.randint(50, 900) * 2**20) for img in rng.sample(IMAGES, 4)],
         ))
-    for i in range(num_nodes * pods_per_node):
+    for i in range(int(num_nodes * pods_per_node)):
         node = f"node-{rng.randrange(num_nodes):05}"
         table.add_pod(node, PodInfo.from_pod(owned(make_pod(f"running-{i}", cpu="100m", memory="200Mi"), i % APPS)))
     return table
@@ -102,7 +102,8 @@ def main() -> None:
                         help="distinct pod shapes the incoming pods are drawn from (0: every pod its own)")
     parser.add_argument("--no-reuse", dest="reuse", action="store_false",
                         help="judge every node afresh each cycle (no reuse of same-shape verdicts)")
-    parser.add_argument("--pods-per-node", type=int, default=10, help="running pods per node, spread at random")
+    parser.add_argument("--pods-per-node", type=float, default=10,
+                        help="running pods per node, placed at random (0.2 at 5,000 nodes: 1,000 pods)")
     parser.add_argument("--no-spread", dest="spread", action="store_false",
                         help="disable PodTopologySpread (the default profile before it joined)")
     args = parser.parse_args()
