@@ -286,3 +286,11 @@ def test_match_label_keys_merge_into_the_spread_selector(cluster: Cluster, ns: s
                                       "matchExpressions": [{"key": "rev", "operator": "In", "values": ["7"]}]}
     assert first["matchLabelKeys"] == ["rev", "absent"]
     assert "labelSelector" not in second
+
+
+def test_pod_level_requests_default_from_containers_then_limits(cluster: Cluster, ns: str) -> None:
+    """kube's defaultPodRequests: the containers' aggregate request first, else the pod-level limit."""
+    pod = make_pod("pod-level", namespace=ns, cpu="250m", memory=None)
+    pod["spec"]["resources"] = {"limits": {"cpu": "1", "memory": "1Gi"}}
+    created = cluster.create(PODS, pod, ns)
+    assert created["spec"]["resources"]["requests"] == {"cpu": "250m", "memory": "1Gi"}

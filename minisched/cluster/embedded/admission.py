@@ -194,3 +194,28 @@ def merge_spread_match_label_keys(pod: Object) -> None:
         for key in c["matchLabelKeys"]:
             if key in labels:
                 expressions.append({"key": key, "operator": "In", "values": [labels[key]]})
+
+
+def default_pod_level_requests(pod: Object) -> None:
+    """kube's defaultPodRequests: with pod-level limits, a missing pod-level request of a supported
+    resource (cpu, memory, hugepages-*) becomes the containers' aggregate request when they set one
+    and the resource may be overcommitted (not hugepages), else the pod-level limit."""
+    from .validation import aggregate_container_requests
+
+    spec = pod.get("spec") or {}
+    resources = spec.get("resources")
+    if not isinstance(resources, dict) or not resources.get("limits"):
+        return
+    requests = dict(resources.get("requests") or {})
+
+    def supported(name: str) -> bool:
+        return name in ("cpu", "memory") or name.startswith("hugepages-")
+
+    for name, amount in aggregate_container_requests(spec).items():
+        if name not in requests and supported(name) and not name.startswith("hugepages-"):
+            requests[name] = amount.canonical()
+    for name, limit in resources["limits"].items():
+        if name not in requests and supported(name):
+            requests[name] = limit
+    if requests:
+        resources["requests"] = requests

@@ -567,6 +567,7 @@ class EmbeddedCluster:
         if r == PODS:
             admission.default_pod(obj)
             admission.merge_spread_match_label_keys(obj)
+            admission.default_pod_level_requests(obj)
             admission.admit_priority(obj, self._priority_class, self._global_default_priority_class)
             validation.pod_causes(obj)  # malformed quantities answer 400 before anything else
             admission.pod_status_on_create(obj)

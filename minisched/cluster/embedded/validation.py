@@ -196,15 +196,11 @@ def pod_causes(pod: Object) -> list[Cause]:
     return causes
 
 
-def _pod_level_causes(spec: Object) -> list[Cause]:
-    """Pod-level requests (spec.resources) must cover the containers' aggregate requests (kube's
-    validatePodResourceConsistency, with sidecars added and init containers as a peak)."""
+def aggregate_container_requests(spec: Object) -> dict[str, Any]:
+    """kube's AggregateContainerRequests as exact Quantities: containers and sidecars summed, each
+    regular init container (beside the sidecars started before it) as a peak."""
     from minisched.quantity import Quantity
     from minisched.quantity import parse_quantity as exact
-
-    pod_level = (spec.get("resources") or {}).get("requests") or {}
-    if not isinstance(pod_level, dict) or not pod_level:
-        return []
 
     def requests(c: Object) -> dict[str, Quantity]:
         raw = (c.get("resources") or {}).get("requests") or {}
@@ -233,6 +229,18 @@ def _pod_level_causes(spec: Object) -> list[Cause]:
     for k, q in peak.items():
         if k not in total or total[k] < q:
             total[k] = q
+    return total
+
+
+def _pod_level_causes(spec: Object) -> list[Cause]:
+    """Pod-level requests (spec.resources) must cover the containers' aggregate requests (kube's
+    validatePodResourceConsistency)."""
+    from minisched.quantity import parse_quantity as exact
+
+    pod_level = (spec.get("resources") or {}).get("requests") or {}
+    if not isinstance(pod_level, dict) or not pod_level:
+        return []
+    total = aggregate_container_requests(spec)
     causes = []
     for name, aggregate in sorted(total.items()):
         if name in pod_level and exact(pod_level[name]) < aggregate:

@@ -350,10 +350,12 @@ def _max(into: dict[str, int], other: Mapping[str, int]) -> None:
             into[k] = v
 
 
-def _pod_level_requests(raw: Any) -> dict[str, int] | None:
+def _pod_level_requests(raw: Any, containers: Mapping[str, int]) -> dict[str, int] | None:
     """spec.resources (pod-level resources, on by default since 1.34): the requests of the resources
-    kube supports at pod level (cpu, memory, hugepages-*), a missing request taking its limit as the
-    API server defaults it. None when the pod sets no pod-level request (kube's IsPodLevelRequestsSet)."""
+    kube supports at pod level (cpu, memory, hugepages-*). A request missing beside a limit is
+    defaulted as the API server does (defaultPodRequests): to the containers' aggregate request of
+    an overcommittable resource if they set one, else to the limit. None when the pod sets no
+    pod-level request (kube's IsPodLevelRequestsSet)."""
     if not raw:
         return None
     if not isinstance(raw, dict):
@@ -362,13 +364,17 @@ def _pod_level_requests(raw: Any) -> dict[str, int] | None:
     if not isinstance(requests, dict) or not isinstance(limits, dict):
         raise PodSpecError("spec.resources.requests/limits is not a map")
     out: dict[str, int] = {}
-    for resource, text in {**limits, **requests}.items():
-        if not is_pod_level_resource(resource):
-            continue
-        try:
-            out[resource] = resource_amount(resource, text)
-        except ValueError as e:
-            raise PodSpecError(f"spec.resources.requests[{resource}]: {e}") from None
+    for field_name, given in (("requests", requests), ("limits", limits)):
+        for resource, text in given.items():
+            if not is_pod_level_resource(resource) or resource in out:
+                continue
+            if field_name == "limits" and resource in containers and not resource.startswith("hugepages-"):
+                out[resource] = containers[resource]
+                continue
+            try:
+                out[resource] = resource_amount(resource, text)
+            except ValueError as e:
+                raise PodSpecError(f"spec.resources.{field_name}[{resource}]: {e}") from None
     return out or None
 
 
@@ -397,7 +403,7 @@ def _pod_requests(
                     extra[resource] = extra.get(resource, 0) + resource_amount(resource, text)
                 except ValueError as e:
                     raise PodSpecError(f"spec.overhead[{resource}]: {e}") from None
-    pod_requests = _pod_level_requests(pod_level)
+    pod_requests = _pod_level_requests(pod_level, _sum_requests(app, init, {}) if pod_level else {})
     requests = _sum_requests(app, init, extra, pod_requests)
     if pod_requests is None:
         nonzero = _sum_requests([_non_missing(r) for r in app], [(_non_missing(r), s) for r, s in init], extra)

@@ -67,9 +67,12 @@ NODE = make_node("n", cpu="10m", memory="20", pods="32")
         ("memory still from the containers when only cpu is set at pod level",
          pod(containers=[("1m", "7")] * 3, pod_level={"requests": {"cpu": "5m"}}), used("0", "0"),
          ("Insufficient memory",)),
-        # the API server defaults a pod-level request to its limit
+        # the API server defaults a missing pod-level request to the containers' (when they set
+        # one), else to the pod-level limit (defaultPodRequests)
         ("pod-level limit stands for a missing request",
-         pod(pod_level={"limits": {"cpu": "8m"}}), used("5m", "5"), ("Insufficient cpu",)),
+         pod(containers=[(None, "1")], pod_level={"limits": {"cpu": "8m"}}), used("5m", "5"), ("Insufficient cpu",)),
+        ("the containers' request, not the pod-level limit, when they set one",
+         pod(containers=[("1m", "1")], pod_level={"limits": {"cpu": "8m"}}), used("5m", "5"), ()),
         ("overhead is added on top of pod-level requests",
          pod(pod_level={"requests": {"cpu": "4m"}}, overhead={"cpu": "2m"}), used("5m", "5"), ("Insufficient cpu",)),
     ],
