@@ -470,8 +470,9 @@ class PodTopologySpread:
             per_domain = s.per_domain[i]
             if whole:
                 least = _domain_min(per_domain, s.present[i], c.min_domains)
-                match = per_domain[np.clip(col, 0, per_domain.size - 1)]
-                match = np.where(col < per_domain.size, match, 0)
+                match = np.zeros(n, np.int64)
+                known = (col >= 0) & (col < per_domain.size)
+                match[known] = per_domain[col[known]]
                 skewed = ~decided & (match + s.self_match[i] - least > c.max_skew)
             else:
                 skewed = ~decided & self._skewed_in_view(s, i, pod, nodes, col)

@@ -446,3 +446,15 @@ def test_args_from_a_scheduler_configuration() -> None:
         "defaultConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]}}]}]}
     with pytest.raises(ValueError, match="defaultingType is \"System\""):
         Framework(load_profiles(bad)[0], handle=handle)
+
+
+def test_no_node_has_the_key_but_another_node_label_column_exists() -> None:
+    """Every node lacks the constraint's key although the key exists in the table's vocabulary (a
+    node that had it was relabelled): all fail as missing the label, none crashes."""
+    t = NodeTable()
+    t.add_node(make_node("a", labels={"zone": "z1"}))
+    t.add_node(make_node("b"))
+    t.update_node(make_node("a"))  # the zone column stays, every entry -1
+    info = PodInfo.from_pod(pod("p", None, tsc(1, "zone", DNS)))
+    r = PLAIN.filter(CycleState(), info, t.snapshot())
+    assert r.passed.tolist() == [False, False] and r.reasons_at(0) == (pts.ERR_MISSING_LABEL,)
