@@ -185,6 +185,10 @@ def pod_causes(pod: Object) -> list[Cause]:
                         f"must be less than or equal to {rname} limit of {res['limits'][rname]}",
                     ))
     causes += _pod_level_causes(spec)
+    for i, c in enumerate(spec.get("topologySpreadConstraints") or []):
+        if isinstance(c, dict) and c.get("matchLabelKeys") and c.get("labelSelector") is None:
+            causes.append(forbidden_field(f"spec.topologySpreadConstraints[{i}].matchLabelKeys",
+                                          "must not be specified when labelSelector is not set"))
     policy = spec.get("restartPolicy")
     if policy is not None and policy not in ("Always", "OnFailure", "Never"):
         causes.append(not_supported("spec.restartPolicy", policy, ["Always", "OnFailure", "Never"]))
