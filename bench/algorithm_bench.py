@@ -11,7 +11,12 @@ pods are drawn from --shapes templates (default 8, like replicas of 8 Deployment
 pod different: random requests, image, affinity, tolerations),
 and the pure-Python per-node reference rules for comparison at 1,000 nodes.
 
+Running and incoming pods belong to 8 ReplicaSets (labels and controller references), so
+PodTopologySpread's system default constraints (hostname and zone, in the default profile as in
+kube) spread them; --no-spread disables the plugin, for the cost before it joined the defaults.
+
     .venv/bin/python bench/algorithm_bench.py [--pods 400] [--sizes 100,1000,5000] [--shapes 8] [--no-reuse]
+        [--pods-per-node 10] [--no-spread]
 """
 
 from __future__ import annotations
@@ -24,17 +29,30 @@ import time
 
 from minisched.objects import make_node, make_pod, taint, toleration
 from minisched.scheduler.framework.profile import load_profiles
-from minisched.scheduler.framework.runtime import Framework
+from minisched.scheduler.framework.runtime import Framework, SimpleHandle
 from minisched.scheduler.framework.types import PodInfo
 from minisched.scheduler.plugins import node_affinity, node_resources_fit, taint_toleration
+from minisched.scheduler.plugins.pod_topology_spread import StaticWorkloads
 from minisched.scheduler.snapshot import NodeTable
 
 ZONES = ["zone-a", "zone-b", "zone-c"]
 TYPES = ["small", "medium", "large", "gpu"]
 IMAGES = [f"registry.example.com/app-{i}:1" for i in range(20)]
+APPS = 8  # ReplicaSets the pods belong to
+REPLICA_SETS = [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                 "metadata": {"name": f"app-{k}", "namespace": "default", "uid": f"uid-app-{k}"},
+                 "spec": {"selector": {"matchLabels": {"app": f"app-{k}"}}}} for k in range(APPS)]
 
 
-def build_cluster(num_nodes: int, rng: random.Random, pods_per_node: int = 10) -> NodeTable:
+def owned(pod: dict, k: int) -> dict:
+    """`pod` as a replica of ReplicaSet app-k (its label and controller reference)."""
+    pod["metadata"].setdefault("labels", {})["app"] = f"app-{k}"
+    pod["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": f"app-{k}",
+                                           "uid": f"uid-app-{k}", "controller": True}]
+    return pod
+
+
+def build_cluster(num_nodes: int, rng: random.Random, pods_per_node: float = 10) -> NodeTable:
     table = NodeTable()
     for i in range(num_nodes):
         kind = rng.choice(TYPES)
@@ -48,9 +66,9 @@ def build_cluster(num_nodes: int, rng: random.Random, pods_per_node: int = 10) -
             ([taint("maintenance", "soon", "PreferNoSchedule")] if rng.random() < 0.05 else None),
             images=[(img, rng.randint(50, 900) * 2**20) for img in rng.sample(IMAGES, 4)],
         ))
-    for i in range(num_nodes * pods_per_node):
+    for i in range(int(num_nodes * pods_per_node)):
         node = f"node-{rng.randrange(num_nodes):05}"
-        table.add_pod(node, PodInfo.from_pod(make_pod(f"running-{i}", cpu="100m", memory="200Mi")))
+        table.add_pod(node, PodInfo.from_pod(owned(make_pod(f"running-{i}", cpu="100m", memory="200Mi"), i % APPS)))
     return table
 
 
@@ -64,11 +82,11 @@ def incoming_pod(i: int, rng: random.Random) -> PodInfo:
         affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
             {"matchExpressions": [{"key": "node.kubernetes.io/instance-type", "operator": "NotIn", "values": ["small"]},
                                   {"key": "rack", "operator": "Gt", "values": ["5"]}]}]}}}
-    return PodInfo.from_pod(make_pod(
+    return PodInfo.from_pod(owned(make_pod(
         f"incoming-{i}", cpu=rng.choice(["100m", "250m", "500m", "1"]), memory=rng.choice(["128Mi", "512Mi", "1Gi"]),
         image=rng.choice(IMAGES), affinity=affinity,
         tolerations=[toleration("gpu", "true")] if i % 7 == 0 else None,
-    ))
+    ), i % APPS))
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -84,22 +102,34 @@ def main() -> None:
                         help="distinct pod shapes the incoming pods are drawn from (0: every pod its own)")
     parser.add_argument("--no-reuse", dest="reuse", action="store_false",
                         help="judge every node afresh each cycle (no reuse of same-shape verdicts)")
+    parser.add_argument("--pods-per-node", type=float, default=10,
+                        help="running pods per node, placed at random (0.2 at 5,000 nodes: 1,000 pods)")
+    parser.add_argument("--no-spread", dest="spread", action="store_false",
+                        help="disable PodTopologySpread (the default profile before it joined)")
     args = parser.parse_args()
     print(f"load average before the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; "
           f"reuse of same-shape verdicts: {'on' if args.reuse else 'off'}; "
-          f"pod shapes: {args.shapes or 'all different'}")
-    profile = load_profiles({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-                             "percentageOfNodesToScore": 100})[0]
+          f"pod shapes: {args.shapes or 'all different'}; PodTopologySpread: {'on' if args.spread else 'off'}; "
+          f"running pods per node: {args.pods_per_node}")
+    config: dict = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                    "percentageOfNodesToScore": 100}
+    if not args.spread:
+        config["profiles"] = [{"plugins": {"multiPoint": {"disabled": [{"name": "PodTopologySpread"}]}}}]
+    profile = load_profiles(config)[0]
+    handle = SimpleHandle(workloads=StaticWorkloads(REPLICA_SETS))
     print(f"{'nodes':>6} {'schedule p50':>13} {'p99':>8} {'cpu p50':>8} {'cpu p99':>8} {'cycle p50':>10} {'p99':>8} "
           f"{'pods/s (cycle)':>15}  feasible")
     for size in (int(s) for s in args.sizes.split(",")):
         rng = random.Random(size)
-        table = build_cluster(size, rng)
-        fw = Framework(profile, seed=1, reuse=args.reuse)
+        table = build_cluster(size, rng, args.pods_per_node)
+        fw = Framework(profile, seed=1, reuse=args.reuse, handle=handle)
         if args.shapes:  # pods come from a few templates, as replicas of a few Deployments do
             templates = [incoming_pod(i, rng).pod for i in range(args.shapes)]
-            pods = [PodInfo.from_pod({**rng.choice(templates), "metadata": {"name": f"p{i}", "namespace": "default"}})
-                    for i in range(args.pods)]
+            pods = []
+            for i in range(args.pods):
+                template = rng.choice(templates)
+                pods.append(PodInfo.from_pod({**template, "metadata": {**template["metadata"], "name": f"p{i}",
+                                                                       "namespace": "default"}}))
         else:
             pods = [incoming_pod(i, rng) for i in range(args.pods)]
         for p in pods[:20]:  # warm up caches and numpy

@@ -88,10 +88,16 @@ CRDS = Resource(
 )
 CONFIG_MAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
 POD_DISRUPTION_BUDGETS = Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True)
+# the workload objects whose selectors PodTopologySpread's default constraints spread by
+SERVICES = Resource("", "v1", "services", "Service", True, frozenset({"status"}))
+REPLICATION_CONTROLLERS = Resource("", "v1", "replicationcontrollers", "ReplicationController", True,
+                                   frozenset({"status", "scale"}))
+REPLICA_SETS = Resource("apps", "v1", "replicasets", "ReplicaSet", True, frozenset({"status", "scale"}))
+STATEFUL_SETS = Resource("apps", "v1", "statefulsets", "StatefulSet", True, frozenset({"status", "scale"}))
 
 BUILTIN: tuple[Resource, ...] = (
     PODS, NODES, NAMESPACES, EVENTS, EVENTS_V1, PRIORITY_CLASSES, LEASES, CRDS, CONFIG_MAPS,
-    POD_DISRUPTION_BUDGETS,
+    POD_DISRUPTION_BUDGETS, SERVICES, REPLICATION_CONTROLLERS, REPLICA_SETS, STATEFUL_SETS,
 )
 
 _ALIASES: dict[str, Resource] = {}
@@ -108,6 +114,10 @@ _ALIASES["event"] = EVENTS
 _ALIASES["lease"] = LEASES
 _ALIASES["priorityclass"] = PRIORITY_CLASSES
 _ALIASES["crd"] = CRDS
+_ALIASES["svc"] = SERVICES
+_ALIASES["rc"] = REPLICATION_CONTROLLERS
+_ALIASES["rs"] = REPLICA_SETS
+_ALIASES["sts"] = STATEFUL_SETS
 
 
 ResourceLike = Resource | str

@@ -230,9 +230,15 @@ class SchedulerCache:
 
 
 def _same_requests(old: Object, new: Object) -> bool:
+    """Does the update leave what the cache parsed alone: requests (containers, pod-level resources,
+    overhead), host ports, and what pod-selecting plugins read (labels, namespace, terminating)?"""
     o, n = old.get("spec") or {}, new.get("spec") or {}
+    om, nm = old.get("metadata") or {}, new.get("metadata") or {}
     return (
         o.get("containers") == n.get("containers")
         and o.get("initContainers") == n.get("initContainers")
         and o.get("overhead") == n.get("overhead")
+        and o.get("resources") == n.get("resources")
+        and om.get("labels") == nm.get("labels")
+        and bool(om.get("deletionTimestamp")) == bool(nm.get("deletionTimestamp"))
     )

@@ -57,6 +57,7 @@ class ClusterEvent(NamedTuple):
 
 
 NODE_ADD = ClusterEvent("Node", "Add")
+NODE_DELETE = ClusterEvent("Node", "Delete")
 NODE_ALLOCATABLE_CHANGE = ClusterEvent("Node", "UpdateNodeAllocatable")
 NODE_LABEL_CHANGE = ClusterEvent("Node", "UpdateNodeLabel")
 # kube counts spec.unschedulable with the taints: NodeUnschedulable registers for UpdateNodeTaint.
@@ -77,6 +78,9 @@ PLUGIN_EVENTS: dict[str, frozenset[ClusterEvent]] = {
     "NodeUnschedulable": frozenset({NODE_ADD, NODE_TAINT_CHANGE}),
     "NodeName": frozenset({NODE_ADD}),
     "NodePorts": frozenset({NODE_ADD, ASSIGNED_POD_DELETE}),
+    # a domain's count moves with assigned pods; domains come and go with nodes and their labels
+    "PodTopologySpread": frozenset({ASSIGNED_POD_ADD, ASSIGNED_POD_UPDATE, ASSIGNED_POD_DELETE, NODE_ADD, NODE_DELETE,
+                                    NODE_LABEL_CHANGE, NODE_TAINT_CHANGE}),
 }
 
 

@@ -60,8 +60,10 @@ from minisched.scheduler.framework.runtime import Framework
 from minisched.scheduler.framework.status import Status
 from minisched.scheduler.framework.types import PodInfo, PodSpecError
 from minisched.scheduler.queue import (
+    ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
     NODE_ADD,
+    NODE_DELETE,
     PLUGIN_EVENTS,
     ClusterEvent,
     QueuedPodInfo,
@@ -131,6 +133,7 @@ class SchedulerHandle:
         self._cache = cache
         self.framework: Framework | None = None
         self.current: NodeTable | None = None
+        self.informer_factory: SharedInformerFactory | None = None
 
     def snapshot(self) -> NodeTable:
         return self.current if self.current is not None else self._cache.snapshot()
@@ -218,6 +221,9 @@ class Scheduler:
         self.recorder = recorder or EventRecorder(cluster, clock=self.clock)
         self.cache = SchedulerCache(clock=self.clock, assumed_ttl=assumed_ttl, pod_info=self.pod_info)
         self.handle = SchedulerHandle(cluster, self.recorder, self.clock, self.cache)
+        # before the frameworks: plugins ask it for the informers they list from (kube's New(handle))
+        self.factory = informer_factory or SharedInformerFactory(cluster)
+        self.handle.informer_factory = self.factory
         self.frameworks: dict[str, Framework] = {}
         for profile in profiles:
             if percentage_of_nodes_to_score is not None:
@@ -247,7 +253,6 @@ class Scheduler:
             for plugin in fwk.points.post_filter:
                 if hasattr(plugin, "nominator"):  # DefaultPreemption clears lower nominations
                     plugin.nominator = self.queue
-        self.factory = informer_factory or SharedInformerFactory(cluster)
         self.annotate_decisions = annotate_decisions
         self.keep_decisions = keep_decisions
         self.decisions: collections.OrderedDict[str, Decision] = collections.OrderedDict()
@@ -333,6 +338,7 @@ class Scheduler:
             self.queue.add(pod, self._parsed(pod))
         elif self._is_assigned_live(pod):
             self.cache.add_pod(pod)
+            self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_ADD)  # a spread domain's count rose
 
     def _on_pod_update(self, old: Object, new: Object) -> None:
         was_pending, now_pending = self._is_pending_for_us(old), self._is_pending_for_us(new)
@@ -348,6 +354,7 @@ class Scheduler:
             self.cache.update_pod(old, new)
         elif now_assigned:
             self.cache.add_pod(new)  # the binding landed: confirms our assumption
+            self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_ADD)
         elif was_assigned:
             self._assigned_gone(old)  # finished (Succeeded/Failed): its room is free
 
@@ -383,6 +390,8 @@ class Scheduler:
         node = unwrap_tombstone(obj)
         if node is not None:
             self.cache.remove_node(node)
+            # a domain gone can lower the skew a spread constraint measures (kube: Node/Delete)
+            self.queue.move_all_to_active_or_backoff(NODE_DELETE)
 
     def move(self, event: ClusterEvent) -> int:
         """Tell the queue about a cluster event by hand (what the handlers do)."""
@@ -563,7 +572,10 @@ class Scheduler:
                 self._observe("observe_preemption", victims)
             elif pf_status.is_error:
                 log.warning("preemption for %s failed: %s", info.key, pf_status)
-        self._fail(qpi, fwk, info, diagnosis.message(), POD_REASON_UNSCHEDULABLE,
+        # kube's FitError text with PostFilter's part: the same words in the decision record as in
+        # the event and the PodScheduled condition
+        result.decision.message = diagnosis.message()
+        self._fail(qpi, fwk, info, result.decision.message, POD_REASON_UNSCHEDULABLE,
                    rejected_by=diagnosis.unschedulable_plugins, nominated=nominated)
 
     def _fail(

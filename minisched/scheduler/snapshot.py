@@ -29,11 +29,13 @@ from minisched.scheduler.framework.types import (
     EPHEMERAL_STORAGE,
     MEMORY,
     PODS,
+    LabelSelector,
     PodInfo,
     is_scalar_resource,
     parse_int64,
     resource_amount,
 )
+from minisched.scheduler.pod_index import PodIndex
 
 Object = dict[str, Any]
 IntArray = npt.NDArray[np.int64]
@@ -83,6 +85,9 @@ class NodeTable:
         self._images = np.zeros((0, 0), np.bool_)
         self._image_counts: IntArray | None = None  # nodes holding each image; None: recount
         self._pods: list[dict[str, PodInfo]] = []
+        # the same pods as columns, for counting label-selector matches per node with numpy;
+        # None in a subset view (a few rows: the plugins count those pods one by one)
+        self.pod_index: PodIndex | None = PodIndex()
         self._orphans: dict[str, dict[str, PodInfo]] = {}  # pods seen before their node
         self._shared: set[str] = set()
         self._numeric_cache: dict[str, tuple[int, IntArray, BoolArray]] = {}
@@ -224,6 +229,14 @@ class NodeTable:
             (sum(1 for p in pods.values() if predicate(p)) for pods in self._pods[: self._n]), np.int64, self._n
         )
 
+    def count_matching(self, selector: LabelSelector, namespace: str) -> IntArray:
+        """Per node: its live (not terminating) pods in `namespace` whose labels match `selector`,
+        counted over the pod index's columns (a loop over pods only in a few-row subset view)."""
+        if self.pod_index is not None:
+            return self.pod_index.count_matching(selector, namespace, self._n)
+        return self.count_pods(
+            lambda p: p.namespace == namespace and not p.terminating and selector.matches(dict(p.labels)))
+
     def has_pod(self, name: str, pod_key: str) -> bool:
         row = self._index.get(name)
         return row is not None and pod_key in self._pods[row]
@@ -254,6 +267,7 @@ class NodeTable:
         snap._orphans = {}
         snap._shared = set(_GROUPS)
         snap._numeric_cache = dict(self._numeric_cache)
+        snap.pod_index = self.pod_index.share() if self.pod_index is not None else None
         self._shared = set(_GROUPS)
         return snap
 
@@ -290,6 +304,7 @@ class NodeTable:
         view._pod_log_start = view.pod_version + 1
         view._port_ids = dict(self._port_ids)  # the port vocabulary grows in place: a private one
         view.port_list = list(self.port_list)
+        view.pod_index = self.pod_index.private_copy() if self.pod_index is not None else None
         for node_name, p in placed:
             if node_name in view._index:
                 view.add_pod(node_name, p)
@@ -314,6 +329,7 @@ class NodeTable:
         view._images = self._images[rows]
         view._image_counts = None
         view._pods = [dict(self._pods[r]) for r in rows]
+        view.pod_index = None
         view._orphans = {}
         view._shared = set()
         view._numeric_cache = {}
@@ -512,12 +528,17 @@ class NodeTable:
         self._writable(*_GROUPS)
         if self._pods[row]:
             self._orphans[name] = dict(self._pods[row])  # a copy: snapshots still hold the original
+            if self.pod_index is not None:
+                for key, info in self._pods[row].items():
+                    self.pod_index.remove(key, info)
         last = self._n - 1
         if row != last:  # move the last row into the hole, so rows stay dense
             for a in (self._alloc, self._unschedulable, self._req, self._nonzero, self._taint_pos,
                       self._ports, self._images, *self._label_cols.values()):
                 a[row] = a[last]
             self._pods[row] = self._pods[last]
+            if self.pod_index is not None and self._pods[row]:
+                self.pod_index.move_node(list(self._pods[row]), row)
             self._names[row], self._nodes[row] = self._names[last], self._nodes[last]
             self._index[self._names[row]] = row
         self._pods.pop()
@@ -541,6 +562,8 @@ class NodeTable:
         self._apply_pod(row, pod, +1)
         self._log_pod_change(node_name)
         self._pods[row] = {**self._pods[row], pod.key: pod}
+        if self.pod_index is not None:
+            self.pod_index.add(pod, row)
 
     def remove_pod(self, node_name: str, pod: PodInfo | str) -> PodInfo | None:
         """Stop counting a pod (by PodInfo or key); returns the PodInfo that was counted, if any."""
@@ -555,6 +578,8 @@ class NodeTable:
         self._writable("req", "pods", *(("ports",) if counted.host_ports else ()))
         self._apply_pod(row, counted, -1)
         self._log_pod_change(node_name)
+        if self.pod_index is not None:
+            self.pod_index.remove(key, counted)
         remaining = dict(self._pods[row])
         del remaining[key]
         self._pods[row] = remaining

@@ -50,6 +50,17 @@ CASES: list[tuple[str, Call, int, str, list[str]]] = [
     ("requests-over-limits", lambda c, ns: c.create(PODS, make_pod("x", namespace=ns, cpu="2", limits={"cpu": "1"})),
      422, 'Pod "x" is invalid: spec.containers[0].resources.requests: Invalid value: "2": must be less than or '
      "equal to cpu limit of 1", ["spec.containers[0].resources.requests"]),
+    ("pod-level-requests-below-containers", lambda c, ns: c.create(PODS, {**make_pod("x", namespace=ns, cpu="300m"),
+                                                                          "spec": {**make_pod("x", cpu="300m")["spec"],
+                                                                                   "resources": {"requests": {"cpu": "200m"}}}}),
+     422, 'Pod "x" is invalid: spec.resources.requests[cpu]: Invalid value: "200m": must be greater than or equal '
+     "to aggregate container requests of 300m", ["spec.resources.requests[cpu]"]),
+    ("match-label-keys-without-selector", _pod({"containers": [{"name": "c", "image": "i"}],
+                                                "topologySpreadConstraints": [{
+                                                    "maxSkew": 1, "topologyKey": "zone",
+                                                    "whenUnsatisfiable": "DoNotSchedule", "matchLabelKeys": ["app"]}]}),
+     422, 'Pod "x" is invalid: spec.topologySpreadConstraints[0].matchLabelKeys: Forbidden: must not be specified '
+     "when labelSelector is not set", ["spec.topologySpreadConstraints[0].matchLabelKeys"]),
     ("malformed-quantity", lambda c, ns: c.create(PODS, make_pod("x", namespace=ns, cpu="abc")), 400,
      'Pod in version "v1" cannot be handled as a Pod: quantities must match the regular expression '
      "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'", []),

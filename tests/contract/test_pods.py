@@ -270,3 +270,27 @@ def test_a_pod_under_two_budgets_cannot_be_evicted(cluster: Cluster, ns: str) ->
         cluster.evict(ns, "r")
     assert err.value.status == 500
     assert "more than one PodDisruptionBudget" in err.value.message
+
+
+def test_match_label_keys_merge_into_the_spread_selector(cluster: Cluster, ns: str) -> None:
+    """kube 1.34+ writes matchLabelKeys into the constraint's labelSelector at creation."""
+    pod = make_pod("spread", namespace=ns, labels={"app": "web", "rev": "7"})
+    pod["spec"]["topologySpreadConstraints"] = [
+        {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+         "labelSelector": {"matchLabels": {"app": "web"}}, "matchLabelKeys": ["rev", "absent"]},
+        {"maxSkew": 1, "topologyKey": "host", "whenUnsatisfiable": "ScheduleAnyway"},
+    ]
+    created = cluster.create("pods", pod, ns)
+    first, second = created["spec"]["topologySpreadConstraints"]
+    assert first["labelSelector"] == {"matchLabels": {"app": "web"},
+                                      "matchExpressions": [{"key": "rev", "operator": "In", "values": ["7"]}]}
+    assert first["matchLabelKeys"] == ["rev", "absent"]
+    assert "labelSelector" not in second
+
+
+def test_pod_level_requests_default_from_containers_then_limits(cluster: Cluster, ns: str) -> None:
+    """kube's defaultPodRequests: the containers' aggregate request first, else the pod-level limit."""
+    pod = make_pod("pod-level", namespace=ns, cpu="250m", memory=None)
+    pod["spec"]["resources"] = {"limits": {"cpu": "1", "memory": "1Gi"}}
+    created = cluster.create(PODS, pod, ns)
+    assert created["spec"]["resources"]["requests"] == {"cpu": "250m", "memory": "1Gi"}

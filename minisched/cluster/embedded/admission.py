@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from minisched.resources import Resource
+
 from .statuses import forbidden
 from .validation import parse_quantity
 
@@ -146,3 +148,74 @@ def crd_status(crd: Object, now: str) -> None:
              "message": "the initial names have been accepted", "lastTransitionTime": now},
         ],
     }
+
+
+def default_workload(resource: Resource, obj: Object) -> None:
+    """The defaults kube-apiserver gives the workload objects minisched reads (SetDefaults_Service,
+    SetDefaults_ReplicationController, SetDefaults_ReplicaSet/StatefulSet): replicas 1, an RC's
+    selector and labels from its template, a Service's type, affinity and port protocols. (A real
+    server also allocates a Service's clusterIP; the embedded one has no IP allocator.)"""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    if resource.kind == "Service":
+        spec.setdefault("type", "ClusterIP")
+        spec.setdefault("sessionAffinity", "None")
+        for port in spec.get("ports") or []:
+            if isinstance(port, dict):
+                port.setdefault("protocol", "TCP")
+                if "port" in port:
+                    port.setdefault("targetPort", port["port"])
+        return
+    spec.setdefault("replicas", 1)
+    labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+    if resource.kind == "ReplicationController" and labels:
+        if not spec.get("selector"):
+            spec["selector"] = dict(labels)
+        meta = obj.setdefault("metadata", {})
+        if not meta.get("labels"):
+            meta["labels"] = dict(labels)
+    if resource.kind == "StatefulSet":
+        spec.setdefault("podManagementPolicy", "OrderedReady")
+        spec.setdefault("updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})
+        spec.setdefault("revisionHistoryLimit", 10)
+    obj.setdefault("status", {"replicas": 0})
+
+
+def merge_spread_match_label_keys(pod: Object) -> None:
+    """kube-apiserver 1.34+ (MatchLabelKeysInPodTopologySpreadSelectorMerge, on by default): each
+    topologySpreadConstraint's matchLabelKeys become `key In (the pod's value)` expressions of its
+    labelSelector at creation (a nil selector stays nil: it matches nothing anyway)."""
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    for c in (pod.get("spec") or {}).get("topologySpreadConstraints") or []:
+        if not isinstance(c, dict) or not c.get("matchLabelKeys") or not isinstance(c.get("labelSelector"), dict):
+            continue
+        expressions = c["labelSelector"].setdefault("matchExpressions", [])
+        for key in c["matchLabelKeys"]:
+            if key in labels:
+                expressions.append({"key": key, "operator": "In", "values": [labels[key]]})
+
+
+def default_pod_level_requests(pod: Object) -> None:
+    """kube's defaultPodRequests: with pod-level limits, a missing pod-level request of a supported
+    resource (cpu, memory, hugepages-*) becomes the containers' aggregate request when they set one
+    and the resource may be overcommitted (not hugepages), else the pod-level limit."""
+    from .validation import aggregate_container_requests
+
+    spec = pod.get("spec") or {}
+    resources = spec.get("resources")
+    if not isinstance(resources, dict) or not resources.get("limits"):
+        return
+    requests = dict(resources.get("requests") or {})
+
+    def supported(name: str) -> bool:
+        return name in ("cpu", "memory") or name.startswith("hugepages-")
+
+    for name, amount in aggregate_container_requests(spec).items():
+        if name not in requests and supported(name) and not name.startswith("hugepages-"):
+            requests[name] = amount.canonical()
+    for name, limit in resources["limits"].items():
+        if name not in requests and supported(name):
+            requests[name] = limit
+    if requests:
+        resources["requests"] = requests

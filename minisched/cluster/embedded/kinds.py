@@ -20,6 +20,10 @@ from minisched.resources import (
     POD_DISRUPTION_BUDGETS,
     PODS,
     PRIORITY_CLASSES,
+    REPLICA_SETS,
+    REPLICATION_CONTROLLERS,
+    SERVICES,
+    STATEFUL_SETS,
     Resource,
 )
 
@@ -45,6 +49,10 @@ BUILTIN_KINDS: dict[tuple[str, str, str], tuple[Resource, Kind]] = {
         (CONFIG_MAPS, Kind()),
         (POD_DISRUPTION_BUDGETS, Kind(status_subresource=True, tracks_generation=True)),
         (CRDS, Kind(status_subresource=True, tracks_generation=True, unconditional_update=False)),
+        (SERVICES, Kind(status_subresource=True)),
+        (REPLICATION_CONTROLLERS, Kind(status_subresource=True, tracks_generation=True)),
+        (REPLICA_SETS, Kind(status_subresource=True, tracks_generation=True)),
+        (STATEFUL_SETS, Kind(status_subresource=True, tracks_generation=True)),
     )
 }
 

@@ -40,6 +40,10 @@ from minisched.resources import (
     POD_DISRUPTION_BUDGETS,
     PODS,
     PRIORITY_CLASSES,
+    REPLICA_SETS,
+    REPLICATION_CONTROLLERS,
+    SERVICES,
+    STATEFUL_SETS,
     Resource,
     ResourceLike,
     resolve,
@@ -562,6 +566,8 @@ class EmbeddedCluster:
             obj.pop("status", None)  # status is written through the status subresource only
         if r == PODS:
             admission.default_pod(obj)
+            admission.merge_spread_match_label_keys(obj)
+            admission.default_pod_level_requests(obj)
             admission.admit_priority(obj, self._priority_class, self._global_default_priority_class)
             validation.pod_causes(obj)  # malformed quantities answer 400 before anything else
             admission.pod_status_on_create(obj)
@@ -577,6 +583,8 @@ class EmbeddedCluster:
                         "Only one default can exist"))
         elif r == POD_DISRUPTION_BUDGETS:
             admission.empty_pdb_status(obj)
+        elif r in (SERVICES, REPLICATION_CONTROLLERS, REPLICA_SETS, STATEFUL_SETS):
+            admission.default_workload(r, obj)
         elif r == CRDS:
             causes = validation.crd_causes(obj)
             if causes:

@@ -13,7 +13,16 @@ from functools import lru_cache
 from typing import Any
 
 from minisched.errors import BadRequest, Cause
-from minisched.resources import CRDS, NAMESPACES, PODS, Resource
+from minisched.resources import (
+    CRDS,
+    NAMESPACES,
+    PODS,
+    REPLICA_SETS,
+    REPLICATION_CONTROLLERS,
+    SERVICES,
+    STATEFUL_SETS,
+    Resource,
+)
 from minisched.selectors import validate_label_key, validate_label_value
 
 from .statuses import forbidden_field, invalid_value, not_supported, required
@@ -175,6 +184,11 @@ def pod_causes(pod: Object) -> list[Cause]:
                         f"{path}.resources.requests", str(res["requests"][rname]),
                         f"must be less than or equal to {rname} limit of {res['limits'][rname]}",
                     ))
+    causes += _pod_level_causes(spec)
+    for i, c in enumerate(spec.get("topologySpreadConstraints") or []):
+        if isinstance(c, dict) and c.get("matchLabelKeys") and c.get("labelSelector") is None:
+            causes.append(forbidden_field(f"spec.topologySpreadConstraints[{i}].matchLabelKeys",
+                                          "must not be specified when labelSelector is not set"))
     policy = spec.get("restartPolicy")
     if policy is not None and policy not in ("Always", "OnFailure", "Never"):
         causes.append(not_supported("spec.restartPolicy", policy, ["Always", "OnFailure", "Never"]))
@@ -183,6 +197,60 @@ def pod_causes(pod: Object) -> list[Cause]:
         if effect and effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
             causes.append(not_supported(f"spec.tolerations[{i}].effect", effect,
                                         ["NoExecute", "NoSchedule", "PreferNoSchedule"]))
+    return causes
+
+
+def aggregate_container_requests(spec: Object) -> dict[str, Any]:
+    """kube's AggregateContainerRequests as exact Quantities: containers and sidecars summed, each
+    regular init container (beside the sidecars started before it) as a peak."""
+    from minisched.quantity import Quantity
+    from minisched.quantity import parse_quantity as exact
+
+    def requests(c: Object) -> dict[str, Quantity]:
+        raw = (c.get("resources") or {}).get("requests") or {}
+        return {k: exact(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
+
+    total: dict[str, Quantity] = {}
+    for c in spec.get("containers") or []:
+        for k, q in requests(c).items():
+            total[k] = total[k] + q if k in total else q
+    sidecars: dict[str, Quantity] = {}
+    peak: dict[str, Quantity] = {}
+    for c in spec.get("initContainers") or []:
+        reqs = requests(c)
+        if c.get("restartPolicy") == "Always":
+            for k, q in reqs.items():
+                total[k] = total[k] + q if k in total else q
+                sidecars[k] = sidecars[k] + q if k in sidecars else q
+            during = dict(sidecars)
+        else:
+            during = dict(reqs)
+            for k, q in sidecars.items():
+                during[k] = during[k] + q if k in during else q
+        for k, q in during.items():
+            if k not in peak or peak[k] < q:
+                peak[k] = q
+    for k, q in peak.items():
+        if k not in total or total[k] < q:
+            total[k] = q
+    return total
+
+
+def _pod_level_causes(spec: Object) -> list[Cause]:
+    """Pod-level requests (spec.resources) must cover the containers' aggregate requests (kube's
+    validatePodResourceConsistency)."""
+    from minisched.quantity import parse_quantity as exact
+
+    pod_level = (spec.get("resources") or {}).get("requests") or {}
+    if not isinstance(pod_level, dict) or not pod_level:
+        return []
+    total = aggregate_container_requests(spec)
+    causes = []
+    for name, aggregate in sorted(total.items()):
+        if name in pod_level and exact(pod_level[name]) < aggregate:
+            causes.append(invalid_value(f"spec.resources.requests[{name}]", str(pod_level[name]),
+                                        f"must be greater than or equal to aggregate container requests of "
+                                        f"{aggregate.canonical()}"))
     return causes
 
 
@@ -276,10 +344,95 @@ def crd_causes(crd: Object) -> list[Cause]:
     return causes
 
 
+_SELECTOR_MISMATCH = "`selector` does not match template `labels`"
+
+
+def _selector_matches(selector: Object, labels: dict[str, str]) -> bool:
+    """metav1.LabelSelector against a label map (matchLabels and the set-based operators)."""
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for e in selector.get("matchExpressions") or []:
+        key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
+        if op == "In" and labels.get(key) not in values:
+            return False
+        if op == "NotIn" and key in labels and labels[key] in values:
+            return False
+        if op == "Exists" and key not in labels:
+            return False
+        if op == "DoesNotExist" and key in labels:
+            return False
+    return True
+
+
+def _template_causes(spec: Object, path: str) -> list[Cause]:
+    template = spec.get("template")
+    if not isinstance(template, dict):
+        return [required(f"{path}.template")]
+    pod_spec = template.get("spec")
+    if not isinstance(pod_spec, dict) or not pod_spec.get("containers"):
+        return [required(f"{path}.template.spec.containers")]
+    policy = pod_spec.get("restartPolicy", "Always")
+    if policy != "Always":
+        return [not_supported(f"{path}.template.spec.restartPolicy", policy, ["Always"])]
+    return []
+
+
+def workload_causes(resource: Resource, obj: Object) -> list[Cause]:
+    """ReplicaSet, StatefulSet (apps/v1) and ReplicationController: a selector that is set, not
+    empty, and matches the pod template's labels (kube's ValidateReplicaSetSpec and kin)."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return [required("spec.selector")] if resource != REPLICATION_CONTROLLERS else [required("spec.template")]
+    causes: list[Cause] = []
+    replicas = spec.get("replicas", 1)
+    if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
+        causes.append(invalid_value("spec.replicas", replicas, "must be greater than or equal to 0"))
+    labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+    if resource == REPLICATION_CONTROLLERS:
+        selector = spec.get("selector") or {}  # defaulted from the template's labels on create
+        if not selector:
+            causes.append(required("spec.selector"))
+        elif any(labels.get(k) != v for k, v in selector.items()):
+            causes.append(invalid_value("spec.template.metadata.labels", labels, _SELECTOR_MISMATCH))
+    else:
+        selector = spec.get("selector")
+        if not isinstance(selector, dict):
+            causes.append(required("spec.selector"))
+        elif not selector.get("matchLabels") and not selector.get("matchExpressions"):
+            causes.append(invalid_value("spec.selector", selector, "empty selector is invalid for deployment"))
+        elif not _selector_matches(selector, labels):
+            causes.append(invalid_value("spec.template.metadata.labels", labels, _SELECTOR_MISMATCH))
+    return causes + _template_causes(spec, "spec")
+
+
+def service_causes(service: Object) -> list[Cause]:
+    """A ClusterIP or NodePort/LoadBalancer service needs ports; a headless one may have none."""
+    spec = service.get("spec") or {}
+    causes: list[Cause] = []
+    kind = spec.get("type", "ClusterIP")
+    if kind not in ("ClusterIP", "NodePort", "LoadBalancer", "ExternalName"):
+        causes.append(not_supported("spec.type", kind, ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"]))
+    if not spec.get("ports") and spec.get("clusterIP") != "None" and kind != "ExternalName":
+        causes.append(required("spec.ports"))
+    for key, value in (spec.get("selector") or {}).items():
+        problem = validate_label_key(str(key))
+        if problem:
+            causes.append(invalid_value("spec.selector", key, problem))
+        problem = validate_label_value(value) if isinstance(value, str) else "must be a string"
+        if problem:
+            causes.append(invalid_value("spec.selector", value, problem))
+    return causes
+
+
 def kind_causes(resource: Resource, obj: Object) -> list[Cause]:
     """Validation of a new object of `resource`, beyond metadata."""
     if resource == PODS:
         return pod_causes(obj)
+    if resource in (REPLICA_SETS, STATEFUL_SETS, REPLICATION_CONTROLLERS):
+        return workload_causes(resource, obj)
+    if resource == SERVICES:
+        return service_causes(obj)
     if resource.plural == "nodes" and resource.group == "":
         return node_causes(obj)
     if resource.plural == "poddisruptionbudgets":

@@ -6,7 +6,9 @@ filter gave, writes "<count> <reason>" for each, sorts those strings (as strings
 
     0/5 nodes are available: 3 Insufficient cpu, 2 node(s) had untolerated taint {key: value}.
 
-A PreFilter rejection replaces the per-node part; DefaultPreemption's message is appended after it.
+A PreFilter rejection replaces the per-node part; PostFilter's message (DefaultPreemption's, itself
+a FitError text ending in its own period, "preemption: 0/5 nodes are available: ...") is appended
+after a space, with no period of its own (kube v1.35; older releases added one, hence "..").
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ def fit_error_message(
         if histogram:
             msg += f" {', '.join(histogram)}."
     if post_filter_msg:
-        msg += f" {post_filter_msg}."
+        msg += f" {post_filter_msg}"
     return msg
 
 

@@ -99,6 +99,8 @@ class SimpleHandle:
     cluster: Cluster | None = None
     snapshot_fn: Callable[[], NodeTable] | None = None
     event_recorder: EventRecorder | None = None
+    informer_factory: Any = None  # for plugins that list other objects (PodTopologySpread's defaults)
+    workloads: Any = None  # or those objects' listers directly (tests, benchmarks)
 
     def snapshot(self) -> NodeTable:
         if self.snapshot_fn is None:

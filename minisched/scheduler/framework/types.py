@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -241,7 +241,7 @@ def _parse(pod: Object, meta: Object, key: str, namespace: str, name: str, prior
         raise PodSpecError("has no spec")
     containers = _list(spec, "containers")
     init_containers = _list(spec, "initContainers")
-    requests, nonzero = _pod_requests(containers, init_containers, spec.get("overhead"))
+    requests, nonzero = _pod_requests(containers, init_containers, spec.get("overhead"), spec.get("resources"))
     if priority is None:
         raw = spec.get("priority", 0)
         if raw is None:
@@ -289,7 +289,7 @@ def _parse(pod: Object, meta: Object, key: str, namespace: str, name: str, prior
         node_selector=tuple(sorted((str(k), str(v)) for k, v in selector.items())),
         required_terms=required,
         preferred_terms=tuple(preferred),
-        host_ports=_host_ports(init_containers + containers),
+        host_ports=_host_ports(containers, init_containers),
         images=tuple(normalized_image_name(str(c.get("image") or "")) for c in init_containers + containers),
         scheduling_gates=tuple(str(g.get("name") or "") for g in spec.get("schedulingGates") or []),
         created=_time(meta.get("creationTimestamp")),
@@ -327,13 +327,15 @@ def _container_requests(container: Object, path: str) -> dict[str, int]:
     return out
 
 
-def _non_missing(requests: dict[str, int]) -> dict[str, int]:
-    """kube's NonMissingContainerRequests: a missing (not a zero) request counts as the default."""
-    if CPU in requests and MEMORY in requests:
+def _non_missing(requests: dict[str, int], resources: Iterable[str] = (CPU, MEMORY)) -> dict[str, int]:
+    """kube's NonMissingContainerRequests: a missing (not a zero) request of `resources` counts as
+    the default."""
+    defaults = {CPU: DEFAULT_MILLI_CPU_REQUEST, MEMORY: DEFAULT_MEMORY_REQUEST}
+    if all(r in requests for r in resources):
         return requests
     out = dict(requests)
-    out.setdefault(CPU, DEFAULT_MILLI_CPU_REQUEST)
-    out.setdefault(MEMORY, DEFAULT_MEMORY_REQUEST)
+    for r in resources:
+        out.setdefault(r, defaults[r])
     return out
 
 
@@ -348,11 +350,46 @@ def _max(into: dict[str, int], other: Mapping[str, int]) -> None:
             into[k] = v
 
 
+def _pod_level_requests(raw: Any, containers: Mapping[str, int]) -> dict[str, int] | None:
+    """spec.resources (pod-level resources, on by default since 1.34): the requests of the resources
+    kube supports at pod level (cpu, memory, hugepages-*). A request missing beside a limit is
+    defaulted as the API server does (defaultPodRequests): to the containers' aggregate request of
+    an overcommittable resource if they set one, else to the limit. None when the pod sets no
+    pod-level request (kube's IsPodLevelRequestsSet)."""
+    if not raw:
+        return None
+    if not isinstance(raw, dict):
+        raise PodSpecError("spec.resources is not a map")
+    requests, limits = raw.get("requests") or {}, raw.get("limits") or {}
+    if not isinstance(requests, dict) or not isinstance(limits, dict):
+        raise PodSpecError("spec.resources.requests/limits is not a map")
+    out: dict[str, int] = {}
+    for field_name, given in (("requests", requests), ("limits", limits)):
+        for resource, text in given.items():
+            if not is_pod_level_resource(resource) or resource in out:
+                continue
+            if field_name == "limits" and resource in containers and not resource.startswith("hugepages-"):
+                out[resource] = containers[resource]
+                continue
+            try:
+                out[resource] = resource_amount(resource, text)
+            except ValueError as e:
+                raise PodSpecError(f"spec.resources.{field_name}[{resource}]: {e}") from None
+    return out or None
+
+
+def is_pod_level_resource(name: str) -> bool:
+    """kube's IsSupportedPodLevelResource."""
+    return name in (CPU, MEMORY) or name.startswith("hugepages-")
+
+
 def _pod_requests(
-    containers: list[Object], init_containers: list[Object], overhead: Any
+    containers: list[Object], init_containers: list[Object], overhead: Any, pod_level: Any = None
 ) -> tuple[dict[str, int], dict[str, int]]:
     """(requests, non-missing requests): kube's resourcehelper.PodRequests without and with
-    NonMissingContainerRequests. Each container's quantities are parsed once for both."""
+    NonMissingContainerRequests (framework.calculateResource). Each container's quantities are
+    parsed once for both. Pod-level requests replace the containers' sum for the resources they
+    set; overhead is added last."""
     app = [_container_requests(c, f"spec.containers[{i}]") for i, c in enumerate(containers)]
     init = [(_container_requests(c, f"spec.initContainers[{i}]"), c.get("restartPolicy") == "Always")
             for i, c in enumerate(init_containers)]
@@ -366,16 +403,26 @@ def _pod_requests(
                     extra[resource] = extra.get(resource, 0) + resource_amount(resource, text)
                 except ValueError as e:
                     raise PodSpecError(f"spec.overhead[{resource}]: {e}") from None
-    requests = _sum_requests(app, init, extra)
-    nonzero = _sum_requests([_non_missing(r) for r in app], [(_non_missing(r), s) for r, s in init], extra)
+    pod_requests = _pod_level_requests(pod_level, _sum_requests(app, init, {}) if pod_level else {})
+    requests = _sum_requests(app, init, extra, pod_requests)
+    if pod_requests is None:
+        nonzero = _sum_requests([_non_missing(r) for r in app], [(_non_missing(r), s) for r, s in init], extra)
+    else:
+        # kube's getNonMissingContainerRequests with pod-level requests: the default stands in
+        # only for a resource missing from the containers and the pod level alike
+        missing = [r for r in (CPU, MEMORY) if r not in requests]
+        nonzero = _sum_requests([_non_missing(r, missing) for r in app],
+                                [(_non_missing(r, missing), s) for r, s in init], extra, pod_requests)
     return requests, nonzero
 
 
 def _sum_requests(
-    app: list[dict[str, int]], init: list[tuple[dict[str, int], bool]], overhead: dict[str, int]
+    app: list[dict[str, int]], init: list[tuple[dict[str, int], bool]], overhead: dict[str, int],
+    pod_level: Mapping[str, int] | None = None,
 ) -> dict[str, int]:
     """max(sum(containers) + sum(sidecars), each init container plus the sidecars started before
-    it), plus the pod overhead."""
+    it), then the pod-level requests in place of that for the resources they set, plus the pod
+    overhead."""
     total: dict[str, int] = {}
     for reqs in app:
         _add(total, reqs)
@@ -391,6 +438,8 @@ def _sum_requests(
             _add(during, sidecars)
             _max(init_peak, during)
     _max(total, init_peak)
+    if pod_level:
+        total.update(pod_level)
     _add(total, overhead)
     return total
 
@@ -490,6 +539,12 @@ def _spread_constraint(raw: Any, i: int, pod_labels: Mapping[str, str]) -> Sprea
     )
 
 
+def spread_constraint(raw: Any, i: int, pod_labels: Mapping[str, str]) -> SpreadConstraint:
+    """One topologySpreadConstraint parsed and checked (PodSpecError names the field); also how
+    PodTopologySpreadArgs' default constraints are read."""
+    return _spread_constraint(raw, i, pod_labels)
+
+
 def _toleration(raw: Any, i: int) -> Toleration:
     path = f"spec.tolerations[{i}]"
     if not isinstance(raw, dict):
@@ -507,9 +562,12 @@ def _toleration(raw: Any, i: int) -> Toleration:
     return Toleration(key, op, value, effect)
 
 
-def _host_ports(containers: Iterable[Object]) -> tuple[HostPort, ...]:
+def _host_ports(containers: Sequence[Object], init_containers: Sequence[Object] = ()) -> tuple[HostPort, ...]:
+    """kube's GetHostPorts: the ports of the containers and of restartable (sidecar) init containers,
+    which keep running beside them; a regular init container has exited before they start."""
     ports = []
-    for c in containers:
+    sidecars = [c for c in init_containers if c.get("restartPolicy") == "Always"]
+    for c in [*sidecars, *containers]:  # kube's order
         for p in c.get("ports") or []:
             host_port = p.get("hostPort") or 0
             if isinstance(host_port, bool) or not isinstance(host_port, int) or not 0 <= host_port <= 65535:

@@ -33,7 +33,7 @@ _MODULES = (
     node_resources_balanced_allocation,
     image_locality,
     default_binder,
-    pod_topology_spread,  # registered, not in the default profile (see its module)
+    pod_topology_spread,
 )
 
 

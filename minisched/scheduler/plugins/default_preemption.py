@@ -248,7 +248,7 @@ class DefaultPreemption:
         if not candidates:
             # "": any earlier nomination is void. The message reads as kube's, e.g. "preemption:
             # 0/3 nodes are available: 1 Preemption is not helpful for scheduling, 2 No preemption
-            # victims found for incoming pod" (the runtime adds the final period).
+            # victims found for incoming pod." (a FitError text, with its period).
             return "", Status(status.code, (f"preemption: {status.message()}",), NAME)
         best = pick_one_node(candidates)
         assert best is not None
@@ -280,7 +280,7 @@ class DefaultPreemption:
         potential = [n for n in table.names if (s := statuses.get(n)) is None
                      or s.code != Code.UNSCHEDULABLE_AND_UNRESOLVABLE]
         if not potential:
-            return [], Status.unschedulable(f"0/{total} nodes are available: {total} {NOT_HELPFUL}", plugin=NAME)
+            return [], Status.unschedulable(f"0/{total} nodes are available: {total} {NOT_HELPFUL}.", plugin=NAME)
         pdbs = self._pdbs()
         offset, wanted = offset_and_num_candidates(len(potential), self.rng, self.percentage, self.absolute)
         hopeless = self._hopeless(pod, table, statuses)
@@ -310,7 +310,7 @@ class DefaultPreemption:
         if unhelpful:
             failures[NOT_HELPFUL] = failures.get(NOT_HELPFUL, 0) + unhelpful
         parts = ", ".join(sorted(f"{n} {r}" for r, n in failures.items()))  # sorted as kube's FitError
-        return [], Status.unschedulable(f"0/{total} nodes are available: {parts}", plugin=NAME)
+        return [], Status.unschedulable(f"0/{total} nodes are available: {parts}.", plugin=NAME)
 
     @staticmethod
     def _hopeless(

@@ -1,59 +1,267 @@
 """PodTopologySpread (PreFilter, Filter, PreScore, Score): spread a pod's siblings evenly over
-topology domains (zones, hosts, ...), as topologySpreadConstraints ask.
+topology domains (zones, hosts, ...), as kube-scheduler v1.35's plugin does.
 
-DoNotSchedule constraints filter: on a node whose domain already holds `n` matching pods, the pod
-fits only if n + (1 if the pod itself matches) - (the fewest matching pods in any domain) is at most
-maxSkew; a node without the constraint's topology label fails outright. ScheduleAnyway constraints
-score: fewer matching pods in a node's domain, weighted by log(number of domains + 2), is better.
+Which constraints: the pod's own topologySpreadConstraints; a pod with none gets the default
+constraints (PodTopologySpreadArgs.defaultingType System: hostname maxSkew 3 and zone maxSkew 5, both
+ScheduleAnyway; or List: args.defaultConstraints), with a selector built from the Services,
+ReplicaSet, StatefulSet or ReplicationController that own or select the pod (kube's
+helper.DefaultSelector). No such object, no default constraints.
 
-Counting which pods match a selector is a Python loop over the pods (labels are not columns of the
-node table); the domain arithmetic is numpy over nodes. Unlike kube-scheduler, there are no
-cluster-level default constraints (pods without constraints are skipped), and the plugin is not in
-the default profile: enable it in a KubeSchedulerConfiguration (kube's default weight is 2).
+DoNotSchedule constraints filter: on a node whose domain holds `n` matching pods, the pod fits only
+if n + (1 if the pod itself matches) - (the fewest matching pods in any eligible domain; 0 when
+fewer than minDomains domains exist) is at most maxSkew; a node without the topology label fails,
+unresolvably. ScheduleAnyway constraints score: fewer matching pods in a node's domain, weighted by
+log(number of domains + 2), plus maxSkew - 1; nodes lacking a key are "ignored" (scored 0), except
+under system defaults, where a node without a zone label is still spread by hostname.
+
+Domains are counted over every node (not only feasible ones) that carries all the keys and passes
+the constraint's nodeAffinityPolicy / nodeTaintsPolicy; pods count only from the pod's namespace,
+not terminating, matching the selector (matchLabelKeys folded in). Counting uses the NodeTable's pod
+index: label-selector matches per node are numpy over pod columns, not a loop over pods.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
+from minisched.resources import REPLICA_SETS, REPLICATION_CONTROLLERS, SERVICES, STATEFUL_SETS, Resource
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import MAX_NODE_SCORE, FilterResult, Handle, PreFilterResult
 from minisched.scheduler.framework.status import Code, Status
-from minisched.scheduler.framework.types import PodInfo, SpreadConstraint
+from minisched.scheduler.framework.types import (
+    LabelSelector,
+    PodInfo,
+    PodSpecError,
+    Requirement,
+    SpreadConstraint,
+    spread_constraint,
+)
 from minisched.scheduler.plugins import node_affinity, taint_toleration
 from minisched.scheduler.plugins.helpers import node_labels, take
 from minisched.scheduler.snapshot import NO_TAINT, NodeTable
 
+log = logging.getLogger(__name__)
+
 NAME = "PodTopologySpread"
-ERR_MISSING_LABEL = "node(s) didn't match pod topology spread constraints (missing required label)"
 ERR_CONSTRAINTS = "node(s) didn't match pod topology spread constraints"
+ERR_MISSING_LABEL = ERR_CONSTRAINTS + " (missing required label)"
 HOSTNAME = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
+DO_NOT_SCHEDULE, SCHEDULE_ANYWAY = "DoNotSchedule", "ScheduleAnyway"
+SYSTEM, LIST = "System", "List"
 _MAX_INT32 = 2**31 - 1
-_IGNORED = "PreScorePodTopologySpread.ignored"
+_PRE_FILTER = "PreFilterPodTopologySpread"
+_PRE_SCORE = "PreScorePodTopologySpread"
+_DEFAULT_SELECTOR = "PodTopologySpread.defaultSelector"
 
 Object = dict[str, Any]
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
 
+# v1.TopologySpreadConstraint without selectors: kube's systemDefaultConstraints
+SYSTEM_DEFAULT_CONSTRAINTS: tuple[SpreadConstraint, ...] = (
+    SpreadConstraint(3, HOSTNAME, SCHEDULE_ANYWAY, None),
+    SpreadConstraint(5, ZONE, SCHEDULE_ANYWAY, None),
+)
 
-def _filter_constraints(pod: PodInfo) -> list[SpreadConstraint]:
-    return [c for c in pod.spread_constraints if c.when_unsatisfiable == "DoNotSchedule"]
+
+# ---- the objects default selectors come from -------------------------------------------------------
+class WorkloadLister(Protocol):
+    """Read access to the Services and controllers in the cluster (kube's listers)."""
+
+    def services(self, namespace: str) -> Sequence[Object]: ...
+
+    def get(self, resource: Resource, namespace: str, name: str) -> Object | None: ...
 
 
-def _score_constraints(pod: PodInfo) -> list[SpreadConstraint]:
-    return [c for c in pod.spread_constraints if c.when_unsatisfiable == "ScheduleAnyway"]
+class InformerWorkloads:
+    """Listers over shared informers: kube's plugin asks the informer factory for the same four."""
+
+    def __init__(self, factory: Any) -> None:
+        self._informers = {r: factory.informer_for(r) for r in
+                           (SERVICES, REPLICATION_CONTROLLERS, REPLICA_SETS, STATEFUL_SETS)}
+
+    def services(self, namespace: str) -> Sequence[Object]:
+        return list(self._informers[SERVICES].store.by_index("namespace", namespace))
+
+    def get(self, resource: Resource, namespace: str, name: str) -> Object | None:
+        obj: Object | None = self._informers[resource].store.get_by_key(f"{namespace}/{name}")
+        return obj
+
+
+@dataclass
+class StaticWorkloads:
+    """Listers over a fixed list of objects (tests and benchmarks without an API server)."""
+
+    objects: Sequence[Object] = ()
+
+    def services(self, namespace: str) -> Sequence[Object]:
+        return [o for o in self.objects if o.get("kind") == "Service"
+                and (o.get("metadata") or {}).get("namespace", "default") == namespace]
+
+    def get(self, resource: Resource, namespace: str, name: str) -> Object | None:
+        for o in self.objects:
+            meta = o.get("metadata") or {}
+            if (o.get("kind") == resource.kind and meta.get("name") == name
+                    and meta.get("namespace", "default") == namespace):
+                return o
+        return None
+
+
+class ClusterWorkloads:
+    """Listers that read through the API on each call: for a framework with a cluster but no
+    informers (a notebook or test driving a Framework by hand)."""
+
+    def __init__(self, cluster: Any) -> None:
+        self.cluster = cluster
+
+    def services(self, namespace: str) -> Sequence[Object]:
+        items: list[Object] = self.cluster.list(SERVICES, namespace)["items"]
+        return items
+
+    def get(self, resource: Resource, namespace: str, name: str) -> Object | None:
+        from minisched.errors import NotFound
+
+        try:
+            obj: Object = self.cluster.get(resource, name, namespace)
+        except NotFound:
+            return None
+        return obj
+
+
+_OWNER_KINDS = {("v1", "ReplicationController"): REPLICATION_CONTROLLERS,
+                ("apps/v1", "ReplicaSet"): REPLICA_SETS, ("apps/v1", "StatefulSet"): STATEFUL_SETS}
+
+
+def _map_requirements(labels: Mapping[str, str]) -> list[Requirement]:
+    return [Requirement(str(k), "In", (str(v),)) for k, v in sorted(labels.items())]
+
+
+def default_selector(pod: PodInfo, lister: WorkloadLister) -> LabelSelector:
+    """kube's helper.DefaultSelector: the selectors of the Services selecting the pod, merged, plus
+    the selector of its controlling ReplicationController, ReplicaSet or StatefulSet."""
+    labels = dict(pod.labels)
+    label_set: dict[str, str] = {}
+    for svc in lister.services(pod.namespace):
+        selector = (svc.get("spec") or {}).get("selector")
+        if selector is None:  # a nil selector matches nothing, not everything
+            continue
+        if all(labels.get(k) == v for k, v in selector.items()):
+            label_set.update(selector)
+    requirements = _map_requirements(label_set)
+    owner = next((o for o in (pod.pod.get("metadata") or {}).get("ownerReferences") or [] if o.get("controller")),
+                 None)
+    resource = _OWNER_KINDS.get((owner.get("apiVersion"), owner.get("kind"))) if owner else None
+    if owner is None or resource is None:
+        return LabelSelector(tuple(requirements))
+    obj = lister.get(resource, pod.namespace, str(owner.get("name") or ""))
+    if obj is None:
+        return LabelSelector(tuple(requirements))
+    selector = (obj.get("spec") or {}).get("selector")
+    if resource == REPLICATION_CONTROLLERS:
+        label_set.update(selector or {})
+        return LabelSelector(tuple(_map_requirements(label_set)))
+    if selector is None:  # LabelSelectorAsSelector(nil) is Nothing, whose requirements are not added
+        return LabelSelector(tuple(requirements))
+    try:
+        extra = spread_constraint({"maxSkew": 1, "topologyKey": "x", "whenUnsatisfiable": SCHEDULE_ANYWAY,
+                                   "labelSelector": selector}, 0, {}).selector
+    except PodSpecError:  # an invalid selector is skipped, as LabelSelectorAsSelector's error is
+        return LabelSelector(tuple(requirements))
+    assert extra is not None
+    return LabelSelector(tuple(requirements) + extra.requirements)
+
+
+# ---- args ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SpreadArgs:
+    """PodTopologySpreadArgs (kubescheduler.config.k8s.io/v1), validated as kube validates them."""
+
+    defaulting_type: str = SYSTEM
+    default_constraints: tuple[SpreadConstraint, ...] = ()
+
+    @property
+    def constraints(self) -> tuple[SpreadConstraint, ...]:
+        return SYSTEM_DEFAULT_CONSTRAINTS if self.defaulting_type == SYSTEM else self.default_constraints
+
+    @classmethod
+    def parse(cls, args: Mapping[str, Any] | None) -> SpreadArgs:
+        args = dict(args or {})
+        unknown = set(args) - {"defaultConstraints", "defaultingType"}
+        if unknown:
+            raise ValueError(f"PodTopologySpreadArgs: unknown field(s) {sorted(unknown)}")
+        kind = args.get("defaultingType") or SYSTEM  # v1 defaulting
+        if kind not in (SYSTEM, LIST):
+            raise ValueError(f'PodTopologySpreadArgs.defaultingType: Unsupported value: "{kind}": '
+                             'supported values: "List", "System"')
+        raw = args.get("defaultConstraints") or []
+        if kind == SYSTEM and raw:
+            raise ValueError('PodTopologySpreadArgs.defaultConstraints: Invalid value: when .defaultingType is '
+                             '"System", .defaultConstraints must be empty')
+        parsed: list[SpreadConstraint] = []
+        seen: set[tuple[str, str]] = set()
+        for i, c in enumerate(raw):
+            path = f"PodTopologySpreadArgs.defaultConstraints[{i}]"
+            if not isinstance(c, Mapping):
+                raise ValueError(f"{path} is not an object")
+            if c.get("labelSelector") is not None:
+                raise ValueError(f"{path}.labelSelector: Forbidden: constraint must not define a selector, "
+                                 "as they deduced for each pod")
+            try:
+                sc = spread_constraint(dict(c), i, {})
+            except PodSpecError as e:
+                raise ValueError(f"PodTopologySpreadArgs: {e}".replace("spec.topologySpreadConstraints",
+                                                                        "defaultConstraints")) from None
+            pair = (sc.topology_key, sc.when_unsatisfiable)
+            if pair in seen:
+                raise ValueError(f"{path}: Duplicate value: {{{sc.topology_key}, {sc.when_unsatisfiable}}}")
+            seen.add(pair)
+            parsed.append(sc)
+        return cls(kind, tuple(parsed))
+
+
+# ---- which constraints apply to a pod --------------------------------------------------------------
+def pod_constraints(pod: PodInfo, action: str, args: SpreadArgs, lister: WorkloadLister | None,
+                    state: CycleState | None = None) -> tuple[list[SpreadConstraint], bool]:
+    """(constraints for `action`, whether they are the pod's own). kube's getConstraints /
+    initPreScoreState: the pod's own, else the defaults with the deduced selector."""
+    if pod.spread_constraints:
+        return [c for c in pod.spread_constraints if c.when_unsatisfiable == action], True
+    defaults = [c for c in args.constraints if c.when_unsatisfiable == action]
+    if not defaults or lister is None:
+        return [], False
+    selector = state.get(_DEFAULT_SELECTOR) if state is not None else None
+    if selector is None:
+        selector = default_selector(pod, lister)
+        if state is not None:
+            state.write(_DEFAULT_SELECTOR, selector)
+    if not selector.requirements:  # selector.Empty(): no default spreading
+        return [], False
+    return [SpreadConstraint(c.max_skew, c.topology_key, c.when_unsatisfiable, selector, c.min_domains,
+                             c.node_affinity_policy, c.node_taints_policy) for c in defaults], False
+
+
+def _counts_pods(c: SpreadConstraint) -> bool:
+    """countPodsMatchSelector counts nothing for a nil (Nothing) or empty selector."""
+    return c.selector is not None and bool(c.selector.requirements)
 
 
 def _self_match(c: SpreadConstraint, pod: PodInfo) -> int:
     return int(c.selector is not None and c.selector.matches(dict(pod.labels)))
 
 
-# ---- the pure rules, one node at a time (given every node, since domains span nodes) ----
+def _pod_counts(c: SpreadConstraint, p: PodInfo, namespace: str) -> bool:
+    return _counts_pods(c) and c.counts(p, namespace)
+
+
+# ---- the pure rules, one node at a time (given every node, since domains span nodes) ----------------
 def _included(c: SpreadConstraint, pod: PodInfo, node: Object) -> bool:
     """kube's matchNodeInclusionPolicies."""
     if c.node_affinity_policy == "Honor" and not node_affinity.fits(pod, node):
@@ -62,9 +270,8 @@ def _included(c: SpreadConstraint, pod: PodInfo, node: Object) -> bool:
 
 
 def filter_reason(pod: PodInfo, node: Object, all_nodes: Sequence[Object],
-                  pods_on: Mapping[str, Sequence[PodInfo]]) -> str | None:
-    """The pure filter rule: why `node` fails the pod's DoNotSchedule constraints, or None."""
-    constraints = _filter_constraints(pod)
+                  pods_on: Mapping[str, Sequence[PodInfo]], constraints: Sequence[SpreadConstraint]) -> str | None:
+    """The pure filter rule (kube's calPreFilterState + Filter): why `node` fails, or None."""
     keys = [c.topology_key for c in constraints]
     per_domain: list[dict[str, int]] = [{} for _ in constraints]
     for other in all_nodes:
@@ -74,7 +281,7 @@ def filter_reason(pod: PodInfo, node: Object, all_nodes: Sequence[Object],
         name = other["metadata"]["name"]
         for i, c in enumerate(constraints):
             if _included(c, pod, other):
-                count = sum(1 for p in pods_on.get(name, ()) if c.counts(p, pod.namespace))
+                count = sum(1 for p in pods_on.get(name, ()) if _pod_counts(c, p, pod.namespace))
                 per_domain[i][labels[c.topology_key]] = per_domain[i].get(labels[c.topology_key], 0) + count
     labels = node_labels(node)
     for i, c in enumerate(constraints):
@@ -89,7 +296,58 @@ def filter_reason(pod: PodInfo, node: Object, all_nodes: Sequence[Object],
     return None
 
 
-# ---- vectorised ----
+def score_of(pod: PodInfo, node: Object, feasible: Sequence[Object], all_nodes: Sequence[Object],
+             pods_on: Mapping[str, Sequence[PodInfo]], constraints: Sequence[SpreadConstraint],
+             require_all: bool = True) -> int | None:
+    """The pure raw score for one feasible node (kube's initPreScoreState + PreScore + Score);
+    None: the node is ignored (it lacks a key and every key is required)."""
+    keys = [c.topology_key for c in constraints]
+
+    def has_all(n: Object) -> bool:
+        return all(k in node_labels(n) for k in keys)
+
+    if require_all and not has_all(node):
+        return None
+    kept = [f for f in feasible if not require_all or has_all(f)]
+    total = 0.0
+    labels = node_labels(node)
+    for c in constraints:
+        if c.topology_key == HOSTNAME:
+            size = len(kept)
+        else:
+            size = len({node_labels(f).get(c.topology_key, "") for f in kept})
+        if c.topology_key not in labels:
+            continue
+        if c.topology_key == HOSTNAME:
+            cnt = sum(1 for p in pods_on.get(node["metadata"]["name"], ()) if _pod_counts(c, p, pod.namespace))
+        else:
+            cnt = 0
+            for other in all_nodes:
+                if require_all and not has_all(other):
+                    continue
+                if _included(c, pod, other) and node_labels(other).get(c.topology_key, "") == labels[c.topology_key]:
+                    cnt += sum(1 for p in pods_on.get(other["metadata"]["name"], ())
+                               if _pod_counts(c, p, pod.namespace))
+        total += cnt * math.log(size + 2) + float(c.max_skew - 1)
+    return math.floor(total + 0.5)  # math.Round of a non-negative score
+
+
+def normalize(scores: Sequence[int], ignored: Sequence[bool]) -> list[int]:
+    """kube's NormalizeScore, one value at a time."""
+    kept = [s for s, ig in zip(scores, ignored, strict=True) if not ig]
+    low, high = (min(kept), max(max(kept), 0)) if kept else (0, 0)
+    out = []
+    for s, ig in zip(scores, ignored, strict=True):
+        if ig:
+            out.append(0)
+        elif high == 0:
+            out.append(MAX_NODE_SCORE)
+        else:
+            out.append(MAX_NODE_SCORE * (high + low - s) // high)
+    return out
+
+
+# ---- vectorised ----------------------------------------------------------------------------------------
 def _keys_present(nodes: NodeTable, constraints: Sequence[SpreadConstraint]) -> BoolArray:
     present = np.ones(len(nodes), np.bool_)
     for c in constraints:
@@ -99,13 +357,13 @@ def _keys_present(nodes: NodeTable, constraints: Sequence[SpreadConstraint]) -> 
 
 
 class _Masks:
-    """Per-cycle pieces shared by the constraints of one pod."""
+    """Per-cycle pieces shared by the constraints of one pod on one table."""
 
     def __init__(self, pod: PodInfo, nodes: NodeTable) -> None:
         self.pod, self.nodes = pod, nodes
         self._affinity: BoolArray | None = None
         self._tolerated: BoolArray | None = None
-        self._counts: dict[SpreadConstraint, IntArray] = {}
+        self._counts: dict[LabelSelector | None, IntArray] = {}
 
     def included(self, c: SpreadConstraint) -> BoolArray:
         mask = np.ones(len(self.nodes), np.bool_)
@@ -123,10 +381,34 @@ class _Masks:
         return mask
 
     def counts(self, c: SpreadConstraint) -> IntArray:
-        if c not in self._counts:
-            ns = self.pod.namespace
-            self._counts[c] = self.nodes.count_pods(lambda p: c.counts(p, ns))
-        return self._counts[c]
+        """Matching pods per node (namespace, not terminating, selector) from the pod index."""
+        if c.selector not in self._counts:
+            if not _counts_pods(c):
+                self._counts[c.selector] = np.zeros(len(self.nodes), np.int64)
+            else:
+                assert c.selector is not None
+                self._counts[c.selector] = self.nodes.count_matching(c.selector, self.pod.namespace)
+        return self._counts[c.selector]
+
+
+@dataclass
+class _FilterState:
+    """What PreFilter computed over the whole snapshot (kube's preFilterState)."""
+
+    table: NodeTable
+    constraints: list[SpreadConstraint]
+    cols: list[npt.NDArray[np.int32] | None]  # topology value id per node, per constraint
+    eligible: list[BoolArray]  # nodes counted toward domains, per constraint
+    node_counts: list[IntArray]  # matching pods per node, per constraint
+    per_domain: list[IntArray]  # matching pods per value id, per constraint
+    present: list[BoolArray]  # value ids that are eligible domains, per constraint
+    self_match: list[int] = field(default_factory=list)
+
+
+def _domain_min(per_domain: IntArray, present: BoolArray, min_domains: int | None) -> int:
+    domains = int(present.sum())
+    least = int(per_domain[present].min()) if domains else _MAX_INT32
+    return 0 if domains < (min_domains or 1) else least
 
 
 class PodTopologySpread:
@@ -134,36 +416,66 @@ class PodTopologySpread:
     reads_pods = True
     reads_other_nodes = True  # a node's verdict moves with pods on other nodes of its domain
 
-    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> tuple[PreFilterResult | None, Status]:
-        return None, (Status.success() if _filter_constraints(pod) else Status.skip(NAME))
+    def __init__(self, args: SpreadArgs | None = None, lister: WorkloadLister | None = None) -> None:
+        self.args = args or SpreadArgs()
+        self.lister = lister
+        self.system_defaulted = self.args.defaulting_type == SYSTEM
 
-    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult:
-        constraints = _filter_constraints(pod)
-        n = len(nodes)
+    # -- PreFilter / Filter
+    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> tuple[PreFilterResult | None, Status]:
+        constraints, _ = pod_constraints(pod, DO_NOT_SCHEDULE, self.args, self.lister, state)
         if not constraints:
-            return FilterResult.all_pass(n)
+            return None, Status.skip(NAME)
         masks = _Masks(pod, nodes)
         all_keys = _keys_present(nodes, constraints)
+        s = _FilterState(nodes, constraints, [], [], [], [], [])
+        for c in constraints:
+            col = nodes.label_column(c.topology_key)
+            eligible = all_keys & masks.included(c)
+            counts = masks.counts(c)
+            size = int(col.max()) + 1 if col is not None and col.size else 1
+            per_domain = np.zeros(size, np.int64)
+            present = np.zeros(size, np.bool_)
+            if col is not None:
+                np.add.at(per_domain, col[eligible], counts[eligible])
+                present[col[eligible]] = True
+            s.cols.append(col)
+            s.eligible.append(eligible)
+            s.node_counts.append(counts)
+            s.per_domain.append(per_domain)
+            s.present.append(present)
+            s.self_match.append(_self_match(c, pod))
+        state.write(_PRE_FILTER, s)
+        return None, Status.success()
+
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult:
+        n = len(nodes)
+        s: _FilterState | None = state.get(_PRE_FILTER)
+        if s is None:  # called without PreFilter (a test): compute it on this table
+            _, status = self.pre_filter(state, pod, nodes)
+            s = state.get(_PRE_FILTER)
+            if s is None:
+                return FilterResult.all_pass(n)
+        whole = nodes is s.table
         reasons = np.zeros(n, np.int64)  # bit 0: missing label (unresolvable), bit 1: skew
         decided = np.zeros(n, np.bool_)
-        for c in constraints:
+        for i, c in enumerate(s.constraints):
             col = nodes.label_column(c.topology_key)
             if col is None:
                 reasons[~decided] = 1
-                decided[:] = True
                 break
             missing = ~decided & (col < 0)
             reasons[missing] = 1
             decided |= missing
-            counted = all_keys & masks.included(c)
-            domains = col[counted]
-            per_domain = np.bincount(domains, weights=masks.counts(c)[counted], minlength=int(col.max()) + 1)
-            present = np.unique(domains)
-            least = int(per_domain[present].min()) if present.size else _MAX_INT32
-            if present.size < (c.min_domains or 1):
-                least = 0
-            match = per_domain[np.maximum(col, 0)].astype(np.int64)
-            skewed = ~decided & (match + _self_match(c, pod) - least > c.max_skew)
+            per_domain = s.per_domain[i]
+            if whole:
+                least = _domain_min(per_domain, s.present[i], c.min_domains)
+                match = np.zeros(n, np.int64)
+                known = (col >= 0) & (col < per_domain.size)
+                match[known] = per_domain[col[known]]
+                skewed = ~decided & (match + s.self_match[i] - least > c.max_skew)
+            else:
+                skewed = ~decided & self._skewed_in_view(s, i, pod, nodes, col)
             reasons[skewed] = 2
             decided |= skewed
         failed = reasons != 0
@@ -172,47 +484,90 @@ class PodTopologySpread:
         return FilterResult(~failed, reasons, (ERR_MISSING_LABEL, ERR_CONSTRAINTS), Code.UNSCHEDULABLE,
                             unresolvable=reasons == 1)
 
+    def _skewed_in_view(self, s: _FilterState, i: int, pod: PodInfo, view: NodeTable,
+                        col: npt.NDArray[np.int32]) -> BoolArray:
+        """A what-if view of a few nodes (preemption's victims removed, or the nominated node
+        alone): PreFilter's domain counts, moved by what changed on the viewed nodes (kube's
+        AddPod/RemovePod)."""
+        c = s.constraints[i]
+        per_domain = s.per_domain[i].copy()
+        present = s.present[i]
+        out = np.zeros(len(view), np.bool_)
+        now = view.count_pods(lambda p: _pod_counts(c, p, pod.namespace))
+        full_col = s.cols[i]
+        for row, name in enumerate(view.names):
+            full = s.table.row(name)
+            if full is not None and full_col is not None and s.eligible[i][full]:
+                vid = int(full_col[full])
+                if vid >= 0:
+                    per_domain[vid] += int(now[row]) - int(s.node_counts[i][full])
+        least = _domain_min(per_domain, present, c.min_domains)
+        for row in range(len(view)):
+            vid = int(col[row])
+            if vid < 0:
+                continue
+            match = int(per_domain[vid]) if vid < per_domain.size else 0
+            out[row] = match + s.self_match[i] - least > c.max_skew
+        return out
+
+    # -- PreScore / Score
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: npt.NDArray[np.intp]) -> Status:
-        return Status.success() if _score_constraints(pod) else Status.skip(NAME)
+        if len(nodes) == 0:
+            return Status.skip(NAME)
+        constraints, own = pod_constraints(pod, SCHEDULE_ANYWAY, self.args, self.lister, state)
+        if not constraints:
+            return Status.skip(NAME)
+        # kube: only non-system-default spreading needs every key, so a zoneless node still spreads by host
+        require_all = own or not self.system_defaulted
+        state.write(_PRE_SCORE, (constraints, require_all))
+        return Status.success()
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: npt.NDArray[np.intp]) -> IntArray:
-        constraints = _score_constraints(pod)
+        pre = state.get(_PRE_SCORE)
+        if pre is None:
+            if not self.pre_score(state, pod, nodes, rows).is_success:
+                return np.zeros(len(rows), np.int64)
+            pre = state.get(_PRE_SCORE)
+        constraints, require_all = pre
         n = len(nodes)
-        if not constraints:
-            return np.zeros(len(rows), np.int64)
         masks = _Masks(pod, nodes)
-        all_keys = _keys_present(nodes, constraints)
+        all_keys = _keys_present(nodes, constraints) if require_all else np.ones(n, np.bool_)
         ignored = ~take(all_keys, rows, n)
-        state.write(_IGNORED, ignored)
+        state.write(_PRE_SCORE + ".ignored", ignored)
         kept = rows[~ignored]
         score = np.zeros(len(rows))
         for c in constraints:
             col = nodes.label_column(c.topology_key)
-            if col is None:  # no node has the key: every row is ignored (scored 0) anyway
+            if col is None:  # no node has the key: it adds nothing anywhere
                 continue
+            # a node without the key is the domain "" in kube's map (only without require_all)
+            blank = nodes.label_value_id(c.topology_key, "")
+            blank_id = blank if blank is not None else int(col.max()) + 1
+            values = np.where(col >= 0, col, blank_id)
             if c.topology_key == HOSTNAME:
                 size = kept.size
-                cnt = take(masks.counts(c), rows, n)
+                cnt = take(masks.counts(c), rows, n).astype(np.float64)
             else:
-                size = np.unique(col[kept]).size
+                size = int(np.count_nonzero(np.bincount(values[kept], minlength=blank_id + 1)))
                 counted = all_keys & masks.included(c)
-                per_domain = np.bincount(col[counted], weights=masks.counts(c)[counted],
-                                         minlength=int(col.max()) + 1)
-                cnt = per_domain[np.maximum(take(col, rows, n), 0)]
-            weight = math.log(size + 2)
-            score = score + (cnt.astype(np.float64) * weight + float(c.max_skew - 1))
-        out = np.floor(score + 0.5).astype(np.int64)  # math.Round of non-negative scores
+                per_domain = np.bincount(values[counted], weights=masks.counts(c)[counted],
+                                         minlength=blank_id + 1)
+                cnt = per_domain[take(values, rows, n)]
+            has_key = take(col, rows, n) >= 0
+            contribution = cnt * math.log(size + 2) + float(c.max_skew - 1)
+            score = score + np.where(has_key, contribution, 0.0)
+        out = np.floor(score + 0.5).astype(np.int64)
         out[ignored] = 0
         return out
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray:
-        ignored = state.get(_IGNORED)
+        ignored = state.get(_PRE_SCORE + ".ignored")
         if ignored is None or ignored.shape != scores.shape:
             ignored = np.zeros(scores.shape, np.bool_)
         kept = scores[~ignored]
         if kept.size == 0:
             return np.zeros_like(scores)
-        low, high = int(kept.min()), int(kept.max())
+        low, high = int(kept.min()), max(int(kept.max()), 0)
         if high == 0:
             out = np.full_like(scores, MAX_NODE_SCORE)
         else:
@@ -221,34 +576,23 @@ class PodTopologySpread:
         return out
 
 
-def score_of(pod: PodInfo, node: Object, feasible: Sequence[Object], all_nodes: Sequence[Object],
-             pods_on: Mapping[str, Sequence[PodInfo]]) -> int | None:
-    """The pure raw score for one feasible node (None: the node is ignored, it lacks a key)."""
-    constraints = _score_constraints(pod)
-    keys = [c.topology_key for c in constraints]
-    labels = node_labels(node)
-    if not all(k in labels for k in keys):
-        return None
-    kept = [f for f in feasible if all(k in node_labels(f) for k in keys)]
-    total = 0.0
-    for c in constraints:
-        if c.topology_key == HOSTNAME:
-            size = len(kept)
-            cnt = sum(1 for p in pods_on.get(node["metadata"]["name"], ()) if c.counts(p, pod.namespace))
-        else:
-            size = len({node_labels(f)[c.topology_key] for f in kept})
-            cnt = 0
-            for other in all_nodes:
-                other_labels = node_labels(other)
-                if all(k in other_labels for k in keys) and _included(c, pod, other) \
-                        and other_labels[c.topology_key] == labels[c.topology_key]:
-                    cnt += sum(1 for p in pods_on.get(other["metadata"]["name"], ()) if c.counts(p, pod.namespace))
-        total += cnt * math.log(size + 2) + float(c.max_skew - 1)
-    return math.floor(total + 0.5)
+def workloads_of(handle: Handle | None) -> WorkloadLister:
+    """Where default selectors come from: the handle's `workloads`, else listers over its informer
+    factory (kube's way), else reads through its cluster; with neither, no Services or controllers
+    exist for the plugin, so no pod gets default constraints (as in a cluster without them)."""
+    lister: WorkloadLister | None = getattr(handle, "workloads", None)
+    if lister is not None:
+        return lister
+    factory = getattr(handle, "informer_factory", None)
+    if factory is not None:
+        return InformerWorkloads(factory)
+    cluster = getattr(handle, "cluster", None)
+    if cluster is not None:
+        return ClusterWorkloads(cluster)
+    log.debug("PodTopologySpread without a cluster: no Services or controllers, so no default spreading")
+    return StaticWorkloads(())
 
 
 def new(args: Mapping[str, Any] | None, handle: Handle | None) -> PodTopologySpread:
-    args = dict(args or {})
-    if args.get("defaultConstraints") or args.get("defaultingType") == "System":
-        raise ValueError("PodTopologySpread: cluster-level default constraints are not supported by minisched")
-    return PodTopologySpread()
+    parsed = SpreadArgs.parse(args)
+    return PodTopologySpread(parsed, workloads_of(handle) if parsed.constraints else None)

@@ -11,9 +11,11 @@ HEADER = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfigu
 def test_default_profile_matches_kube_defaults() -> None:
     fw = Framework(default_profile())
     assert fw.profile_name == "minisched"
+    # kube's default_plugins.go order and weights (PodTopologySpread since it joined the defaults)
     assert fw.plugin_names("filter") == [
-        "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit"]
-    assert fw.weights == {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1,
+        "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
+        "PodTopologySpread"]
+    assert fw.weights == {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1, "PodTopologySpread": 2,
                           "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1}
     assert fw.plugin_names("queueSort") == ["PrioritySort"]
     assert fw.plugin_names("preEnqueue") == ["SchedulingGates"]

@@ -130,3 +130,24 @@ def test_concurrent_assume_and_forget_balance(cache: SchedulerCache) -> None:
     for t in threads:
         t.join()
     assert (_cpu(cache, "n1"), _cpu(cache, "n2")) == (0, 4000)
+
+
+def test_label_and_deletion_updates_reach_the_pod_index(cache: SchedulerCache) -> None:
+    """Updates that keep the requests but change labels or start a deletion are re-read: spreading
+    counts pods by label and skips terminating ones (kube's countPodsMatchSelector)."""
+    import copy
+
+    from minisched.scheduler.framework.types import LabelSelector, Requirement
+
+    web = LabelSelector((Requirement("app", "In", ("web",)),))
+    pod = _bound(make_pod("p", labels={"app": "db"}), "n1")
+    cache.add_pod(pod)
+    assert cache.snapshot().count_matching(web, "default").tolist() == [0, 0]
+    relabelled = copy.deepcopy(pod)
+    relabelled["metadata"]["labels"] = {"app": "web"}
+    cache.update_pod(pod, relabelled)
+    assert cache.snapshot().count_matching(web, "default").tolist() == [1, 0]
+    deleting = copy.deepcopy(relabelled)
+    deleting["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    cache.update_pod(relabelled, deleting)
+    assert cache.snapshot().count_matching(web, "default").tolist() == [0, 0]

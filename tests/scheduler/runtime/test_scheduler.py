@@ -58,13 +58,17 @@ def test_unschedulable_pod_gets_failed_scheduling_and_waits_for_a_node(
     sched.recorder.flush()
     (event,) = events_for(cluster, pod, "FailedScheduling")
     assert event["type"] == "Warning"
-    assert event["message"] == (
+    expected = (
         "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint {dedicated: gpu}. "
         "preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, "
         "1 Preemption is not helpful for scheduling."
     )
+    assert event["message"] == expected
     cond = [c for c in cluster.get(PODS, "big", "default")["status"]["conditions"] if c["type"] == "PodScheduled"]
     assert cond[0]["status"] == "False" and cond[0]["reason"] == "Unschedulable"
+    # the same words in the condition and in the decision record, preemption part included
+    assert cond[0]["message"] == expected
+    assert sched.decisions["default/big"].message == expected
     cluster.create(NODES, make_node("roomy", cpu="4"))  # NodeAdd moves it back
     wait_until(lambda: node_of(cluster, "big") == "roomy", what="pod bound to the new node")
 

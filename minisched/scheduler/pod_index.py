@@ -1,0 +1,287 @@
+"""PodIndex: the assigned pods of a NodeTable as columns, so "how many pods on each node match this
+label selector in this namespace" is a few numpy operations, not a Python loop over pods.
+
+One slot per pod: the row of its node, its namespace id, whether it is terminating, and for every
+label key any pod carries, the id of its value (-1 where the pod lacks the key). A selector becomes
+a boolean mask over slots (In: the value id is one of the wanted ones; Exists: the id is not -1 ...),
+and np.bincount over the matching slots' node rows gives the count per node. kube-scheduler loops
+over each NodeInfo's pods instead (podtopologyspread's countPodsMatchSelector).
+
+The NodeTable keeps one index and changes it as pods come and go; snapshots share its arrays
+copy-on-write, as they share the table's. The value and namespace vocabularies only grow, so a
+snapshot can share them too.
+
+Counts asked for once are kept (per selector and namespace) and moved by each pod added or removed,
+so the next cycle of the same ReplicaSet's pods reads them instead of scanning every pod again. A
+snapshot that computes counts hands them back to the table it came from while the table has not
+changed since (`_handback`), which is how the table learns which selectors are worth keeping.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from minisched.scheduler.framework.types import LabelSelector, PodInfo
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+Int32Array = npt.NDArray[np.int32]
+
+FREE = -1  # node row of an empty slot
+_MAX_KEPT = 32  # selectors whose counts are kept; more, and all are dropped (a cache, not a store)
+COMPACT_MIN = 1024  # free slots before compacting (and only when more than half are free)
+
+_CountKey = tuple[LabelSelector, str]
+
+
+class PodIndex:
+    def __init__(self) -> None:
+        self._cap = 0
+        self._top = 0  # slots in use are below this
+        self._slot: dict[str, int] = {}  # pod key -> slot (private to the writer)
+        self._free_count = 0  # slots of removed pods (never reused: see _writable)
+        self.node_row = np.full(0, FREE, np.int32)
+        self.namespace = np.zeros(0, np.int32)
+        self.terminating = np.zeros(0, np.bool_)
+        self._labels: dict[str, Int32Array] = {}
+        self._ns_ids: dict[str, int] = {}  # shared, append-only
+        self._value_ids: dict[str, dict[str, int]] = {}  # shared, append-only
+        self._shared = False  # arrays shared with a snapshot: copy before writing
+        self.version = 0  # moves on every write
+        # kept counts: (selector, namespace) -> [per-node counts, owned (False: a snapshot shares it)]
+        self._kept: dict[_CountKey, list[Any]] = {}
+        # counts snapshots computed: key -> (the version they were computed at, counts)
+        self._handback: dict[_CountKey, tuple[int, IntArray]] = {}
+
+    # ---------------------------------------------------------------- sharing
+    def share(self) -> PodIndex:
+        """A read-only view for a snapshot; the next write here copies the arrays first."""
+        view = PodIndex.__new__(PodIndex)
+        view.__dict__.update(self.__dict__)
+        view._slot = {}  # a snapshot never writes
+        view._kept = {k: [entry[0], False] for k, entry in self._kept.items()}
+        for entry in self._kept.values():
+            entry[1] = False
+        view._handback = self._handback  # the same dict: what the snapshot computes comes back here
+        self._shared = True
+        return view
+
+    def private_copy(self) -> PodIndex:
+        """A writable copy for a what-if table (the writer's slot map copied, arrays copy-on-write)."""
+        view = PodIndex.__new__(PodIndex)
+        view.__dict__.update(self.__dict__)
+        view._slot = dict(self._slot)
+        # a what-if table appends to its own columns (the table appends to the shared ones)
+        view.node_row, view.namespace = self.node_row.copy(), self.namespace.copy()
+        view.terminating = self.terminating.copy()
+        view._labels = {k: c.copy() for k, c in self._labels.items()}
+        view._ns_ids = dict(self._ns_ids)
+        view._value_ids = {k: dict(v) for k, v in self._value_ids.items()}
+        view._kept = {k: [entry[0], False] for k, entry in self._kept.items()}
+        for entry in self._kept.values():
+            entry[1] = False
+        view._handback = {}
+        view._shared = False
+        return view
+
+    def _writable(self) -> None:
+        """Only node_row is ever rewritten (a pod removed or its node's row moved); the other
+        columns are append-only: a snapshot reads slots below its own top, which never change."""
+        if self._shared:
+            self.node_row = self.node_row.copy()
+            self._shared = False
+
+    def _grow(self, need: int) -> None:
+        if need <= self._cap:
+            return
+        cap = max(64, self._cap * 2, need)
+
+        def grow(a: np.ndarray, fill: Any) -> np.ndarray:
+            out = np.full(cap, fill, a.dtype)
+            out[: self._top] = a[: self._top]
+            return out
+
+        self.node_row = grow(self.node_row, FREE)
+        self.namespace = grow(self.namespace, 0)
+        self.terminating = grow(self.terminating, False)
+        self._labels = {k: grow(c, -1) for k, c in self._labels.items()}
+        self._cap = cap
+        self._shared = False
+
+    def _compact(self) -> None:
+        """Drop the free slots (more than half of them): new arrays, so snapshots keep theirs."""
+        live = np.flatnonzero(self.node_row[: self._top] != FREE)
+        old_slot = {slot: key for key, slot in self._slot.items()}
+        self.node_row = self.node_row[live].copy()
+        self.namespace = self.namespace[live].copy()
+        self.terminating = self.terminating[live].copy()
+        self._labels = {k: c[live].copy() for k, c in self._labels.items()}
+        self._slot = {old_slot[int(old)]: new for new, old in enumerate(live)}
+        self._top = self._cap = len(live)
+        self._free_count = 0
+        self._shared = False
+
+    # ---------------------------------------------------------------- kept counts
+    def _adopt(self) -> None:
+        """Take the counts snapshots computed at this very version (before changing anything)."""
+        if self._handback:
+            for key, (version, counts) in list(self._handback.items()):
+                if version == self.version and key not in self._kept:
+                    self._kept[key] = [counts, False]
+            self._handback.clear()
+            if len(self._kept) > _MAX_KEPT:
+                self._kept.clear()
+
+    def _move_counts(self, pod: PodInfo, row: int, delta: int) -> None:
+        labels = None
+        for key, entry in list(self._kept.items()):
+            selector, namespace = key
+            counts = entry[0]
+            if row >= counts.size:  # a node added since: recount when asked
+                del self._kept[key]
+                continue
+            if pod.namespace != namespace or pod.terminating:
+                continue
+            if labels is None:
+                labels = dict(pod.labels)
+            if not selector.matches(labels):
+                continue
+            if not entry[1]:
+                counts = entry[0] = counts.copy()
+                entry[1] = True
+            counts[row] += delta
+
+    def forget_counts(self) -> None:
+        """Rows moved (a node removed): kept counts no longer line up."""
+        self._kept.clear()
+        self._handback.clear()
+        self.version += 1
+
+    # ---------------------------------------------------------------- writing
+    def add(self, pod: PodInfo, row: int) -> None:
+        self._adopt()
+        self.version += 1
+        if pod.key in self._slot:  # re-added: its old slot is freed, it gets a fresh one
+            self._free_slot(self._slot.pop(pod.key))
+        self._grow(self._top + 1)
+        slot = self._top
+        self._top += 1
+        self._slot[pod.key] = slot
+        self._writable()
+        self.node_row[slot] = row
+        self.namespace[slot] = self._ns_ids.setdefault(pod.namespace, len(self._ns_ids))
+        self.terminating[slot] = pod.terminating
+        for key, value in pod.labels:
+            col = self._labels.get(key)
+            if col is None:
+                col = np.full(self._cap, -1, np.int32)
+                self._labels = {**self._labels, key: col}
+            ids = self._value_ids.setdefault(key, {})
+            vid = ids.get(value)
+            if vid is None:
+                vid = ids[value] = len(ids)
+            col[slot] = vid
+        if self._kept:
+            self._move_counts(pod, row, +1)
+
+    def _free_slot(self, slot: int) -> None:
+        self._writable()
+        self.node_row[slot] = FREE
+        self._free_count += 1
+
+    def remove(self, key: str, pod: PodInfo | None = None) -> None:
+        """Forget pod `key` (its PodInfo, to move the kept counts; without it they are dropped)."""
+        self._adopt()
+        slot = self._slot.pop(key, None)
+        if slot is None:
+            return
+        self.version += 1
+        row = int(self.node_row[slot])
+        self._free_slot(slot)
+        if self._kept:
+            if pod is None:
+                self._kept.clear()
+            else:
+                self._move_counts(pod, row, -1)
+        if self._free_count > COMPACT_MIN and self._free_count * 2 > self._top:
+            self._compact()
+
+    def move_node(self, keys: Sequence[str], row: int) -> None:
+        """The pods `keys` now sit on node row `row` (the table moved a node's row)."""
+        self.forget_counts()
+        self._writable()
+        for key in keys:
+            slot = self._slot.get(key)
+            if slot is not None:
+                self.node_row[slot] = row
+
+    # ---------------------------------------------------------------- reading
+    def __len__(self) -> int:
+        return int((self.node_row[: self._top] != FREE).sum())
+
+    def selector_mask(self, selector: LabelSelector) -> BoolArray:
+        """Which slots' labels match `selector` (free slots included; callers mask them out)."""
+        top = self._top
+        mask = np.ones(top, np.bool_)
+        for r in selector.requirements:
+            col = self._labels.get(r.key)
+            if col is None:  # no pod has the key
+                if r.operator in ("In", "Exists", "Gt", "Lt"):
+                    return np.zeros(top, np.bool_)
+                continue
+            values = col[:top]
+            if r.operator == "Exists":
+                mask &= values >= 0
+            elif r.operator == "DoesNotExist":
+                mask &= values < 0
+            else:
+                ids = self._value_ids.get(r.key, {})
+                wanted = [ids[v] for v in r.values if v in ids]
+                if len(wanted) == 1:  # the usual `app=web`: one comparison, much cheaper than isin
+                    hit = values == wanted[0]
+                elif wanted:
+                    hit = np.isin(values, np.array(wanted, np.int32))
+                else:
+                    hit = np.zeros(top, np.bool_)
+                if r.operator == "In":
+                    mask &= hit
+                elif r.operator == "NotIn":
+                    mask &= ~hit
+                else:  # Gt/Lt do not occur in label selectors; refuse rather than guess
+                    raise ValueError(f"operator {r.operator!r} in a pod label selector")
+        return mask
+
+    def count_matching(self, selector: LabelSelector, namespace: str, rows: int) -> IntArray:
+        """Per node row (0..rows-1): the live (not terminating) pods of `namespace` that match.
+        The result is shared: read it, do not change it."""
+        key = (selector, namespace)
+        entry = self._kept.get(key)
+        if entry is not None and entry[0].size == rows:
+            kept: IntArray = entry[0]
+            return kept
+        counts = self._count(selector, namespace, rows)
+        if self._slot or not self._top:  # the table itself (it has the slot map): keep them here
+            self._kept[key] = [counts, True]
+            if len(self._kept) > _MAX_KEPT:
+                self._kept.clear()
+        else:  # a snapshot: keep them, and offer them to the table it came from
+            self._kept[key] = [counts, False]
+            self._handback[key] = (self.version, counts)
+        return counts
+
+    def _count(self, selector: LabelSelector, namespace: str, rows: int) -> IntArray:
+        top = self._top
+        ns = self._ns_ids.get(namespace)
+        if ns is None or top == 0:
+            return np.zeros(rows, np.int64)
+        live = self.node_row[:top]
+        mask = (live != FREE) & (self.namespace[:top] == ns) & ~self.terminating[:top]
+        mask &= self.selector_mask(selector)
+        return np.bincount(live[mask], minlength=rows).astype(np.int64)[:rows]
+
+    def labels_known(self) -> Mapping[str, Mapping[str, int]]:
+        return self._value_ids
