@@ -91,8 +91,14 @@ def make_pod(
     container: Object = {"name": "main", "image": image, "resources": {}}
     if requests:
         container["resources"]["requests"] = requests
+    limits = dict(limits or {})
+    for resource, amount in (extra_requests or {}).items():
+        # Extended resources and hugepages cannot be overcommitted: the API server refuses a request
+        # without an equal limit ("Limit must be set for non overcommitable resources").
+        if ("/" in resource and "kubernetes.io/" not in resource) or resource.startswith("hugepages-"):
+            limits.setdefault(resource, amount)
     if limits:
-        container["resources"]["limits"] = dict(limits)
+        container["resources"]["limits"] = limits
     if host_ports:
         container["ports"] = [{"containerPort": p, "hostPort": p, "protocol": "TCP"} for p in host_ports]
     spec: Object = {"schedulerName": scheduler_name, "containers": [container]}

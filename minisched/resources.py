@@ -88,10 +88,18 @@ CRDS = Resource(
 )
 CONFIG_MAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
 POD_DISRUPTION_BUDGETS = Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True)
+RUNTIME_CLASSES = Resource("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", False)
+LIMIT_RANGES = Resource("", "v1", "limitranges", "LimitRange", True)
+PERSISTENT_VOLUME_CLAIMS = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True,
+                                    frozenset({"status"}))
+PERSISTENT_VOLUMES = Resource("", "v1", "persistentvolumes", "PersistentVolume", False, frozenset({"status"}))
+STORAGE_CLASSES = Resource("storage.k8s.io", "v1", "storageclasses", "StorageClass", False)
+CSI_NODES = Resource("storage.k8s.io", "v1", "csinodes", "CSINode", False)
 
 BUILTIN: tuple[Resource, ...] = (
     PODS, NODES, NAMESPACES, EVENTS, EVENTS_V1, PRIORITY_CLASSES, LEASES, CRDS, CONFIG_MAPS,
-    POD_DISRUPTION_BUDGETS,
+    POD_DISRUPTION_BUDGETS, RUNTIME_CLASSES, LIMIT_RANGES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES,
+    STORAGE_CLASSES, CSI_NODES,
 )
 
 _ALIASES: dict[str, Resource] = {}
@@ -108,6 +116,10 @@ _ALIASES["event"] = EVENTS
 _ALIASES["lease"] = LEASES
 _ALIASES["priorityclass"] = PRIORITY_CLASSES
 _ALIASES["crd"] = CRDS
+_ALIASES["limits"] = LIMIT_RANGES
+_ALIASES["pvc"] = PERSISTENT_VOLUME_CLAIMS
+_ALIASES["pv"] = PERSISTENT_VOLUMES
+_ALIASES["sc"] = STORAGE_CLASSES
 
 
 ResourceLike = Resource | str

@@ -12,14 +12,20 @@ from dataclasses import dataclass
 from minisched.resources import (
     CONFIG_MAPS,
     CRDS,
+    CSI_NODES,
     EVENTS,
     EVENTS_V1,
     LEASES,
+    LIMIT_RANGES,
     NAMESPACES,
     NODES,
+    PERSISTENT_VOLUME_CLAIMS,
+    PERSISTENT_VOLUMES,
     POD_DISRUPTION_BUDGETS,
     PODS,
     PRIORITY_CLASSES,
+    RUNTIME_CLASSES,
+    STORAGE_CLASSES,
     Resource,
 )
 
@@ -45,6 +51,12 @@ BUILTIN_KINDS: dict[tuple[str, str, str], tuple[Resource, Kind]] = {
         (CONFIG_MAPS, Kind()),
         (POD_DISRUPTION_BUDGETS, Kind(status_subresource=True, tracks_generation=True)),
         (CRDS, Kind(status_subresource=True, tracks_generation=True, unconditional_update=False)),
+        (RUNTIME_CLASSES, Kind()),
+        (LIMIT_RANGES, Kind()),
+        (PERSISTENT_VOLUME_CLAIMS, Kind(status_subresource=True)),
+        (PERSISTENT_VOLUMES, Kind(status_subresource=True)),
+        (STORAGE_CLASSES, Kind()),
+        (CSI_NODES, Kind()),
     )
 }
 

@@ -7,13 +7,14 @@ pkg/apis/core/validation.
 
 from __future__ import annotations
 
+import math
 import re
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
 from minisched.errors import BadRequest, Cause
-from minisched.resources import CRDS, NAMESPACES, PODS, Resource
+from minisched.resources import CRDS, LIMIT_RANGES, NAMESPACES, PODS, RUNTIME_CLASSES, Resource
 from minisched.selectors import validate_label_key, validate_label_value
 
 from .statuses import forbidden_field, invalid_value, not_supported, required
@@ -165,16 +166,10 @@ def pod_causes(pod: Object) -> list[Cause]:
             seen.add(cname)
             if not c.get("image"):
                 causes.append(required(f"{path}.image"))
-            res = c.get("resources") or {}
-            req_causes, requests = _resource_list_causes(f"{path}.resources.requests", res.get("requests"), "Pod")
-            lim_causes, limits = _resource_list_causes(f"{path}.resources.limits", res.get("limits"), "Pod")
-            causes += req_causes + lim_causes
-            for rname, amount in requests.items():
-                if rname in limits and amount > limits[rname]:
-                    causes.append(invalid_value(
-                        f"{path}.resources.requests", str(res["requests"][rname]),
-                        f"must be less than or equal to {rname} limit of {res['limits'][rname]}",
-                    ))
+            causes += _port_causes(f"{path}.ports", c.get("ports"))
+            causes += resource_requirements_causes(f"{path}.resources", c.get("resources") or {})
+    # validateOverhead reuses the container rules with the overhead as limits (hence the path)
+    causes += resource_requirements_causes("spec.overhead", {"limits": spec.get("overhead") or {}})
     policy = spec.get("restartPolicy")
     if policy is not None and policy not in ("Always", "OnFailure", "Never"):
         causes.append(not_supported("spec.restartPolicy", policy, ["Always", "OnFailure", "Never"]))
@@ -184,6 +179,112 @@ def pod_causes(pod: Object) -> list[Cause]:
             causes.append(not_supported(f"spec.tolerations[{i}].effect", effect,
                                         ["NoExecute", "NoSchedule", "PreferNoSchedule"]))
     return causes
+
+
+# Resources a container may ask for without a domain (helper.IsStandardContainerResourceName).
+_STANDARD_CONTAINER_RESOURCES = ("cpu", "memory", "ephemeral-storage")
+
+
+def is_hugepages(name: str) -> bool:
+    return name.startswith("hugepages-")
+
+
+def is_native(name: str) -> bool:
+    """helper.IsNativeResource: no domain, or a kubernetes.io one."""
+    return "/" not in name or "kubernetes.io/" in name
+
+
+def is_extended(name: str) -> bool:
+    """helper.IsExtendedResourceName: a domain outside kubernetes.io, and not a quota "requests." name."""
+    return not is_native(name) and not name.startswith("requests.")
+
+
+def overcommit_allowed(name: str) -> bool:
+    """helper.IsOvercommitAllowed: requests may sit below limits only for native, non-hugepage resources."""
+    return is_native(name) and not is_hugepages(name)
+
+
+def resource_requirements_causes(path: str, res: Object) -> list[Cause]:
+    """validateResourceRequirements, in its order: each limit's name and value, then each request's
+    name, value and its relation to the limit (<= it; == it where overcommit is not allowed)."""
+    causes: list[Cause] = []
+    raw_requests, raw_limits = res.get("requests") or {}, res.get("limits") or {}
+    limits: dict[str, Fraction] = {}
+    for rname, raw in (raw_limits.items() if isinstance(raw_limits, dict) else ()):
+        limits[rname] = amount = parse_quantity(raw)
+        causes += _container_resource_causes(f"{path}.limits[{rname}]", rname, amount, raw)
+    for rname, raw in (raw_requests.items() if isinstance(raw_requests, dict) else ()):
+        amount = parse_quantity(raw)
+        causes += _container_resource_causes(f"{path}.requests[{rname}]", rname, amount, raw)
+        if rname in limits:
+            if amount != limits[rname] and not overcommit_allowed(rname):
+                causes.append(invalid_value(f"{path}.requests", str(raw),
+                                            f"must be equal to {rname} limit of {raw_limits[rname]}"))
+            elif amount > limits[rname]:
+                causes.append(invalid_value(f"{path}.requests", str(raw),
+                                            f"must be less than or equal to {rname} limit of {raw_limits[rname]}"))
+        elif not overcommit_allowed(rname):
+            causes.append(required(f"{path}.limits", "Limit must be set for non overcommitable resources"))
+    return causes
+
+
+# helper.IsStandardResourceName: names without a domain that any resource list may hold
+_STANDARD_RESOURCES = frozenset({
+    "cpu", "memory", "ephemeral-storage", "requests.cpu", "requests.memory", "requests.ephemeral-storage",
+    "limits.cpu", "limits.memory", "limits.ephemeral-storage", "pods", "resourcequotas", "services",
+    "replicationcontrollers", "secrets", "configmaps", "persistentvolumeclaims", "storage", "requests.storage",
+    "services.nodeports", "services.loadbalancers",
+})
+
+
+def _container_resource_causes(path: str, name: str, amount: Fraction, raw: Any) -> list[Cause]:
+    """validateContainerResourceName, then ValidateResourceQuantityValue."""
+    causes: list[Cause] = []
+    problem = validate_label_key(name)  # IsQualifiedName, the same rule as a label key
+    if problem:
+        causes.append(invalid_value(path, name, problem))
+    elif "/" not in name and name not in _STANDARD_RESOURCES and not is_hugepages(name):
+        causes.append(invalid_value(path, name, "must be a standard resource type or fully qualified"))
+    if "/" not in name:
+        if name not in _STANDARD_CONTAINER_RESOURCES and not is_hugepages(name):
+            return causes + [invalid_value(path, name, "must be a standard resource for containers")]
+    elif not is_native(name) and not is_extended(name):
+        return causes + [invalid_value(path, name, "doesn't follow extended resource name standard")]
+    if amount < 0:
+        causes.append(invalid_value(path, str(raw), "must be greater than or equal to 0"))
+    if is_extended(name) and math.ceil(amount * 1000) % 1000 != 0:  # MilliValue()%1000
+        causes.append(invalid_value(path, str(raw), "must be an integer"))
+    return causes
+
+
+def _port_causes(path: str, ports: Any) -> list[Cause]:
+    """validateContainerPorts: port numbers in range, a supported protocol, unique names."""
+    causes: list[Cause] = []
+    names: set[str] = set()
+    for i, port in enumerate(ports or []):
+        where = f"{path}[{i}]"
+        name = port.get("name") or ""
+        if name:
+            if name in names:
+                causes.append(Cause(f"{where}.name", f'Duplicate value: "{name}"', "FieldValueDuplicate"))
+            names.add(name)
+        container_port = port.get("containerPort") or 0
+        if not container_port:
+            causes.append(required(f"{where}.containerPort"))
+        elif not 1 <= int(container_port) <= 65535:
+            causes.append(invalid_value(f"{where}.containerPort", container_port, PORT_RANGE_MSG))
+        host_port = port.get("hostPort") or 0
+        if host_port and not 1 <= int(host_port) <= 65535:
+            causes.append(invalid_value(f"{where}.hostPort", host_port, PORT_RANGE_MSG))
+        protocol = port.get("protocol")
+        if not protocol:
+            causes.append(required(f"{where}.protocol"))
+        elif protocol not in ("SCTP", "TCP", "UDP"):
+            causes.append(not_supported(f"{where}.protocol", protocol, ["SCTP", "TCP", "UDP"]))
+    return causes
+
+
+PORT_RANGE_MSG = "must be between 1 and 65535, inclusive"
 
 
 # Fields a pod update may change (ValidatePodUpdate); everything else in spec is immutable.
@@ -286,4 +387,21 @@ def kind_causes(resource: Resource, obj: Object) -> list[Cause]:
         return pdb_causes(obj)
     if resource == CRDS:
         return crd_causes(obj)
+    if resource == RUNTIME_CLASSES:
+        return runtime_class_causes(obj)
+    if resource == LIMIT_RANGES:
+        from .limitranger import limit_range_causes
+
+        return limit_range_causes(obj)
     return []
+
+
+def runtime_class_causes(rc: Object) -> list[Cause]:
+    """ValidateRuntimeClass: the handler is a DNS label; overhead quantities are not negative."""
+    causes: list[Cause] = []
+    handler = rc.get("handler") or ""
+    problem = dns1123_label_problem(handler) if isinstance(handler, str) else DNS1123_LABEL_MSG
+    if problem:
+        causes.append(invalid_value("handler", handler, problem))
+    more, _ = _resource_list_causes("overhead.podFixed", (rc.get("overhead") or {}).get("podFixed"), "RuntimeClass")
+    return causes + more
