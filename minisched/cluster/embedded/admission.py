@@ -246,3 +246,48 @@ def _is_superset(ss: Object, t: Object) -> bool:
     if operator == "Equal":
         return t.get("operator") == "Equal" and t.get("value", "") == ss.get("value", "")
     return operator == "Exists"
+
+
+# --- storage: defaults, DefaultStorageClass and StorageObjectInUseProtection --------------------
+
+PVC_PROTECTION = "kubernetes.io/pvc-protection"
+PV_PROTECTION = "kubernetes.io/pv-protection"
+DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
+
+
+def is_default_class(sc: Object) -> bool:
+    return ((sc.get("metadata") or {}).get("annotations") or {}).get(DEFAULT_CLASS_ANNOTATION) == "true"
+
+
+def admit_claim(pvc: Object, default_class: Callable[[], Object | None]) -> None:
+    """A new PersistentVolumeClaim: v1 defaults, the DefaultStorageClass plugin (a claim that names
+    no class gets the default one) and StorageObjectInUseProtection's finalizer; status Pending."""
+    spec = pvc.setdefault("spec", {})
+    spec.setdefault("volumeMode", "Filesystem")
+    annotations = (pvc.get("metadata") or {}).get("annotations") or {}
+    if spec.get("storageClassName") is None and "volume.beta.kubernetes.io/storage-class" not in annotations:
+        sc = default_class()
+        if sc is not None:
+            spec["storageClassName"] = sc["metadata"]["name"]
+    _protect(pvc, PVC_PROTECTION)
+    pvc["status"] = {"phase": "Pending"}
+
+
+def admit_volume(pv: Object, now: str) -> None:
+    """A new PersistentVolume: v1 defaults and StorageObjectInUseProtection's finalizer; Pending."""
+    spec = pv.setdefault("spec", {})
+    spec.setdefault("persistentVolumeReclaimPolicy", "Retain")
+    spec.setdefault("volumeMode", "Filesystem")
+    _protect(pv, PV_PROTECTION)
+    pv["status"] = {"phase": "Pending", "lastPhaseTransitionTime": now}
+
+
+def default_storage_class(sc: Object) -> None:
+    sc.setdefault("reclaimPolicy", "Delete")
+    sc.setdefault("volumeBindingMode", "Immediate")
+
+
+def _protect(obj: Object, finalizer: str) -> None:
+    finalizers = obj["metadata"].setdefault("finalizers", [])
+    if finalizer not in finalizers:
+        finalizers.append(finalizer)

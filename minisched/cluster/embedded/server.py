@@ -38,10 +38,13 @@ from minisched.resources import (
     EVENTS_V1,
     LIMIT_RANGES,
     NAMESPACES,
+    PERSISTENT_VOLUME_CLAIMS,
+    PERSISTENT_VOLUMES,
     POD_DISRUPTION_BUDGETS,
     PODS,
     PRIORITY_CLASSES,
     RUNTIME_CLASSES,
+    STORAGE_CLASSES,
     Resource,
     ResourceLike,
     resolve,
@@ -578,6 +581,12 @@ class EmbeddedCluster:
             admission.pod_status_on_create(obj)
         elif r == LIMIT_RANGES:
             limitranger.default_limit_range(obj)
+        elif r == PERSISTENT_VOLUME_CLAIMS:
+            admission.admit_claim(obj, self._default_storage_class)
+        elif r == PERSISTENT_VOLUMES:
+            admission.admit_volume(obj, self._now())
+        elif r == STORAGE_CLASSES:
+            admission.default_storage_class(obj)
         elif r == NAMESPACES and obj["metadata"].get("name"):
             admission.default_namespace(obj)
         elif r == PRIORITY_CLASSES:
@@ -620,6 +629,13 @@ class EmbeddedCluster:
 
     def _limit_ranges(self, namespace: str) -> _Objects:
         return [lr for _, lr in self._store(LIMIT_RANGES).items(namespace)]
+
+    def _default_storage_class(self) -> Object | None:
+        """The default StorageClass (the newest, when several are marked, as DefaultStorageClass picks)."""
+        marked = [sc for _, sc in self._store(STORAGE_CLASSES).items() if admission.is_default_class(sc)]
+        if not marked:
+            return None
+        return max(marked, key=lambda sc: (sc["metadata"]["creationTimestamp"], sc["metadata"]["name"]))
 
     def _runtime_class(self, name: str) -> Object | None:
         return self._store(RUNTIME_CLASSES).get("", name)

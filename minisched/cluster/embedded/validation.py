@@ -14,7 +14,17 @@ from functools import lru_cache
 from typing import Any
 
 from minisched.errors import BadRequest, Cause
-from minisched.resources import CRDS, LIMIT_RANGES, NAMESPACES, PODS, RUNTIME_CLASSES, Resource
+from minisched.resources import (
+    CRDS,
+    LIMIT_RANGES,
+    NAMESPACES,
+    PERSISTENT_VOLUME_CLAIMS,
+    PERSISTENT_VOLUMES,
+    PODS,
+    RUNTIME_CLASSES,
+    STORAGE_CLASSES,
+    Resource,
+)
 from minisched.selectors import validate_label_key, validate_label_value
 
 from .statuses import forbidden_field, invalid_value, not_supported, required
@@ -389,11 +399,76 @@ def kind_causes(resource: Resource, obj: Object) -> list[Cause]:
         return crd_causes(obj)
     if resource == RUNTIME_CLASSES:
         return runtime_class_causes(obj)
+    if resource == PERSISTENT_VOLUME_CLAIMS:
+        return claim_causes(obj)
+    if resource == PERSISTENT_VOLUMES:
+        return volume_causes(obj)
+    if resource == STORAGE_CLASSES:
+        return storage_class_causes(obj)
     if resource == LIMIT_RANGES:
         from .limitranger import limit_range_causes
 
         return limit_range_causes(obj)
     return []
+
+
+ACCESS_MODES = ["ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod"]
+
+# PersistentVolumeSource's members: a PersistentVolume names exactly one
+PV_SOURCES = frozenset({
+    "gcePersistentDisk", "awsElasticBlockStore", "hostPath", "glusterfs", "nfs", "rbd", "iscsi", "cinder",
+    "cephfs", "fc", "flocker", "flexVolume", "azureFile", "vsphereVolume", "quobyte", "azureDisk",
+    "photonPersistentDisk", "portworxVolume", "scaleIO", "local", "storageos", "csi",
+})
+
+
+def _access_mode_causes(path: str, modes: Any, required_detail: str) -> list[Cause]:
+    if not modes:
+        return [required(path, required_detail)]
+    causes = [not_supported(path, m, ACCESS_MODES) for m in modes if m not in ACCESS_MODES]
+    if "ReadWriteOncePod" in modes and any(m != "ReadWriteOncePod" and m in ACCESS_MODES for m in modes):
+        causes.append(forbidden_field(path, "may not use ReadWriteOncePod with other access modes"))
+    return causes
+
+
+def claim_causes(pvc: Object) -> list[Cause]:
+    """ValidatePersistentVolumeClaimSpec: access modes, a positive storage request, the volume mode."""
+    spec = pvc.get("spec") or {}
+    causes = _access_mode_causes("spec.accessModes", spec.get("accessModes"), "at least 1 access mode is required")
+    storage = ((spec.get("resources") or {}).get("requests") or {}).get("storage")
+    if storage is None:
+        causes.append(required("spec.resources[storage]"))
+    elif parse_quantity(storage, "PersistentVolumeClaim") <= 0:
+        causes.append(invalid_value("spec.resources[storage]", str(storage), "must be greater than zero"))
+    mode = spec.get("volumeMode")
+    if mode is not None and mode not in ("Block", "Filesystem"):
+        causes.append(not_supported("spec.volumeMode", mode, ["Block", "Filesystem"]))
+    return causes
+
+
+def volume_causes(pv: Object) -> list[Cause]:
+    """ValidatePersistentVolumeSpec, in part: access modes, a storage capacity, one volume source."""
+    spec = pv.get("spec") or {}
+    causes = _access_mode_causes("spec.accessModes", spec.get("accessModes"), "")
+    capacity = spec.get("capacity") or {}
+    if "storage" not in capacity:
+        causes.append(required("spec.capacity"))
+    sources = [k for k in spec if k in PV_SOURCES]
+    if not sources:
+        causes.append(required("spec", "must specify a volume type"))
+    elif len(sources) > 1:
+        causes.append(forbidden_field(f"spec.{sources[1]}", "may not specify more than 1 volume type"))
+    return causes
+
+
+def storage_class_causes(sc: Object) -> list[Cause]:
+    causes: list[Cause] = []
+    if not sc.get("provisioner"):
+        causes.append(required("provisioner"))
+    mode = sc.get("volumeBindingMode")
+    if mode not in (None, "Immediate", "WaitForFirstConsumer"):
+        causes.append(not_supported("volumeBindingMode", mode, ["Immediate", "WaitForFirstConsumer"]))
+    return causes
 
 
 def runtime_class_causes(rc: Object) -> list[Cause]:
