@@ -12,7 +12,8 @@ def test_default_profile_matches_kube_defaults() -> None:
     fw = Framework(default_profile())
     assert fw.profile_name == "minisched"
     assert fw.plugin_names("filter") == [
-        "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit"]
+        "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
+        "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone"]
     assert fw.weights == {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1,
                           "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1}
     assert fw.plugin_names("queueSort") == ["PrioritySort"]
