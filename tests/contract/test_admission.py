@@ -301,3 +301,51 @@ def test_an_inconsistent_limit_range_is_invalid(cluster: Cluster, ns: str) -> No
     assert (err.value.status, err.value.reason) == (422, "Invalid")
     assert err.value.message.startswith('LimitRange "lr" is invalid: ')
     assert "spec.limits[0].min[cpu]" in [c.field for c in err.value.causes]
+
+
+# --- node affinity and tolerations -----------------------------------------------------------
+
+TERMS = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+
+
+def required_affinity(*expressions: Object) -> Object:
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": list(expressions)}]}}}
+
+
+@pytest.mark.parametrize(("expression", "field", "message"), [
+    ({"key": "zone", "operator": "Near", "values": ["a"]}, "operator",
+     'Invalid value: "Near": not a valid selector operator'),
+    ({"key": "zone", "operator": "In", "values": []}, "values",
+     "Required value: must be specified when `operator` is 'In' or 'NotIn'"),
+    ({"key": "zone", "operator": "Exists", "values": ["a"]}, "values",
+     "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"),
+    ({"key": "zone", "operator": "Gt", "values": ["1", "2"]}, "values",
+     "Required value: must be specified single value when `operator` is 'Lt' or 'Gt'"),
+])
+def test_invalid_node_affinity(cluster: Cluster, ns: str, expression: Object, field: str, message: str) -> None:
+    path = f"{TERMS}[0].matchExpressions[0].{field}"
+    refused(lambda: cluster.create(PODS, pod_with(ns, affinity=required_affinity(expression))), 422, "Invalid",
+            f'Pod "x" is invalid: {path}: {message}', [path])
+
+
+def test_required_node_affinity_needs_a_term(cluster: Cluster, ns: str) -> None:
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}}
+    refused(lambda: cluster.create(PODS, pod_with(ns, affinity=affinity)), 422, "Invalid",
+            f'Pod "x" is invalid: {TERMS}: Required value: must have at least one node selector term', [TERMS])
+
+
+@pytest.mark.parametrize(("toleration", "field", "message"), [
+    ({"operator": "Exists", "key": "k", "value": "v"}, "operator",
+     'Invalid value: "v": value must be empty when `operator` is \'Exists\''),
+    ({"operator": "Equal", "value": "v"}, "operator",
+     'Invalid value: "Equal": operator must be Exists when `key` is empty, which means "match all values and all '
+     'keys"'),
+    ({"key": "k", "operator": "Exists", "effect": "NoSchedule", "tolerationSeconds": 5}, "effect",
+     "Invalid value: \"NoSchedule\": effect must be 'NoExecute' when `tolerationSeconds` is set"),
+    ({"key": "k", "operator": "Near"}, "operator", 'Unsupported value: "Near": supported values: "Equal", "Exists"'),
+])
+def test_invalid_tolerations(cluster: Cluster, ns: str, toleration: Object, field: str, message: str) -> None:
+    path = f"spec.tolerations[0].{field}"
+    refused(lambda: cluster.create(PODS, pod_with(ns, tolerations=[toleration])), 422, "Invalid",
+            f'Pod "x" is invalid: {path}: {message}', [path])

@@ -183,11 +183,104 @@ def pod_causes(pod: Object) -> list[Cause]:
     policy = spec.get("restartPolicy")
     if policy is not None and policy not in ("Always", "OnFailure", "Never"):
         causes.append(not_supported("spec.restartPolicy", policy, ["Always", "OnFailure", "Never"]))
-    for i, t in enumerate(spec.get("tolerations") or []):
-        effect = t.get("effect")
+    causes += _node_affinity_causes("spec.affinity.nodeAffinity", (spec.get("affinity") or {}).get("nodeAffinity"))
+    causes += toleration_causes("spec.tolerations", spec.get("tolerations") or [])
+    return causes
+
+
+def toleration_causes(path: str, tolerations: list[Object]) -> list[Cause]:
+    """ValidateTolerations (the Lt/Gt operators are behind an alpha gate, so not supported)."""
+    causes: list[Cause] = []
+    for i, t in enumerate(tolerations):
+        where = f"{path}[{i}]"
+        key, operator, value = t.get("key") or "", t.get("operator") or "", t.get("value") or ""
+        effect = t.get("effect") or ""
+        if key:
+            problem = validate_label_key(key)
+            if problem:
+                causes.append(invalid_value(f"{where}.key", key, problem))
+        elif operator != "Exists":
+            causes.append(invalid_value(f"{where}.operator", operator, 'operator must be Exists when `key` is empty, '
+                                                                       'which means "match all values and all keys"'))
+        if t.get("tolerationSeconds") is not None and effect != "NoExecute":
+            causes.append(invalid_value(f"{where}.effect", effect,
+                                        "effect must be 'NoExecute' when `tolerationSeconds` is set"))
+        if operator in ("Equal", ""):
+            problem = validate_label_value(value)
+            if problem:
+                causes.append(invalid_value(f"{where}.operator", value, problem))
+        elif operator == "Exists":
+            if value:
+                causes.append(invalid_value(f"{where}.operator", value, "value must be empty when `operator` is 'Exists'"))
+        elif operator in ("Lt", "Gt"):
+            causes.append(not_supported(f"{where}.operator", operator, ["Equal", "Exists", "Lt", "Gt"]))
+        else:
+            causes.append(not_supported(f"{where}.operator", operator, ["Equal", "Exists"]))
         if effect and effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
-            causes.append(not_supported(f"spec.tolerations[{i}].effect", effect,
-                                        ["NoExecute", "NoSchedule", "PreferNoSchedule"]))
+            causes.append(not_supported(f"{where}.effect", effect, ["NoExecute", "NoSchedule", "PreferNoSchedule"]))
+    return causes
+
+
+def _node_affinity_causes(path: str, affinity: Any) -> list[Cause]:
+    """validateNodeAffinity: the required node selector and the preferred terms."""
+    if not isinstance(affinity, dict):
+        return []
+    causes: list[Cause] = []
+    required_selector = affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if required_selector is not None:
+        terms_path = f"{path}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+        terms = (required_selector or {}).get("nodeSelectorTerms") or []
+        if not terms:
+            causes.append(required(terms_path, "must have at least one node selector term"))
+        for i, term in enumerate(terms):
+            causes += node_selector_term_causes(f"{terms_path}[{i}]", term or {})
+    for i, pref in enumerate(affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or []):
+        where = f"{path}.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
+        weight = pref.get("weight") or 0
+        if not 1 <= int(weight) <= 100:
+            causes.append(invalid_value(f"{where}.weight", weight, "must be in the range 1-100"))
+        causes += node_selector_term_causes(f"{where}.preference", pref.get("preference") or {})
+    return causes
+
+
+def node_selector_term_causes(path: str, term: Object) -> list[Cause]:
+    """ValidateNodeSelectorTerm: each requirement's operator, values and key."""
+    causes: list[Cause] = []
+    for j, rq in enumerate(term.get("matchExpressions") or []):
+        where = f"{path}.matchExpressions[{j}]"
+        operator, values = rq.get("operator") or "", rq.get("values") or []
+        if operator in ("In", "NotIn"):
+            if not values:
+                causes.append(required(f"{where}.values", "must be specified when `operator` is 'In' or 'NotIn'"))
+        elif operator in ("Exists", "DoesNotExist"):
+            if values:
+                causes.append(forbidden_field(f"{where}.values",
+                                              "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
+        elif operator in ("Gt", "Lt"):
+            if len(values) != 1:
+                causes.append(required(f"{where}.values",
+                                       "must be specified single value when `operator` is 'Lt' or 'Gt'"))
+        else:
+            causes.append(invalid_value(f"{where}.operator", operator, "not a valid selector operator"))
+        key = rq.get("key") or ""
+        problem = validate_label_key(key)
+        if problem:
+            causes.append(invalid_value(f"{where}.key", key, problem))
+        for k, value in enumerate(values):
+            problem = validate_label_value(value) if isinstance(value, str) else "must be a string"
+            if problem:
+                causes.append(invalid_value(f"{where}.values[{k}]", value, problem))
+    for j, rq in enumerate(term.get("matchFields") or []):
+        where = f"{path}.matchFields[{j}]"
+        operator = rq.get("operator") or ""
+        if operator in ("In", "NotIn"):
+            if len(rq.get("values") or []) != 1:
+                causes.append(required(f"{where}.values", "must be only one value when `operator` is 'In' or "
+                                                          "'NotIn' for node field selector"))
+        else:
+            causes.append(invalid_value(f"{where}.operator", operator, "not a valid selector operator"))
+        if rq.get("key") != "metadata.name":
+            causes.append(invalid_value(f"{where}.key", rq.get("key") or "", "not a valid field selector key"))
     return causes
 
 
