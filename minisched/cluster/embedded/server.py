@@ -16,6 +16,14 @@ the embedded cluster does the simpler thing, on purpose:
 - A watch's final BOOKMARK comes at its timeout (a real server sends it about 2 s earlier), and
   timeout_seconds=0 ends a watch once its backlog is delivered (a real server reads 0 as "default").
 - Watch history is a count of changes per resource (`history_window`), not etcd's compaction.
+
+Admission follows kube-apiserver's default plugins for what minisched creates, in its order
+(mutating: LimitRanger, Priority, DefaultTolerationSeconds, DefaultStorageClass,
+StorageObjectInUseProtection, RuntimeClass; then validation; then validating: LimitRanger,
+RuntimeClass), and stores quantities in canonical form. Not modelled: ResourceQuota (no quota
+objects are served), PodSecurity (the default "privileged" level admits everything anyway),
+LimitRange items of type PersistentVolumeClaim, and the many pod fields minisched never sets (their
+validation is not ported).
 """
 
 from __future__ import annotations
