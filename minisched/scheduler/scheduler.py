@@ -35,7 +35,7 @@ import collections
 import logging
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -46,7 +46,15 @@ from minisched.cluster.base import Cluster
 from minisched.errors import ApiError, NotFound, is_conflict
 from minisched.informer import ResourceEventHandlerFuncs, SharedInformerFactory, unwrap_tombstone
 from minisched.meta import key_of
-from minisched.resources import NODES, PODS, PRIORITY_CLASSES
+from minisched.resources import (
+    CSI_NODES,
+    NODES,
+    PERSISTENT_VOLUME_CLAIMS,
+    PERSISTENT_VOLUMES,
+    PODS,
+    PRIORITY_CLASSES,
+    STORAGE_CLASSES,
+)
 from minisched.scheduler.cache import CacheError, SchedulerCache
 from minisched.scheduler.events import (
     POD_REASON_SCHEDULER_ERROR,
@@ -393,6 +401,23 @@ class Scheduler:
             # a domain gone can lower the skew a spread constraint measures (kube: Node/Delete)
             self.queue.move_all_to_active_or_backoff(NODE_DELETE)
 
+    def _watch_storage(self) -> None:
+        """A change to a storage object the volume plugins read (they asked the factory for its
+        informer) may make a parked pod schedulable: move pods, as kube's storage event handlers do."""
+        wanted = {(r.group, r.plural): r.kind
+                  for r in (PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, CSI_NODES)}
+        for key, informer in self.factory.informers().items():
+            kind = wanted.get((key.resource.group, key.resource.plural))
+            if kind is None:
+                continue
+
+            def moved(action: str, kind: str = kind) -> Callable[..., None]:
+                def handler(*_: Any) -> None:
+                    self.queue.move_all_to_active_or_backoff(ClusterEvent(kind, action))
+                return handler
+
+            informer.add_event_handler(ResourceEventHandlerFuncs(moved("Add"), moved("Update"), moved("Delete")))
+
     def move(self, event: ClusterEvent) -> int:
         """Tell the queue about a cluster event by hand (what the handlers do)."""
         return self.queue.move_all_to_active_or_backoff(event)
@@ -412,6 +437,7 @@ class Scheduler:
         # listener thread instead of two, and a pending->bound transition handled in one place.
         pods.add_event_handler(ResourceEventHandlerFuncs(self._on_pod_add, self._on_pod_update, self._on_pod_delete))
         nodes.add_event_handler(ResourceEventHandlerFuncs(self._on_node_add, self._on_node_update, self._on_node_delete))
+        self._watch_storage()
         self.factory.start()
         synced = self.factory.wait_for_cache_sync(sync_timeout)
         if not all(synced.values()):

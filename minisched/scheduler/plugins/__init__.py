@@ -15,10 +15,14 @@ from minisched.scheduler.plugins import (
     node_resources_balanced_allocation,
     node_resources_fit,
     node_unschedulable,
+    node_volume_limits,
     pod_topology_spread,
     priority_sort,
     scheduling_gates,
     taint_toleration,
+    volume_binding,
+    volume_restrictions,
+    volume_zone,
 )
 
 _MODULES = (
@@ -30,6 +34,10 @@ _MODULES = (
     node_affinity,
     node_ports,
     node_resources_fit,
+    volume_restrictions,
+    node_volume_limits,
+    volume_binding,
+    volume_zone,
     node_resources_balanced_allocation,
     image_locality,
     default_binder,
