@@ -46,7 +46,7 @@ from minisched.cluster.base import Cluster
 from minisched.errors import ApiError, NotFound, is_conflict
 from minisched.informer import ResourceEventHandlerFuncs, SharedInformerFactory, unwrap_tombstone
 from minisched.meta import key_of
-from minisched.resources import NODES, PODS, PRIORITY_CLASSES
+from minisched.resources import NODES, POD_DISRUPTION_BUDGETS, PODS, PRIORITY_CLASSES
 from minisched.scheduler.cache import CacheError, SchedulerCache
 from minisched.scheduler.events import (
     POD_REASON_SCHEDULER_ERROR,
@@ -131,6 +131,24 @@ class SchedulerHandle:
         self._cache = cache
         self.framework: Framework | None = None
         self.current: NodeTable | None = None
+        self.pdb_informer: Any = None  # set by Scheduler.start when a plugin reads PDBs
+
+    def pod_disruption_budgets(self) -> list[Object]:
+        """The PodDisruptionBudgets in the informer's cache (kube's pdbLister.List). Without an
+        informer (a scheduler driven by hand), one LIST; either way an error is raised, never []."""
+        from minisched.scheduler.plugins.default_preemption import PdbsUnavailable
+
+        informer = self.pdb_informer
+        if informer is None:
+            if self.cluster is None:
+                return []  # no API at all (the algorithm driven by hand on a table)
+            try:
+                return list(self.cluster.list(POD_DISRUPTION_BUDGETS).get("items") or [])
+            except ApiError as err:
+                raise PdbsUnavailable(f"cannot list PodDisruptionBudgets: {err}") from err
+        if not informer.has_synced():
+            raise PdbsUnavailable("the PodDisruptionBudget informer has not synced yet")
+        return list(informer.store.list())
 
     def snapshot(self) -> NodeTable:
         return self.current if self.current is not None else self._cache.snapshot()
@@ -403,6 +421,9 @@ class Scheduler:
         # listener thread instead of two, and a pending->bound transition handled in one place.
         pods.add_event_handler(ResourceEventHandlerFuncs(self._on_pod_add, self._on_pod_update, self._on_pod_delete))
         nodes.add_event_handler(ResourceEventHandlerFuncs(self._on_node_add, self._on_node_update, self._on_node_delete))
+        if any(getattr(p, "uses_pod_disruption_budgets", False)
+               for fwk in self.frameworks.values() for p in fwk.points.post_filter):
+            self.handle.pdb_informer = self.factory.informer_for(POD_DISRUPTION_BUDGETS)
         self.factory.start()
         synced = self.factory.wait_for_cache_sync(sync_timeout)
         if not all(synced.values()):
