@@ -37,6 +37,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--config", help="KubeSchedulerConfiguration YAML (kubescheduler.config.k8s.io/v1)")
     run.add_argument("--bind-workers", type=int, default=64,
                      help="concurrent binding cycles (default 64, the real backend's connection pool)")
+    run.add_argument("--shutdown-timeout", type=float, default=20.0,
+                     help="seconds a SIGTERM/SIGINT shutdown may take, shared by every step; what is not "
+                          "done by then is abandoned and logged (default 20, inside Kubernetes' 30 s grace)")
+    run.add_argument("--watch-idle-timeout", type=float, default=None,
+                     help="seconds a watch may stay silent before its connection is taken for dead and the "
+                          "watch restarted (real clusters; default 45, 0: never)")
     run.add_argument("--percentage-of-nodes-to-score", type=int, default=None,
                      help="0 (adaptive, as kube) .. 100; overrides the configuration")
     run.add_argument("--annotate-decisions", action="store_true",
@@ -58,6 +64,17 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _real_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Connection settings of the real backend sized by use: one pooled connection per binding
+    worker plus room for the loop, the event writer, leader election and the informers' lists."""
+    idle = args.watch_idle_timeout
+    options: dict[str, Any] = {"pool_maxsize": args.bind_workers + 32}
+    if idle is not None:
+        options["watch_idle_timeout"] = idle or None  # 0: no deadline
+        options["watch_max_seconds"] = max(1.0, min(idle * 8 / 9, idle - 2)) if idle else None
+    return options
+
+
 def _connect(args: argparse.Namespace) -> Any:
     if args.embedded:
         from minisched.cluster.embedded import EmbeddedCluster
@@ -66,14 +83,15 @@ def _connect(args: argparse.Namespace) -> Any:
     if args.in_cluster:
         from minisched.cluster.real import RealCluster
 
-        return RealCluster.in_cluster()
+        return RealCluster.in_cluster(**_real_options(args))
     if args.kubeconfig or args.context:
         from minisched.cluster.real import RealCluster
 
-        return RealCluster.from_kubeconfig(path=args.kubeconfig, context=args.context)
-    from minisched.cluster import connect
+        return RealCluster.from_kubeconfig(path=args.kubeconfig, context=args.context, **_real_options(args))
+    from minisched.cluster import backend_setting, connect
 
-    return connect()
+    setting = backend_setting()
+    return connect(setting) if setting.startswith("embedded") else connect(setting, **_real_options(args))
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -81,6 +99,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if args.percentage_of_nodes_to_score is not None and not 0 <= args.percentage_of_nodes_to_score <= 100:
         print("minisched run: --percentage-of-nodes-to-score must be 0..100", file=sys.stderr)
+        return 2
+    if args.watch_idle_timeout is not None and (args.watch_idle_timeout != 0 and args.watch_idle_timeout < 3):
+        print("minisched run: --watch-idle-timeout must be 0 (never) or at least 3 seconds", file=sys.stderr)
+        return 2
+    if args.bind_workers < 1:
+        print("minisched run: --bind-workers must be at least 1", file=sys.stderr)
+        return 2
+    if args.shutdown_timeout < 0:
+        print("minisched run: --shutdown-timeout must not be negative", file=sys.stderr)
         return 2
     if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
         print("minisched run: --metrics-port must be 0..65535", file=sys.stderr)
@@ -100,6 +127,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         lease_namespace=args.lease_namespace,
         metrics_port=args.metrics_port,
         metrics_host=args.metrics_bind_address,
+        shutdown_timeout=args.shutdown_timeout,
     )
     stop = threading.Event()
 
