@@ -78,7 +78,7 @@ def test_hung_bindings_are_abandoned_at_the_deadline(
     embedded: EmbeddedCluster, caplog: pytest.LogCaptureFixture
 ) -> None:
     stuck = StuckCluster(embedded, hang_binds=True)
-    sched = Scheduler(stuck, bind_workers=4)  # type: ignore[arg-type]
+    sched = Scheduler(stuck, bind_workers=4)
     try:
         sched.start()
         wait_for_nodes(sched, 1)
@@ -106,7 +106,7 @@ def test_hung_bindings_are_abandoned_at_the_deadline(
 
 def test_an_event_backlog_is_cut_at_the_deadline(embedded: EmbeddedCluster) -> None:
     slow = StuckCluster(embedded, write_delay=0.02)
-    sched = Scheduler(slow, bind_workers=8)  # type: ignore[arg-type]
+    sched = Scheduler(slow, bind_workers=8)
     sched.start()
     wait_for_nodes(sched, 1)
     for i in range(300):

@@ -73,9 +73,14 @@ def test_a_silent_watch_ends_at_the_idle_deadline_and_says_so(
     silent_server: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     cluster = _plain_cluster(silent_server, watch_idle_timeout=3.0, watch_max_seconds=1.0)
-    cleared = []
+    cleared: list[int] = []
     real_clear = cluster._pool.clear
-    cluster._pool.clear = lambda: (cleared.append(1), real_clear())[1]  # type: ignore[method-assign]
+
+    def clear() -> None:
+        cleared.append(1)
+        real_clear()
+
+    cluster._pool.clear = clear  # type: ignore[method-assign]
     watch = cluster.watch("pods", "default", resource_version="1", allow_bookmarks=True, timeout_seconds=600)
     started = time.monotonic()
     with caplog.at_level(logging.WARNING, logger="minisched.cluster.real"):

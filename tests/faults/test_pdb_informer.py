@@ -74,7 +74,7 @@ def _terminating(cluster: EmbeddedCluster) -> set[str]:
 
 
 def _start(spy: PdbListSpy, clock: VirtualClock) -> Scheduler:
-    sched = Scheduler(spy, clock=clock, seed=1)  # type: ignore[arg-type]
+    sched = Scheduler(spy, clock=clock, seed=1)
     sched.start()
     wait_for_nodes(sched, 2)
     wait_until(lambda: sched.cache.pod_count() == 2, what="pods in cache")
