@@ -51,6 +51,12 @@ def _parser() -> argparse.ArgumentParser:
                      help="campaign for a Lease and schedule only while leading (for several replicas)")
     run.add_argument("--lease-name", default="minisched", help="the Lease to campaign for (default minisched)")
     run.add_argument("--lease-namespace", default="kube-system", help="its namespace (default kube-system)")
+    run.add_argument("--leader-elect-lease-duration", type=float, default=15.0,
+                     help="seconds a standby waits after the last renewal before taking over (default 15)")
+    run.add_argument("--leader-elect-renew-deadline", type=float, default=10.0,
+                     help="seconds the leader keeps trying to renew before it gives up leading (default 10)")
+    run.add_argument("--leader-elect-retry-period", type=float, default=2.0,
+                     help="seconds between attempts to acquire or renew (default 2)")
     run.add_argument("--identity", default=None,
                      help="this candidate's identity (default: $POD_NAME or hostname, plus a uuid)")
     run.add_argument("--metrics-port", type=int, default=None,
@@ -103,6 +109,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.watch_idle_timeout is not None and (args.watch_idle_timeout != 0 and args.watch_idle_timeout < 3):
         print("minisched run: --watch-idle-timeout must be 0 (never) or at least 3 seconds", file=sys.stderr)
         return 2
+    if not 0 < args.leader_elect_retry_period < args.leader_elect_renew_deadline < args.leader_elect_lease_duration:
+        print("minisched run: need 0 < --leader-elect-retry-period < --leader-elect-renew-deadline < "
+              "--leader-elect-lease-duration", file=sys.stderr)
+        return 2
     if args.bind_workers < 1:
         print("minisched run: --bind-workers must be at least 1", file=sys.stderr)
         return 2
@@ -125,6 +135,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         identity=args.identity,
         lease_name=args.lease_name,
         lease_namespace=args.lease_namespace,
+        lease_duration=args.leader_elect_lease_duration,
+        renew_deadline=args.leader_elect_renew_deadline,
+        retry_period=args.leader_elect_retry_period,
         metrics_port=args.metrics_port,
         metrics_host=args.metrics_bind_address,
         shutdown_timeout=args.shutdown_timeout,
