@@ -65,7 +65,11 @@ class SchedulerApp:
         recorder_factory: Callable[[Cluster], EventRecorder] | None = None,
         clock: Clock | None = None,
         shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
+        metrics_ssl_context: Any = None,
+        metrics_authorizer: Any = None,
     ) -> None:
+        """`metrics_ssl_context` and `metrics_authorizer` make the metrics port a secure one, as
+        kube-scheduler's (see minisched.observability.auth)."""
         if shutdown_timeout < 0:
             raise ValueError(f"shutdown_timeout must not be negative, got {shutdown_timeout}")
         self.cluster = cluster
@@ -90,7 +94,8 @@ class SchedulerApp:
             )
         self.server: HealthServer | None = None
         if metrics_port is not None:
-            self.server = HealthServer(self.metrics.registry, host=metrics_host, port=metrics_port)
+            self.server = HealthServer(self.metrics.registry, host=metrics_host, port=metrics_port,
+                                       ssl_context=metrics_ssl_context, authorizer=metrics_authorizer)
             self.server.add_readiness_check("informer-sync", self._informers_synced)
             if self.elector is not None:
                 self.server.add_readiness_check("leader-election", leadership_known(self.elector))

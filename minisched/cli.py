@@ -61,6 +61,12 @@ def _parser() -> argparse.ArgumentParser:
                      help="this candidate's identity (default: $POD_NAME or hostname, plus a uuid)")
     run.add_argument("--metrics-port", type=int, default=None,
                      help="serve /metrics, /healthz, /readyz and /livez on this port (0: any free port)")
+    run.add_argument("--secure-serving", action="store_true", default=None,
+                     help="serve the metrics port over TLS with /metrics only for callers the API server "
+                          "authenticates and RBAC allows (TokenReview + SubjectAccessReview), as kube-scheduler; "
+                          "the default with --in-cluster")
+    run.add_argument("--tls-cert-file", default=None, help="certificate for --secure-serving (default: self-signed)")
+    run.add_argument("--tls-private-key-file", default=None, help="its private key")
     run.add_argument("--metrics-bind-address", default="127.0.0.1",
                      help="address for --metrics-port (default 127.0.0.1; 0.0.0.0 in a pod, for probes)")
 
@@ -123,6 +129,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("minisched run: --metrics-port must be 0..65535", file=sys.stderr)
         return 2
     cluster = _connect(args)
+    secure = args.secure_serving if args.secure_serving is not None else bool(args.in_cluster)
+    tls: dict[str, Any] = {}
+    if secure and args.metrics_port is not None:
+        from minisched.observability.auth import DelegatedAuth, self_signed_context
+
+        tls = {"metrics_ssl_context": self_signed_context(args.tls_cert_file, args.tls_private_key_file),
+               "metrics_authorizer": DelegatedAuth(cluster)}
     app = SchedulerApp(
         cluster,
         config=args.config,
@@ -141,6 +154,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         metrics_port=args.metrics_port,
         metrics_host=args.metrics_bind_address,
         shutdown_timeout=args.shutdown_timeout,
+        **tls,
     )
     stop = threading.Event()
 
