@@ -25,11 +25,14 @@ from typing import Any
 from minisched.clock import Clock, RealClock, rfc3339, rfc3339_micro
 from minisched.cluster.base import Cluster
 from minisched.errors import ApiError, NotFound
+from minisched.ratelimitlog import install as install_rate_limit
 from minisched.resources import EVENTS, EVENTS_V1, PODS
 
 Object = dict[str, Any]
 
 log = logging.getLogger(__name__)
+# During an API outage every write fails alike: one warning per 10 s, with a count of the rest.
+install_rate_limit(log, 10.0, match="write failed")
 
 NORMAL = "Normal"
 WARNING = "Warning"
