@@ -116,6 +116,8 @@ class SchedulerApp:
         options = dict(self.scheduler_options)
         if self.recorder_factory is not None:
             options["recorder"] = self.recorder_factory(self.cluster)
+        if self.elector is not None:
+            options.setdefault("bind_guard", self.elector.holds_lease)
         return Scheduler(self.cluster, config=self.config, clock=self.clock, observer=self.metrics, **options)
 
     def _lead(self, ctx: Context) -> None:

@@ -329,6 +329,7 @@ class Scheduler:
         registry: Mapping[str, Any] | None = None,
         seed: int | None = None,
         shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
+        bind_guard: Callable[[], bool] | None = None,
     ) -> None:
         if profiles is not None and config is not None:
             raise ValueError("give either profiles or config, not both")
@@ -382,6 +383,9 @@ class Scheduler:
         self.stats = SchedulerStats()
         self._priority_classes: dict[str, int] = {}
         self.shutdown_timeout = shutdown_timeout
+        # Asked right before each bind; False (a leader that lost its lease) means: do not send it.
+        self.bind_guard = bind_guard
+        self.fenced_binds = 0
         self.shutdown_report: ShutdownReport | None = None
         self._cycle_pod: str | None = None  # the pod in the running scheduling cycle, for shutdown's log
         self._pool = _DaemonWorkers(bind_workers, "bind")
@@ -869,6 +873,15 @@ class Scheduler:
                 self._binding_failed(a, a.waiting.status)
                 return
         status = a.framework.run_pre_bind(a.state, a.info, a.node)
+        if status.is_success and self.bind_guard is not None and not self.bind_guard():
+            # Not (surely) the leader any more: the new leader owns this pod. Nothing was sent;
+            # undo the assumption and leave the pod pending, without writing anything about it.
+            a.framework.run_unreserve(a.state, a.info, a.node)
+            self.cache.forget_pod(a.qpi.pod)
+            with self._bindings_lock:
+                self.fenced_binds += 1
+            log.warning("not binding %s to %s: this scheduler no longer holds the leader lease", a.qpi.key, a.node)
+            return
         if status.is_success:
             status = a.framework.run_bind(a.state, a.info, a.node)
         if not status.is_success:
