@@ -16,10 +16,11 @@ and out, never through the client's generated models:
 Dead connections are noticed, to client-go's standard (it sends HTTP/2 pings; urllib3 speaks
 HTTP/1.1, so the same bound comes from a deadline): every watch has an idle read deadline
 (`watch_idle_timeout`, 45 s) and asks the server to end it sooner than that (timeoutSeconds at most
-`watch_max_seconds`, 40 s; with bookmarks the server also sends one 2 s before that end), so a
-healthy watch is never silent past the deadline, and a watch that is, whose connection was
-black-holed by the network, is closed and logged; the caller re-watches from the last
-resourceVersion it saw. TCP keepalive (15 s idle, 3 probes 5 s apart) and TCP_USER_TIMEOUT also
+`watch_max_seconds`, 40 s), so a healthy watch is never silent past the deadline: the server ends
+it on time even when nothing happens (its bookmarks are no heartbeat to count on: the watch cache
+sends them only once the resource has changed since the watch began). A watch that is silent past
+the deadline, whose connection the network black-holed, is closed and logged, and the caller
+re-watches from the last resourceVersion it saw. TCP keepalive (15 s idle, 3 probes 5 s apart) and TCP_USER_TIMEOUT also
 end connections whose peer vanished, for every request.
 
 Watches stream on a pool of their own, so a long-lived watch never holds one of the connections
