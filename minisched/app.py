@@ -8,6 +8,10 @@ This is the top layer (it imports from all the others); `minisched run` and the 
 use it. Like kube-scheduler, a leader that loses its lease stops scheduling and `run` returns, so the
 process exits and its supervisor restarts it as a candidate: carrying on after a lost lease is how
 two leaders would bind the same pod.
+
+Shutdown has one deadline, `shutdown_timeout` (20 s by default, well inside the 30 s Kubernetes
+grants after SIGTERM), counted from the stop request and shared by the scheduler's own steps (see
+Scheduler.stop) and the wait for the leading thread; the lease release has its own short budget.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -28,7 +33,7 @@ from minisched.deadline import Context, background
 from minisched.observability.metrics import SchedulerMetrics
 from minisched.observability.server import HealthServer, leadership_known
 from minisched.scheduler.events import EventRecorder
-from minisched.scheduler.scheduler import Scheduler
+from minisched.scheduler.scheduler import DEFAULT_SHUTDOWN_TIMEOUT, Scheduler
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +64,17 @@ class SchedulerApp:
         metrics_host: str = "127.0.0.1",
         recorder_factory: Callable[[Cluster], EventRecorder] | None = None,
         clock: Clock | None = None,
+        shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
+        metrics_ssl_context: Any = None,
+        metrics_authorizer: Any = None,
     ) -> None:
+        """`metrics_ssl_context` and `metrics_authorizer` make the metrics port a secure one, as
+        kube-scheduler's (see minisched.observability.auth)."""
+        if shutdown_timeout < 0:
+            raise ValueError(f"shutdown_timeout must not be negative, got {shutdown_timeout}")
         self.cluster = cluster
+        self.shutdown_timeout = shutdown_timeout
+        self._stop_requested: float | None = None  # time.monotonic() of the stop request
         self.clock: Clock = clock or RealClock()
         self.config = config
         self.scheduler_options = dict(scheduler_options or {})
@@ -80,7 +94,8 @@ class SchedulerApp:
             )
         self.server: HealthServer | None = None
         if metrics_port is not None:
-            self.server = HealthServer(self.metrics.registry, host=metrics_host, port=metrics_port)
+            self.server = HealthServer(self.metrics.registry, host=metrics_host, port=metrics_port,
+                                       ssl_context=metrics_ssl_context, authorizer=metrics_authorizer)
             self.server.add_readiness_check("informer-sync", self._informers_synced)
             if self.elector is not None:
                 self.server.add_readiness_check("leader-election", leadership_known(self.elector))
@@ -101,6 +116,8 @@ class SchedulerApp:
         options = dict(self.scheduler_options)
         if self.recorder_factory is not None:
             options["recorder"] = self.recorder_factory(self.cluster)
+        if self.elector is not None:
+            options.setdefault("bind_guard", self.elector.holds_lease)
         return Scheduler(self.cluster, config=self.config, clock=self.clock, observer=self.metrics, **options)
 
     def _lead(self, ctx: Context) -> None:
@@ -116,6 +133,12 @@ class SchedulerApp:
             log.error("%s: lost lease %s; stopping", self.identity, self.lease_name)
             self._ctx.cancel("leader election lost")
 
+    def shutdown_time_left(self) -> float:
+        """Seconds left of the shutdown deadline (all of it before a stop was requested)."""
+        if self._stop_requested is None:
+            return self.shutdown_timeout
+        return max(0.0, self.shutdown_timeout - (time.monotonic() - self._stop_requested))
+
     def _schedule_until(self, ctx: Context) -> None:
         sched = self._new_scheduler()
         self.scheduler = sched
@@ -124,7 +147,9 @@ class SchedulerApp:
         try:
             ctx.wait()
         finally:
-            sched.stop()
+            if self._stop_requested is None:  # the lease was lost: the deadline starts now
+                self._stop_requested = time.monotonic()
+            sched.stop(self.shutdown_time_left())
 
     def run(self, stop: threading.Event) -> None:
         """Serve health and metrics, then schedule (after winning the lease, with leader election)
@@ -134,6 +159,8 @@ class SchedulerApp:
 
         def cancel_on_stop() -> None:
             stop.wait()
+            if self._stop_requested is None:
+                self._stop_requested = time.monotonic()
             ctx.cancel("stopped")
 
         watcher = threading.Thread(target=cancel_on_stop, name="stop-watcher", daemon=True)
@@ -149,7 +176,8 @@ class SchedulerApp:
                 # The scheduler runs in the elector's leading thread: let it finish its bindings.
                 leading = getattr(self.elector, "leading_thread", None)
                 if leading is not None:
-                    leading.join()
+                    # Scheduler.stop keeps to the deadline; the margin covers its last log line.
+                    leading.join(self.shutdown_time_left() + 1.0)
         finally:
             ctx.cancel("stopped")
             if self.server is not None:

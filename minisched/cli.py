@@ -37,6 +37,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--config", help="KubeSchedulerConfiguration YAML (kubescheduler.config.k8s.io/v1)")
     run.add_argument("--bind-workers", type=int, default=64,
                      help="concurrent binding cycles (default 64, the real backend's connection pool)")
+    run.add_argument("--shutdown-timeout", type=float, default=20.0,
+                     help="seconds a SIGTERM/SIGINT shutdown may take, shared by every step; what is not "
+                          "done by then is abandoned and logged (default 20, inside Kubernetes' 30 s grace)")
+    run.add_argument("--watch-idle-timeout", type=float, default=None,
+                     help="seconds a watch may stay silent before its connection is taken for dead and the "
+                          "watch restarted (real clusters; default 45, 0: never)")
     run.add_argument("--percentage-of-nodes-to-score", type=int, default=None,
                      help="0 (adaptive, as kube) .. 100; overrides the configuration")
     run.add_argument("--annotate-decisions", action="store_true",
@@ -45,10 +51,22 @@ def _parser() -> argparse.ArgumentParser:
                      help="campaign for a Lease and schedule only while leading (for several replicas)")
     run.add_argument("--lease-name", default="minisched", help="the Lease to campaign for (default minisched)")
     run.add_argument("--lease-namespace", default="kube-system", help="its namespace (default kube-system)")
+    run.add_argument("--leader-elect-lease-duration", type=float, default=15.0,
+                     help="seconds a standby waits after the last renewal before taking over (default 15)")
+    run.add_argument("--leader-elect-renew-deadline", type=float, default=10.0,
+                     help="seconds the leader keeps trying to renew before it gives up leading (default 10)")
+    run.add_argument("--leader-elect-retry-period", type=float, default=2.0,
+                     help="seconds between attempts to acquire or renew (default 2)")
     run.add_argument("--identity", default=None,
                      help="this candidate's identity (default: $POD_NAME or hostname, plus a uuid)")
     run.add_argument("--metrics-port", type=int, default=None,
                      help="serve /metrics, /healthz, /readyz and /livez on this port (0: any free port)")
+    run.add_argument("--secure-serving", action="store_true", default=None,
+                     help="serve the metrics port over TLS with /metrics only for callers the API server "
+                          "authenticates and RBAC allows (TokenReview + SubjectAccessReview), as kube-scheduler; "
+                          "the default with --in-cluster")
+    run.add_argument("--tls-cert-file", default=None, help="certificate for --secure-serving (default: self-signed)")
+    run.add_argument("--tls-private-key-file", default=None, help="its private key")
     run.add_argument("--metrics-bind-address", default="127.0.0.1",
                      help="address for --metrics-port (default 127.0.0.1; 0.0.0.0 in a pod, for probes)")
 
@@ -56,6 +74,17 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--pods", type=int, default=700, help="how many pods to send (default 700)")
     demo.add_argument("--seed", type=int, default=7)
     return parser
+
+
+def _real_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Connection settings of the real backend sized by use: one pooled connection per binding
+    worker plus room for the loop, the event writer, leader election and the informers' lists."""
+    idle = args.watch_idle_timeout
+    options: dict[str, Any] = {"pool_maxsize": args.bind_workers + 32}
+    if idle is not None:
+        options["watch_idle_timeout"] = idle or None  # 0: no deadline
+        options["watch_max_seconds"] = max(1.0, min(idle * 8 / 9, idle - 2)) if idle else None
+    return options
 
 
 def _connect(args: argparse.Namespace) -> Any:
@@ -66,14 +95,15 @@ def _connect(args: argparse.Namespace) -> Any:
     if args.in_cluster:
         from minisched.cluster.real import RealCluster
 
-        return RealCluster.in_cluster()
+        return RealCluster.in_cluster(**_real_options(args))
     if args.kubeconfig or args.context:
         from minisched.cluster.real import RealCluster
 
-        return RealCluster.from_kubeconfig(path=args.kubeconfig, context=args.context)
-    from minisched.cluster import connect
+        return RealCluster.from_kubeconfig(path=args.kubeconfig, context=args.context, **_real_options(args))
+    from minisched.cluster import backend_setting, connect
 
-    return connect()
+    setting = backend_setting()
+    return connect(setting) if setting.startswith("embedded") else connect(setting, **_real_options(args))
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -82,10 +112,30 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.percentage_of_nodes_to_score is not None and not 0 <= args.percentage_of_nodes_to_score <= 100:
         print("minisched run: --percentage-of-nodes-to-score must be 0..100", file=sys.stderr)
         return 2
+    if args.watch_idle_timeout is not None and (args.watch_idle_timeout != 0 and args.watch_idle_timeout < 3):
+        print("minisched run: --watch-idle-timeout must be 0 (never) or at least 3 seconds", file=sys.stderr)
+        return 2
+    if not 0 < args.leader_elect_retry_period < args.leader_elect_renew_deadline < args.leader_elect_lease_duration:
+        print("minisched run: need 0 < --leader-elect-retry-period < --leader-elect-renew-deadline < "
+              "--leader-elect-lease-duration", file=sys.stderr)
+        return 2
+    if args.bind_workers < 1:
+        print("minisched run: --bind-workers must be at least 1", file=sys.stderr)
+        return 2
+    if args.shutdown_timeout < 0:
+        print("minisched run: --shutdown-timeout must not be negative", file=sys.stderr)
+        return 2
     if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
         print("minisched run: --metrics-port must be 0..65535", file=sys.stderr)
         return 2
     cluster = _connect(args)
+    secure = args.secure_serving if args.secure_serving is not None else bool(args.in_cluster)
+    tls: dict[str, Any] = {}
+    if secure and args.metrics_port is not None:
+        from minisched.observability.auth import DelegatedAuth, self_signed_context
+
+        tls = {"metrics_ssl_context": self_signed_context(args.tls_cert_file, args.tls_private_key_file),
+               "metrics_authorizer": DelegatedAuth(cluster)}
     app = SchedulerApp(
         cluster,
         config=args.config,
@@ -98,8 +148,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         identity=args.identity,
         lease_name=args.lease_name,
         lease_namespace=args.lease_namespace,
+        lease_duration=args.leader_elect_lease_duration,
+        renew_deadline=args.leader_elect_renew_deadline,
+        retry_period=args.leader_elect_retry_period,
         metrics_port=args.metrics_port,
         metrics_host=args.metrics_bind_address,
+        shutdown_timeout=args.shutdown_timeout,
+        **tls,
     )
     stop = threading.Event()
 

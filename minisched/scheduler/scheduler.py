@@ -24,6 +24,14 @@ plugin -> event table rather than QueueingHints; nominated pods are added to the
 (kube filters twice, which only matters for inter-pod affinity, which minisched does not have);
 a pod waiting at Permit holds one binding worker.
 
+Shutdown has one deadline (`shutdown_timeout`, 20 s by default; Kubernetes kills a pod 30 s after
+SIGTERM) shared by everything that must end: the scheduling loop's current cycle, the binding
+cycles, the event and status writes, the informers. Whatever has not finished by then is abandoned
+and logged by name: a binding not yet started is forgotten (its pod stays pending for the next
+scheduler), a bind already sent either lands or fails whole on the API server (pods/binding is
+atomic), unsent events are dropped. The binding workers are daemon threads so that one hung
+request cannot hold the process past the deadline (ThreadPoolExecutor's are joined at exit).
+
 Metrics go through `observer`, any object with some of SchedulerMetrics' methods
 (observe_attempt, observe_algorithm, observe_scheduled, observe_extension_point, set_pending,
 observe_preemption); minisched.observability plugs Prometheus in there.
@@ -33,10 +41,10 @@ from __future__ import annotations
 
 import collections
 import logging
+import queue as queue_module
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -51,6 +59,7 @@ from minisched.resources import (
     NODES,
     PERSISTENT_VOLUME_CLAIMS,
     PERSISTENT_VOLUMES,
+    POD_DISRUPTION_BUDGETS,
     PODS,
     PRIORITY_CLASSES,
     STORAGE_CLASSES,
@@ -89,6 +98,7 @@ log = logging.getLogger(__name__)
 INVALID_POD = "PodSpec"
 HOUSEKEEPING_PERIOD = 1.0
 API_DEFAULT_SCHEDULER = "default-scheduler"
+DEFAULT_SHUTDOWN_TIMEOUT = 20.0
 
 
 class SchedulerObserver(Protocol):
@@ -130,6 +140,104 @@ class SchedulerStats:
         return data[idx]
 
 
+@dataclass
+class ShutdownReport:
+    """What stop() finished and what it abandoned at the deadline."""
+
+    seconds: float = 0.0
+    deadline: float = 0.0
+    abandoned_cycle: str | None = None  # the pod whose scheduling cycle was still running
+    bindings_not_started: list[str] = field(default_factory=list)  # forgotten: the pods stay pending
+    bindings_in_flight: int = 0  # sent, answer not awaited: each lands or fails whole
+    writes_dropped: int = 0  # events and status writes never sent
+    informers_running: list[str] = field(default_factory=list)
+
+    @property
+    def clean(self) -> bool:
+        return not (self.abandoned_cycle or self.bindings_not_started or self.bindings_in_flight
+                    or self.writes_dropped or self.informers_running)
+
+    def describe(self) -> str:
+        if self.clean:
+            return f"shut down cleanly in {self.seconds:.1f} s"
+        parts = []
+        if self.abandoned_cycle:
+            parts.append(f"the scheduling cycle of {self.abandoned_cycle}")
+        if self.bindings_not_started:
+            names = ", ".join(self.bindings_not_started[:10])
+            more = len(self.bindings_not_started) - 10
+            parts.append(f"{len(self.bindings_not_started)} bindings not started, their pods left pending "
+                         f"({names}{f' and {more} more' if more > 0 else ''})")
+        if self.bindings_in_flight:
+            parts.append(f"{self.bindings_in_flight} bindings in flight (each lands or fails whole)")
+        if self.writes_dropped:
+            parts.append(f"{self.writes_dropped} event/status writes unsent")
+        if self.informers_running:
+            parts.append(f"informers still stopping: {', '.join(self.informers_running)}")
+        return (f"shutdown deadline of {self.deadline:g} s reached after {self.seconds:.1f} s; abandoned "
+                + "; ".join(parts))
+
+
+class _DaemonWorkers:
+    """Up to `size` daemon threads running submitted jobs in order (started as needed).
+
+    Unlike ThreadPoolExecutor, whose workers the interpreter joins at exit, a worker stuck in a
+    request that never returns cannot hold the process, and shutdown() hands back the jobs that
+    never started, so the caller can undo what they stood for."""
+
+    def __init__(self, size: int, name: str) -> None:
+        self._size = size
+        self._name = name
+        self._jobs: queue_module.SimpleQueue[tuple[Callable[[Any], None], Any] | None] = queue_module.SimpleQueue()
+        self._lock = threading.Lock()
+        self._threads = 0
+        self._idle = 0
+        self._closed = False
+
+    def submit(self, fn: Callable[[Any], None], arg: Any) -> None:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError(f"{self._name} workers are shut down")
+            start = self._idle == 0 and self._threads < self._size
+            if start:
+                self._threads += 1
+            else:
+                self._idle -= 1 if self._idle else 0
+        self._jobs.put((fn, arg))
+        if start:
+            threading.Thread(target=self._work, name=f"{self._name}-{self._threads}", daemon=True).start()
+
+    def _work(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            fn, arg = job
+            try:
+                fn(arg)
+            finally:
+                with self._lock:
+                    self._idle += 1
+
+    def shutdown(self) -> list[Any]:
+        """Accept no more jobs; return the arguments of those not started, and end the workers
+        once their current job is done."""
+        with self._lock:
+            self._closed = True
+            threads = self._threads
+        not_started: list[Any] = []
+        while True:
+            try:
+                job = self._jobs.get_nowait()
+            except queue_module.Empty:
+                break
+            if job is not None:
+                not_started.append(job[1])
+        for _ in range(threads):
+            self._jobs.put(None)
+        return not_started
+
+
 class SchedulerHandle:
     """What plugins get (framework Handle): the cluster, the snapshot of the current cycle, the event
     recorder, the clock, and a way to run the Filter plugins (for preemption's what-ifs)."""
@@ -142,6 +250,24 @@ class SchedulerHandle:
         self.framework: Framework | None = None
         self.current: NodeTable | None = None
         self.informer_factory: SharedInformerFactory | None = None
+        self.pdb_informer: Any = None  # set by Scheduler.start when a plugin reads PDBs
+
+    def pod_disruption_budgets(self) -> list[Object]:
+        """The PodDisruptionBudgets in the informer's cache (kube's pdbLister.List). Without an
+        informer (a scheduler driven by hand), one LIST; either way an error is raised, never []."""
+        from minisched.scheduler.plugins.default_preemption import PdbsUnavailable
+
+        informer = self.pdb_informer
+        if informer is None:
+            if self.cluster is None:
+                return []  # no API at all (the algorithm driven by hand on a table)
+            try:
+                return list(self.cluster.list(POD_DISRUPTION_BUDGETS).get("items") or [])
+            except ApiError as err:
+                raise PdbsUnavailable(f"cannot list PodDisruptionBudgets: {err}") from err
+        if not informer.has_synced():
+            raise PdbsUnavailable("the PodDisruptionBudget informer has not synced yet")
+        return list(informer.store.list())
 
     def snapshot(self) -> NodeTable:
         return self.current if self.current is not None else self._cache.snapshot()
@@ -214,12 +340,16 @@ class Scheduler:
         assumed_ttl: float = 30.0,
         registry: Mapping[str, Any] | None = None,
         seed: int | None = None,
+        shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
+        bind_guard: Callable[[], bool] | None = None,
     ) -> None:
         if profiles is not None and config is not None:
             raise ValueError("give either profiles or config, not both")
         if bind_workers < 1 or max_bindings_in_flight < 1:
             raise ValueError(f"bind_workers ({bind_workers}) and max_bindings_in_flight "
                              f"({max_bindings_in_flight}) must be at least 1")
+        if shutdown_timeout < 0:
+            raise ValueError(f"shutdown_timeout must not be negative, got {shutdown_timeout}")
         if config is not None:
             profiles = load_profiles(config)
         profiles = list(profiles or [default_profile()])
@@ -266,7 +396,13 @@ class Scheduler:
         self.decisions: collections.OrderedDict[str, Decision] = collections.OrderedDict()
         self.stats = SchedulerStats()
         self._priority_classes: dict[str, int] = {}
-        self._pool = ThreadPoolExecutor(max_workers=bind_workers, thread_name_prefix="bind")
+        self.shutdown_timeout = shutdown_timeout
+        # Asked right before each bind; False (a leader that lost its lease) means: do not send it.
+        self.bind_guard = bind_guard
+        self.fenced_binds = 0
+        self.shutdown_report: ShutdownReport | None = None
+        self._cycle_pod: str | None = None  # the pod in the running scheduling cycle, for shutdown's log
+        self._pool = _DaemonWorkers(bind_workers, "bind")
         self._binding_slots = threading.BoundedSemaphore(max_bindings_in_flight)
         self._bindings_lock = threading.Lock()
         self._bindings_in_flight = 0
@@ -438,6 +574,9 @@ class Scheduler:
         pods.add_event_handler(ResourceEventHandlerFuncs(self._on_pod_add, self._on_pod_update, self._on_pod_delete))
         nodes.add_event_handler(ResourceEventHandlerFuncs(self._on_node_add, self._on_node_update, self._on_node_delete))
         self._watch_storage()
+        if any(getattr(p, "uses_pod_disruption_budgets", False)
+               for fwk in self.frameworks.values() for p in fwk.points.post_filter):
+            self.handle.pdb_informer = self.factory.informer_for(POD_DISRUPTION_BUDGETS)
         self.factory.start()
         synced = self.factory.wait_for_cache_sync(sync_timeout)
         if not all(synced.values()):
@@ -462,21 +601,66 @@ class Scheduler:
         stop.wait()
         self.stop()
 
-    def stop(self, timeout: float = 30.0) -> None:
-        """Graceful shutdown: no new cycles, running bindings finish, events are flushed."""
+    def stop(self, timeout: float | None = None) -> ShutdownReport:
+        """Graceful shutdown within one deadline (`timeout`, default `shutdown_timeout`, in real
+        seconds) shared by all its steps: no new cycles, bindings finish, events are flushed,
+        informers stop. What is not done by the deadline is abandoned safely and logged."""
+        if self.shutdown_report is not None:
+            return self.shutdown_report
+        budget = self.shutdown_timeout if timeout is None else timeout
+        began = time.monotonic()
+        end = began + budget
+
+        def left() -> float:
+            return max(0.0, end - time.monotonic())
+
+        report = ShutdownReport(deadline=budget)
+        self.shutdown_report = report
         self._stop.set()
         with self._wake:
             self._wake.notify_all()
         self.queue.close()
+        for waiting in list(self._waiting.values()):  # a pod held at Permit holds a worker
+            waiting.reject("", "scheduler shutting down")
         for t in self._threads:
-            t.join(timeout)
-        self._pool.shutdown(wait=True)
-        self.recorder.flush(timeout)
-        self.recorder.stop(timeout)
-        self.factory.shutdown(timeout)
+            t.join(left())
+        if any(t.is_alive() and t.name == "scheduler-loop" for t in self._threads):
+            report.abandoned_cycle = self._cycle_pod or "(between pods)"
+        # Bindings queued but not started: forget them (nothing was sent; the pods stay pending).
+        for a in self._pool.shutdown():
+            report.bindings_not_started.append(a.qpi.key)
+            a.framework.run_unreserve(a.state, a.info, a.node)
+            self.cache.forget_pod(a.qpi.pod)
+            self._binding_done()
+        if not self.wait_for_bindings(left()):
+            with self._bindings_lock:
+                report.bindings_in_flight = self._bindings_in_flight
+        if self.recorder.flush(left()):
+            self.recorder.stop(left())
+        else:
+            report.writes_dropped = self.recorder.abandon()
+        if self._started:
+            for key, informer in self.factory.informers().items():
+                if not informer.is_stopped():
+                    try:
+                        informer.stop(left())
+                    except RuntimeError:  # never started (a shared factory's other informers)
+                        continue
+                if not informer.is_stopped():
+                    report.informers_running.append(str(key))
+        report.seconds = time.monotonic() - began
+        (log.info if report.clean else log.warning)("scheduler %s", report.describe())
+        return report
 
     def close(self) -> None:
         self.stop()
+
+    def _binding_done(self) -> None:
+        with self._bindings_lock:
+            self._bindings_in_flight -= 1
+            if not self._bindings_in_flight:
+                self._bindings_idle.notify_all()
+        self._binding_slots.release()
 
     def __enter__(self) -> Scheduler:
         self.start()
@@ -531,6 +715,7 @@ class Scheduler:
         qpi = self.queue.pop(timeout)
         if qpi is None:
             return False
+        self._cycle_pod = qpi.key
         try:
             self._scheduling_cycle(qpi)
         except Exception as err:  # a bug must cost one attempt, not the pod: it backs off and retries
@@ -538,6 +723,8 @@ class Scheduler:
             self.stats.errors += 1
             self.queue.add_unschedulable(qpi, error=True)
             self.recorder.failed_scheduling(qpi.pod, f"scheduler error: {err}")
+        finally:
+            self._cycle_pod = None
         return True
 
     def _scheduling_cycle(self, qpi: QueuedPodInfo) -> None:
@@ -667,10 +854,27 @@ class Scheduler:
             self.queue.delete_nominated(qpi.pod)
         self.stats.scheduled += 1
         self._observe_attempt("scheduled", started, cycle_only=True)
-        self._binding_slots.acquire()  # bounded: a slow API server slows the loop instead of piling up
+        # Bounded: a slow API server slows the loop instead of piling up; shutdown ends the wait.
+        while not self._binding_slots.acquire(timeout=0.1):
+            if self._stop.is_set():
+                self._abandon_before_binding(qpi, fwk, info, state, node, waiting)
+                return
         with self._bindings_lock:
             self._bindings_in_flight += 1
-        self._pool.submit(self._binding_cycle, _Assumed(qpi, info, node, state, fwk, waiting, decision, started))
+        assumed = _Assumed(qpi, info, node, state, fwk, waiting, decision, started)
+        try:
+            self._pool.submit(self._binding_cycle, assumed)
+        except RuntimeError:  # shut down meanwhile: nothing was sent
+            self._binding_done()
+            self._abandon_before_binding(qpi, fwk, info, state, node, waiting)
+
+    def _abandon_before_binding(self, qpi: QueuedPodInfo, fwk: Framework, info: PodInfo, state: CycleState,
+                                node: str, waiting: _WaitingPod | None) -> None:
+        """Shutdown came between the decision and its binding: undo the assumption, send nothing."""
+        self._waiting.pop(qpi.key, None)
+        fwk.run_unreserve(state, info, node)
+        self.cache.forget_pod(qpi.pod)
+        log.info("shutting down: %s was not bound to %s and stays pending", qpi.key, node)
 
     # --- the binding cycle -------------------------------------------------------------------------------
 
@@ -695,11 +899,7 @@ class Scheduler:
             log.exception("binding cycle for %s failed", a.qpi.key)
             self._binding_failed(a, Status.from_error(RuntimeError("binding cycle crashed")))
         finally:
-            with self._bindings_lock:
-                self._bindings_in_flight -= 1
-                if not self._bindings_in_flight:
-                    self._bindings_idle.notify_all()
-            self._binding_slots.release()
+            self._binding_done()
 
     def _bind(self, a: _Assumed) -> None:
         if a.waiting is not None:
@@ -712,6 +912,15 @@ class Scheduler:
                 self._binding_failed(a, a.waiting.status)
                 return
         status = a.framework.run_pre_bind(a.state, a.info, a.node)
+        if status.is_success and self.bind_guard is not None and not self.bind_guard():
+            # Not (surely) the leader any more: the new leader owns this pod. Nothing was sent;
+            # undo the assumption and leave the pod pending, without writing anything about it.
+            a.framework.run_unreserve(a.state, a.info, a.node)
+            self.cache.forget_pod(a.qpi.pod)
+            with self._bindings_lock:
+                self.fenced_binds += 1
+            log.warning("not binding %s to %s: this scheduler no longer holds the leader lease", a.qpi.key, a.node)
+            return
         if status.is_success:
             status = a.framework.run_bind(a.state, a.info, a.node)
         if not status.is_success:
