@@ -70,6 +70,7 @@ from minisched.scheduler.queue import (
     priority_sort_less,
 )
 from minisched.scheduler.snapshot import NodeTable
+from minisched.scheduler.tracing import AttemptTrace, CycleTracer
 
 Object = dict[str, Any]
 
@@ -171,6 +172,8 @@ class _Assumed:
     waiting: _WaitingPod | None
     decision: Decision
     started: float  # perf_counter at the start of the scheduling cycle
+    trace: AttemptTrace | None = None
+    outcome: tuple[str, Status] = ("scheduled", Status.success())  # for the trace
 
 
 class Scheduler:
@@ -203,6 +206,7 @@ class Scheduler:
         assumed_ttl: float = 30.0,
         registry: Mapping[str, Any] | None = None,
         seed: int | None = None,
+        tracer: CycleTracer | None = None,
     ) -> None:
         if profiles is not None and config is not None:
             raise ValueError("give either profiles or config, not both")
@@ -215,6 +219,8 @@ class Scheduler:
         self.cluster = cluster
         self.clock: Clock = clock or RealClock()
         self.observer = observer
+        self.tracer = tracer
+        self._tls = threading.local()  # .trace: the attempt traced on this thread, if any
         self.recorder = recorder or EventRecorder(cluster, clock=self.clock)
         self.cache = SchedulerCache(clock=self.clock, assumed_ttl=assumed_ttl, pod_info=self.pod_info)
         self.handle = SchedulerHandle(cluster, self.recorder, self.clock, self.cache)
@@ -222,9 +228,10 @@ class Scheduler:
         for profile in profiles:
             if percentage_of_nodes_to_score is not None:
                 profile = replace(profile, percentage_of_nodes_to_score=percentage_of_nodes_to_score)
-            # No observer, no per-point timing calls at all (they cost a few µs per cycle each).
+            # No observer nor tracer, no per-point timing calls at all (a few µs per cycle each).
+            timed = observer is not None or tracer is not None
             fwk = Framework(profile, registry, handle=self.handle, seed=seed,
-                            observer=self._observe_point if observer is not None else None)
+                            observer=self._observe_point if timed else None)
             self.frameworks[profile.scheduler_name] = fwk
         if len(self.frameworks) != len(profiles):
             raise ValueError("two profiles have the same schedulerName")
@@ -496,6 +503,10 @@ class Scheduler:
         qpi = self.queue.pop(timeout)
         if qpi is None:
             return False
+        trace = None
+        if self.tracer is not None:
+            trace = self.tracer.begin(qpi.key, _scheduler_name(qpi.pod), qpi.attempts)
+            self._tls.trace = trace
         try:
             self._scheduling_cycle(qpi)
         except Exception as err:  # a bug must cost one attempt, not the pod: it backs off and retries
@@ -503,6 +514,13 @@ class Scheduler:
             self.stats.errors += 1
             self.queue.add_unschedulable(qpi, error=True)
             self.recorder.failed_scheduling(qpi.pod, f"scheduler error: {err}")
+            if trace is not None:
+                trace.decided("error", Status.from_error(err), None, None)
+        finally:
+            if trace is not None:
+                handed = self._tls.trace is None  # _assume_and_bind gave it to a binding cycle
+                self._tls.trace = None
+                trace.cycle_done(binding=handed)
         return True
 
     def _scheduling_cycle(self, qpi: QueuedPodInfo) -> None:
@@ -536,6 +554,9 @@ class Scheduler:
             t_algo = time.perf_counter()
             result = fwk.schedule(info, snapshot, state=state)
             self._observe("observe_algorithm", time.perf_counter() - t_algo)
+            if self.tracer is not None:
+                self._trace_decided("scheduled" if result.node else "unschedulable" if result.status.is_rejected
+                                    else "error", result.status, result.node, result.decision)
             self._keep_decision(result.decision)
             if result.node is None:
                 self._handle_no_fit(qpi, fwk, info, state, result)
@@ -632,7 +653,11 @@ class Scheduler:
         self._binding_slots.acquire()  # bounded: a slow API server slows the loop instead of piling up
         with self._bindings_lock:
             self._bindings_in_flight += 1
-        self._pool.submit(self._binding_cycle, _Assumed(qpi, info, node, state, fwk, waiting, decision, started))
+        trace: AttemptTrace | None = None
+        if self.tracer is not None:
+            trace = getattr(self._tls, "trace", None)
+            self._tls.trace = None  # handed on: the binding cycle ends the attempt
+        self._pool.submit(self._binding_cycle, _Assumed(qpi, info, node, state, fwk, waiting, decision, started, trace))
 
     # --- the binding cycle -------------------------------------------------------------------------------
 
@@ -651,12 +676,17 @@ class Scheduler:
         return True
 
     def _binding_cycle(self, a: _Assumed) -> None:
+        if a.trace is not None:
+            self._tls.trace = a.trace
         try:
             self._bind(a)
         except Exception:
             log.exception("binding cycle for %s failed", a.qpi.key)
             self._binding_failed(a, Status.from_error(RuntimeError("binding cycle crashed")))
         finally:
+            if a.trace is not None:
+                self._tls.trace = None
+                a.trace.binding_done(*a.outcome)
             with self._bindings_lock:
                 self._bindings_in_flight -= 1
                 if not self._bindings_in_flight:
@@ -694,8 +724,8 @@ class Scheduler:
             self.observer.observe_scheduled(a.qpi.attempts, since)
 
     def _binding_failed(self, a: _Assumed, status: Status) -> None:
-        self._observe("observe_attempt", "unschedulable" if status.is_rejected else "error",
-                      time.perf_counter() - a.started)
+        a.outcome = ("unschedulable" if status.is_rejected else "error", status)
+        self._observe("observe_attempt", a.outcome[0], time.perf_counter() - a.started)
         a.framework.run_unreserve(a.state, a.info, a.node)
         self.cache.forget_pod(a.qpi.pod)
         err = status.error
@@ -738,6 +768,13 @@ class Scheduler:
         self.stats.cycle_seconds.append(seconds)
         if not cycle_only:
             self._observe("observe_attempt", result, seconds)
+        if self.tracer is not None and result != "scheduled":  # a later failure (Reserve, Permit) wins
+            self._trace_decided(result, None, None, None)
+
+    def _trace_decided(self, result: str, status: Status | None, node: str | None, decision: Decision | None) -> None:
+        trace: AttemptTrace | None = getattr(self._tls, "trace", None)
+        if trace is not None:
+            trace.decided(result, status, node, decision)
 
     def _observe(self, method: str, *args: Any) -> None:
         if self.observer is not None:
@@ -750,6 +787,10 @@ class Scheduler:
             fn = getattr(self.observer, "observe_extension_point", None)
             if fn is not None:
                 fn(point, status, seconds)
+        if self.tracer is not None:
+            trace: AttemptTrace | None = getattr(self._tls, "trace", None)
+            if trace is not None:
+                trace.point(point, status, seconds)
 
 
 def _scheduler_name(pod: Object) -> str:
