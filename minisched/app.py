@@ -24,6 +24,7 @@ from typing import Any
 from minisched.clock import Clock, RealClock
 from minisched.cluster.base import Cluster
 from minisched.controllers.leaderelection import LeaderElector
+from minisched.controllers.plugin_config import PluginConfigController, install_crd
 from minisched.deadline import Context, background
 from minisched.observability.metrics import SchedulerMetrics
 from minisched.observability.server import HealthServer, leadership_known
@@ -59,6 +60,7 @@ class SchedulerApp:
         metrics_host: str = "127.0.0.1",
         recorder_factory: Callable[[Cluster], EventRecorder] | None = None,
         clock: Clock | None = None,
+        plugin_config: bool = False,
     ) -> None:
         self.cluster = cluster
         self.clock: Clock = clock or RealClock()
@@ -70,6 +72,8 @@ class SchedulerApp:
         self.recorder_factory = recorder_factory
         self.scheduler: Scheduler | None = None
         self.lost_lease = False
+        self.plugin_config = plugin_config  # watch SchedulerPluginConfig objects (installing the CRD)
+        self.plugin_config_controller: PluginConfigController | None = None
         self.elector: LeaderElector | None = None
         if leader_elect:
             self.elector = LeaderElector(
@@ -121,9 +125,17 @@ class SchedulerApp:
         self.scheduler = sched
         log.info("minisched scheduling for profiles %s on the %s cluster", list(sched.frameworks), self.cluster.name)
         sched.start()
+        controller: PluginConfigController | None = None
         try:
+            if self.plugin_config:
+                install_crd(self.cluster)
+                controller = PluginConfigController(sched, self.cluster, clock=self.clock)
+                controller.start()
+                self.plugin_config_controller = controller
             ctx.wait()
         finally:
+            if controller is not None:
+                controller.stop()
             sched.stop()
 
     def run(self, stop: threading.Event) -> None:

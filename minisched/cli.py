@@ -1,6 +1,7 @@
 """The `minisched` command.
 
     minisched run [--kubeconfig PATH] [--context NAME] [--embedded] [--config profile.yaml]
+                  [--plugin-config] [--otlp-endpoint URL [--trace-sample-ratio R] [--trace-profiles]]
     minisched demo [--pods N]
 
 `run` schedules pods whose spec.schedulerName names one of the configured profiles (by default the
@@ -51,6 +52,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="serve /metrics, /healthz, /readyz and /livez on this port (0: any free port)")
     run.add_argument("--metrics-bind-address", default="127.0.0.1",
                      help="address for --metrics-port (default 127.0.0.1; 0.0.0.0 in a pod, for probes)")
+    run.add_argument("--plugin-config", action="store_true",
+                     help="watch SchedulerPluginConfig objects and swap profiles' plugins between cycles "
+                          "(creates the CRD if missing)")
     run.add_argument("--otlp-endpoint", default=None,
                      help="export a trace of sampled scheduling attempts over OTLP/HTTP to this base URL "
                           "(e.g. http://127.0.0.1:4318); OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT also enable it")
@@ -118,6 +122,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         lease_namespace=args.lease_namespace,
         metrics_port=args.metrics_port,
         metrics_host=args.metrics_bind_address,
+        plugin_config=args.plugin_config,
     )
     stop = threading.Event()
 

@@ -225,13 +225,13 @@ class Scheduler:
         self.cache = SchedulerCache(clock=self.clock, assumed_ttl=assumed_ttl, pod_info=self.pod_info)
         self.handle = SchedulerHandle(cluster, self.recorder, self.clock, self.cache)
         self.frameworks: dict[str, Framework] = {}
+        self._registry = registry
+        self._seed = seed
+        self._percentage_of_nodes_to_score = percentage_of_nodes_to_score
+        self._swaps: dict[str, Framework] = {}  # profile -> framework to use from the next cycle
+        self._swaps_lock = threading.Lock()
         for profile in profiles:
-            if percentage_of_nodes_to_score is not None:
-                profile = replace(profile, percentage_of_nodes_to_score=percentage_of_nodes_to_score)
-            # No observer nor tracer, no per-point timing calls at all (a few µs per cycle each).
-            timed = observer is not None or tracer is not None
-            fwk = Framework(profile, registry, handle=self.handle, seed=seed,
-                            observer=self._observe_point if timed else None)
+            fwk = self._build_framework(profile)
             self.frameworks[profile.scheduler_name] = fwk
         if len(self.frameworks) != len(profiles):
             raise ValueError("two profiles have the same schedulerName")
@@ -251,9 +251,7 @@ class Scheduler:
             plugin_events={**PLUGIN_EVENTS, INVALID_POD: frozenset()},
         )
         for fwk in self.frameworks.values():
-            for plugin in fwk.points.post_filter:
-                if hasattr(plugin, "nominator"):  # DefaultPreemption clears lower nominations
-                    plugin.nominator = self.queue
+            self._wire(fwk)
         self.factory = informer_factory or SharedInformerFactory(cluster)
         self.annotate_decisions = annotate_decisions
         self.keep_decisions = keep_decisions
@@ -271,6 +269,47 @@ class Scheduler:
         self._threads: list[threading.Thread] = []
         self._started = False
         self._pod_informer: Any = None
+
+    # --- frameworks, and swapping one at run time ---------------------------------------------------
+
+    def _build_framework(self, profile: Profile) -> Framework:
+        if self._percentage_of_nodes_to_score is not None:
+            profile = replace(profile, percentage_of_nodes_to_score=self._percentage_of_nodes_to_score)
+        # No observer nor tracer, no per-point timing calls at all (a few µs per cycle each).
+        timed = self.observer is not None or self.tracer is not None
+        return Framework(profile, self._registry, handle=self.handle, seed=self._seed,
+                         observer=self._observe_point if timed else None)
+
+    def _wire(self, fwk: Framework) -> None:
+        for plugin in fwk.points.post_filter:
+            if hasattr(plugin, "nominator"):  # DefaultPreemption clears lower nominations
+                plugin.nominator = self.queue
+
+    def build_framework(self, profile: Profile) -> Framework:
+        """A framework for `profile`, built as the scheduler builds its own, for `swap_framework`.
+        Raises (ValueError, ...) when the profile cannot be built; nothing changes then."""
+        if profile.scheduler_name not in self.frameworks:
+            raise ValueError(f"no profile named {profile.scheduler_name!r} (have {sorted(self.frameworks)}): "
+                             f"profiles are fixed at start, their plugins are not")
+        fwk = self._build_framework(profile)
+        sort = fwk.points.queue_sort[0].name
+        current = next(iter(self.frameworks.values())).points.queue_sort[0].name
+        if sort != current:  # one queue for every profile, ordered one way
+            raise ValueError(f"queueSort cannot change at run time ({current} -> {sort})")
+        self._wire(fwk)
+        return fwk
+
+    def swap_framework(self, fwk: Framework) -> None:
+        """Use `fwk` for its profile from the next scheduling cycle on. The loop takes it between
+        two cycles, so a cycle runs wholly with the old plugins or wholly with the new; bindings
+        already handed off finish with the framework that decided them."""
+        with self._swaps_lock:
+            self._swaps[fwk.profile_name] = fwk
+
+    def _take_swaps(self) -> None:
+        with self._swaps_lock:
+            swaps, self._swaps = self._swaps, {}
+        self.frameworks.update(swaps)
 
     # --- which pods are ours ----------------------------------------------------------------------
 
@@ -525,6 +564,8 @@ class Scheduler:
 
     def _scheduling_cycle(self, qpi: QueuedPodInfo) -> None:
         started = time.perf_counter()
+        if self._swaps:  # between two cycles: the only place the plugin set may change
+            self._take_swaps()
         pod = qpi.pod
         fwk = self.frameworks.get(_scheduler_name(pod))
         if fwk is None or (pod.get("metadata") or {}).get("deletionTimestamp") or self.cache.is_assumed(qpi.key):
