@@ -36,6 +36,7 @@ object; only `minisched run` builds one for the process.
 from __future__ import annotations
 
 import collections
+import copy
 import cProfile
 import io
 import os
@@ -135,8 +136,11 @@ class ProfileEntry:
         return rows[:n]
 
     def text(self, n: int = 15) -> str:
+        """pstats' own report of the n costliest functions (by own time)."""
         out = io.StringIO()
-        pstats.Stats(self.stats, stream=out).sort_stats("tottime").print_stats(n)  # type: ignore[arg-type]
+        report = copy.copy(self.stats)  # the shared Stats keeps printing to its own stream
+        report.stream = out  # type: ignore[attr-defined]
+        report.sort_stats("tottime").print_stats(n)
         return out.getvalue()
 
 

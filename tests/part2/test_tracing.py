@@ -174,3 +174,4 @@ def test_a_planted_slow_plugin_is_found_from_the_slowest_span_to_its_profile(clu
     assert entry is not None and entry.span_id == root.attributes[PROFILE_ATTRIBUTE] == f"{root.context.span_id:016x}"
     top_function = entry.top(1)[0][0]
     assert "planted_slow_work" in top_function
+    assert "planted_slow_work" in entry.text(5)
