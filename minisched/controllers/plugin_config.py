@@ -203,7 +203,7 @@ class PluginConfigReconciler:
             message = f"{type(err).__name__}: {err}"
             with self._lock:
                 self.failed[name] = (generation, message)
-            log.warning("SchedulerPluginConfig %s generation %d not applied: %s", name, generation, message)
+            log.info("SchedulerPluginConfig %s generation %d not applied: %s", name, generation, message)
             self._report(obj, False, "BuildFailed", f"kept the running plugins; this configuration fails: {message}")
             self.scheduler.recorder.event(obj, "Warning", "FailedApply", message[:1024])
             return Result()
