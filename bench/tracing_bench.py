@@ -2,7 +2,7 @@
 
 The real loop on the embedded cluster: N nodes, a backlog of pods, drained by `schedule_one()` in a
 tight loop with the bindings running on the pool, once per setting, in rounds that alternate the
-settings (so drift on a shared machine hits them alike). Printed: the median and p90 scheduling
+settings in a rotating order (so drift on a shared machine, and garbage left by the run before, hit them alike). Printed: the median and p90 scheduling
 cycle (pop to hand-off) per setting, and its difference from no tracer at all:
 
 - off:        Scheduler(tracer=None): the only cost is one `is None` test per cycle;
@@ -21,6 +21,7 @@ Then the tracer's own pieces measured alone: begin() unsampled, and one whole sa
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import time
 from collections.abc import Sequence
@@ -103,8 +104,11 @@ def main() -> None:
     args = parser.parse_args()
     settings = ["off", "ratio 0", "ratio 0.1", "ratio 1", "ratio 1 + profile"]
     cycles: dict[str, list[float]] = {s: [] for s in settings}
-    for _ in range(args.rounds):
-        for s in settings:
+    for r in range(args.rounds):
+        # a different order each round, and a collection before each run: a run must not pay for
+        # the garbage of the one before it
+        for s in settings[r % len(settings):] + settings[: r % len(settings)]:
+            gc.collect()
             cycles[s] += drain(s, args.nodes, args.pods)
     base = statistics.median(cycles["off"])
     print(f"{args.nodes} nodes, {args.pods} pods x {args.rounds} rounds; scheduling cycle (pop to hand-off):")
