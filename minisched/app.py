@@ -29,6 +29,7 @@ from typing import Any
 from minisched.clock import Clock, RealClock
 from minisched.cluster.base import Cluster
 from minisched.controllers.leaderelection import LeaderElector
+from minisched.controllers.plugin_config import PluginConfigController, install_crd
 from minisched.deadline import Context, background
 from minisched.observability.metrics import SchedulerMetrics
 from minisched.observability.server import HealthServer, leadership_known
@@ -67,6 +68,7 @@ class SchedulerApp:
         shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
         metrics_ssl_context: Any = None,
         metrics_authorizer: Any = None,
+        plugin_config: bool = False,
     ) -> None:
         """`metrics_ssl_context` and `metrics_authorizer` make the metrics port a secure one, as
         kube-scheduler's (see minisched.observability.auth)."""
@@ -84,6 +86,8 @@ class SchedulerApp:
         self.recorder_factory = recorder_factory
         self.scheduler: Scheduler | None = None
         self.lost_lease = False
+        self.plugin_config = plugin_config  # watch SchedulerPluginConfig objects (installing the CRD)
+        self.plugin_config_controller: PluginConfigController | None = None
         self.elector: LeaderElector | None = None
         if leader_elect:
             self.elector = LeaderElector(
@@ -144,9 +148,17 @@ class SchedulerApp:
         self.scheduler = sched
         log.info("minisched scheduling for profiles %s on the %s cluster", list(sched.frameworks), self.cluster.name)
         sched.start()
+        controller: PluginConfigController | None = None
         try:
+            if self.plugin_config:
+                install_crd(self.cluster)
+                controller = PluginConfigController(sched, self.cluster, clock=self.clock)
+                controller.start()
+                self.plugin_config_controller = controller
             ctx.wait()
         finally:
+            if controller is not None:
+                controller.stop()
             if self._stop_requested is None:  # the lease was lost: the deadline starts now
                 self._stop_requested = time.monotonic()
             sched.stop(self.shutdown_time_left())

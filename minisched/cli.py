@@ -1,6 +1,7 @@
 """The `minisched` command.
 
     minisched run [--kubeconfig PATH] [--context NAME] [--embedded] [--config profile.yaml]
+                  [--plugin-config] [--otlp-endpoint URL [--trace-sample-ratio R] [--trace-profiles]]
     minisched demo [--pods N]
 
 `run` schedules pods whose spec.schedulerName names one of the configured profiles (by default the
@@ -69,6 +70,16 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--tls-private-key-file", default=None, help="its private key")
     run.add_argument("--metrics-bind-address", default="127.0.0.1",
                      help="address for --metrics-port (default 127.0.0.1; 0.0.0.0 in a pod, for probes)")
+    run.add_argument("--plugin-config", action="store_true",
+                     help="watch SchedulerPluginConfig objects and swap profiles' plugins between cycles "
+                          "(creates the CRD if missing)")
+    run.add_argument("--otlp-endpoint", default=None,
+                     help="export a trace of sampled scheduling attempts over OTLP/HTTP to this base URL "
+                          "(e.g. http://127.0.0.1:4318); OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT also enable it")
+    run.add_argument("--trace-sample-ratio", type=float, default=None,
+                     help="fraction of attempts traced (default: OTEL_TRACES_SAMPLER(_ARG), else 0.1 as kube)")
+    run.add_argument("--trace-profiles", action="store_true",
+                     help="run each traced scheduling cycle under cProfile, kept under its span id")
 
     demo = sub.add_parser("demo", help="schedule a stream of pods on the embedded cluster and report")
     demo.add_argument("--pods", type=int, default=700, help="how many pods to send (default 700)")
@@ -128,6 +139,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
         print("minisched run: --metrics-port must be 0..65535", file=sys.stderr)
         return 2
+    if args.trace_sample_ratio is not None and not 0.0 <= args.trace_sample_ratio <= 1.0:
+        print("minisched run: --trace-sample-ratio must be in [0, 1]", file=sys.stderr)
+        return 2
+    from minisched.observability.tracing import SchedulingTracer, otlp_provider
+
+    provider = otlp_provider(args.otlp_endpoint, ratio=args.trace_sample_ratio)
+    tracer = SchedulingTracer(provider, profile=args.trace_profiles) if provider is not None else None
+    if tracer is None and (args.trace_sample_ratio is not None or args.trace_profiles):
+        print("minisched run: tracing options need --otlp-endpoint or OTEL_EXPORTER_OTLP_ENDPOINT", file=sys.stderr)
+        return 2
     cluster = _connect(args)
     secure = args.secure_serving if args.secure_serving is not None else bool(args.in_cluster)
     tls: dict[str, Any] = {}
@@ -143,6 +164,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             "bind_workers": args.bind_workers,
             "percentage_of_nodes_to_score": args.percentage_of_nodes_to_score,
             "annotate_decisions": args.annotate_decisions,
+            "tracer": tracer,
         },
         leader_elect=args.leader_elect,
         identity=args.identity,
@@ -155,6 +177,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         metrics_host=args.metrics_bind_address,
         shutdown_timeout=args.shutdown_timeout,
         **tls,
+        plugin_config=args.plugin_config,
     )
     stop = threading.Event()
 
@@ -170,6 +193,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         app.run(stop)
     finally:
         cluster.close()
+        if provider is not None:
+            provider.shutdown()  # flushes the spans still batched
     if app.scheduler is not None:
         s = app.scheduler.stats
         print(f"minisched: stopped; bound {s.bound}, unschedulable attempts {s.unschedulable}, "

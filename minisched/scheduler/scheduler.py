@@ -89,6 +89,7 @@ from minisched.scheduler.queue import (
     priority_sort_less,
 )
 from minisched.scheduler.snapshot import NodeTable
+from minisched.scheduler.tracing import AttemptTrace, CycleTracer
 
 Object = dict[str, Any]
 
@@ -308,6 +309,8 @@ class _Assumed:
     waiting: _WaitingPod | None
     decision: Decision
     started: float  # perf_counter at the start of the scheduling cycle
+    trace: AttemptTrace | None = None
+    outcome: tuple[str, Status] = ("scheduled", Status.success())  # for the trace
 
 
 class Scheduler:
@@ -342,6 +345,7 @@ class Scheduler:
         seed: int | None = None,
         shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
         bind_guard: Callable[[], bool] | None = None,
+        tracer: CycleTracer | None = None,
     ) -> None:
         if profiles is not None and config is not None:
             raise ValueError("give either profiles or config, not both")
@@ -356,6 +360,8 @@ class Scheduler:
         self.cluster = cluster
         self.clock: Clock = clock or RealClock()
         self.observer = observer
+        self.tracer = tracer
+        self._tls = threading.local()  # .trace: the attempt traced on this thread, if any
         self.recorder = recorder or EventRecorder(cluster, clock=self.clock)
         self.cache = SchedulerCache(clock=self.clock, assumed_ttl=assumed_ttl, pod_info=self.pod_info)
         self.handle = SchedulerHandle(cluster, self.recorder, self.clock, self.cache)
@@ -363,12 +369,13 @@ class Scheduler:
         self.factory = informer_factory or SharedInformerFactory(cluster)
         self.handle.informer_factory = self.factory
         self.frameworks: dict[str, Framework] = {}
+        self._registry = registry
+        self._seed = seed
+        self._percentage_of_nodes_to_score = percentage_of_nodes_to_score
+        self._swaps: dict[str, Framework] = {}  # profile -> framework to use from the next cycle
+        self._swaps_lock = threading.Lock()
         for profile in profiles:
-            if percentage_of_nodes_to_score is not None:
-                profile = replace(profile, percentage_of_nodes_to_score=percentage_of_nodes_to_score)
-            # No observer, no per-point timing calls at all (they cost a few µs per cycle each).
-            fwk = Framework(profile, registry, handle=self.handle, seed=seed,
-                            observer=self._observe_point if observer is not None else None)
+            fwk = self._build_framework(profile)
             self.frameworks[profile.scheduler_name] = fwk
         if len(self.frameworks) != len(profiles):
             raise ValueError("two profiles have the same schedulerName")
@@ -388,9 +395,7 @@ class Scheduler:
             plugin_events={**PLUGIN_EVENTS, INVALID_POD: frozenset()},
         )
         for fwk in self.frameworks.values():
-            for plugin in fwk.points.post_filter:
-                if hasattr(plugin, "nominator"):  # DefaultPreemption clears lower nominations
-                    plugin.nominator = self.queue
+            self._wire(fwk)
         self.annotate_decisions = annotate_decisions
         self.keep_decisions = keep_decisions
         self.decisions: collections.OrderedDict[str, Decision] = collections.OrderedDict()
@@ -413,6 +418,47 @@ class Scheduler:
         self._threads: list[threading.Thread] = []
         self._started = False
         self._pod_informer: Any = None
+
+    # --- frameworks, and swapping one at run time ---------------------------------------------------
+
+    def _build_framework(self, profile: Profile) -> Framework:
+        if self._percentage_of_nodes_to_score is not None:
+            profile = replace(profile, percentage_of_nodes_to_score=self._percentage_of_nodes_to_score)
+        # No observer nor tracer, no per-point timing calls at all (a few µs per cycle each).
+        timed = self.observer is not None or self.tracer is not None
+        return Framework(profile, self._registry, handle=self.handle, seed=self._seed,
+                         observer=self._observe_point if timed else None)
+
+    def _wire(self, fwk: Framework) -> None:
+        for plugin in fwk.points.post_filter:
+            if hasattr(plugin, "nominator"):  # DefaultPreemption clears lower nominations
+                plugin.nominator = self.queue
+
+    def build_framework(self, profile: Profile) -> Framework:
+        """A framework for `profile`, built as the scheduler builds its own, for `swap_framework`.
+        Raises (ValueError, ...) when the profile cannot be built; nothing changes then."""
+        if profile.scheduler_name not in self.frameworks:
+            raise ValueError(f"no profile named {profile.scheduler_name!r} (have {sorted(self.frameworks)}): "
+                             f"profiles are fixed at start, their plugins are not")
+        fwk = self._build_framework(profile)
+        sort = fwk.points.queue_sort[0].name
+        current = next(iter(self.frameworks.values())).points.queue_sort[0].name
+        if sort != current:  # one queue for every profile, ordered one way
+            raise ValueError(f"queueSort cannot change at run time ({current} -> {sort})")
+        self._wire(fwk)
+        return fwk
+
+    def swap_framework(self, fwk: Framework) -> None:
+        """Use `fwk` for its profile from the next scheduling cycle on. The loop takes it between
+        two cycles, so a cycle runs wholly with the old plugins or wholly with the new; bindings
+        already handed off finish with the framework that decided them."""
+        with self._swaps_lock:
+            self._swaps[fwk.profile_name] = fwk
+
+    def _take_swaps(self) -> None:
+        with self._swaps_lock:
+            swaps, self._swaps = self._swaps, {}
+        self.frameworks.update(swaps)
 
     # --- which pods are ours ----------------------------------------------------------------------
 
@@ -716,6 +762,10 @@ class Scheduler:
         if qpi is None:
             return False
         self._cycle_pod = qpi.key
+        trace = None
+        if self.tracer is not None:
+            trace = self.tracer.begin(qpi.key, _scheduler_name(qpi.pod), qpi.attempts)
+            self._tls.trace = trace
         try:
             self._scheduling_cycle(qpi)
         except Exception as err:  # a bug must cost one attempt, not the pod: it backs off and retries
@@ -723,12 +773,20 @@ class Scheduler:
             self.stats.errors += 1
             self.queue.add_unschedulable(qpi, error=True)
             self.recorder.failed_scheduling(qpi.pod, f"scheduler error: {err}")
+            if trace is not None:
+                trace.decided("error", Status.from_error(err), None, None)
         finally:
             self._cycle_pod = None
+            if trace is not None:
+                handed = self._tls.trace is None  # _assume_and_bind gave it to a binding cycle
+                self._tls.trace = None
+                trace.cycle_done(binding=handed)
         return True
 
     def _scheduling_cycle(self, qpi: QueuedPodInfo) -> None:
         started = time.perf_counter()
+        if self._swaps:  # between two cycles: the only place the plugin set may change
+            self._take_swaps()
         pod = qpi.pod
         fwk = self.frameworks.get(_scheduler_name(pod))
         if fwk is None or (pod.get("metadata") or {}).get("deletionTimestamp") or self.cache.is_assumed(qpi.key):
@@ -758,6 +816,9 @@ class Scheduler:
             t_algo = time.perf_counter()
             result = fwk.schedule(info, snapshot, state=state)
             self._observe("observe_algorithm", time.perf_counter() - t_algo)
+            if self.tracer is not None:
+                self._trace_decided("scheduled" if result.node else "unschedulable" if result.status.is_rejected
+                                    else "error", result.status, result.node, result.decision)
             self._keep_decision(result.decision)
             if result.node is None:
                 self._handle_no_fit(qpi, fwk, info, state, result)
@@ -861,7 +922,11 @@ class Scheduler:
                 return
         with self._bindings_lock:
             self._bindings_in_flight += 1
-        assumed = _Assumed(qpi, info, node, state, fwk, waiting, decision, started)
+        trace: AttemptTrace | None = None
+        if self.tracer is not None:
+            trace = getattr(self._tls, "trace", None)
+            self._tls.trace = None  # handed on: the binding cycle ends the attempt
+        assumed = _Assumed(qpi, info, node, state, fwk, waiting, decision, started, trace)
         try:
             self._pool.submit(self._binding_cycle, assumed)
         except RuntimeError:  # shut down meanwhile: nothing was sent
@@ -893,12 +958,17 @@ class Scheduler:
         return True
 
     def _binding_cycle(self, a: _Assumed) -> None:
+        if a.trace is not None:
+            self._tls.trace = a.trace
         try:
             self._bind(a)
         except Exception:
             log.exception("binding cycle for %s failed", a.qpi.key)
             self._binding_failed(a, Status.from_error(RuntimeError("binding cycle crashed")))
         finally:
+            if a.trace is not None:
+                self._tls.trace = None
+                a.trace.binding_done(*a.outcome)
             self._binding_done()
 
     def _bind(self, a: _Assumed) -> None:
@@ -941,8 +1011,8 @@ class Scheduler:
             self.observer.observe_scheduled(a.qpi.attempts, since)
 
     def _binding_failed(self, a: _Assumed, status: Status) -> None:
-        self._observe("observe_attempt", "unschedulable" if status.is_rejected else "error",
-                      time.perf_counter() - a.started)
+        a.outcome = ("unschedulable" if status.is_rejected else "error", status)
+        self._observe("observe_attempt", a.outcome[0], time.perf_counter() - a.started)
         a.framework.run_unreserve(a.state, a.info, a.node)
         self.cache.forget_pod(a.qpi.pod)
         err = status.error
@@ -985,6 +1055,13 @@ class Scheduler:
         self.stats.cycle_seconds.append(seconds)
         if not cycle_only:
             self._observe("observe_attempt", result, seconds)
+        if self.tracer is not None and result != "scheduled":  # a later failure (Reserve, Permit) wins
+            self._trace_decided(result, None, None, None)
+
+    def _trace_decided(self, result: str, status: Status | None, node: str | None, decision: Decision | None) -> None:
+        trace: AttemptTrace | None = getattr(self._tls, "trace", None)
+        if trace is not None:
+            trace.decided(result, status, node, decision)
 
     def _observe(self, method: str, *args: Any) -> None:
         if self.observer is not None:
@@ -997,6 +1074,10 @@ class Scheduler:
             fn = getattr(self.observer, "observe_extension_point", None)
             if fn is not None:
                 fn(point, status, seconds)
+        if self.tracer is not None:
+            trace: AttemptTrace | None = getattr(self._tls, "trace", None)
+            if trace is not None:
+                trace.point(point, status, seconds)
 
 
 def _scheduler_name(pod: Object) -> str:

@@ -4,7 +4,10 @@ framework methods; `in_tree_registry()` maps their names to factories."""
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
+from typing import Any
 
+from minisched.scheduler.framework.interface import Handle, Plugin
 from minisched.scheduler.framework.registry import Registry
 from minisched.scheduler.plugins import (
     default_binder,
@@ -57,4 +60,12 @@ def in_tree_registry() -> Registry:
             raise
     else:
         registry.register(preemption.NAME, preemption.new)
+    registry.register("WasmPlugin", _wasm_plugin)
     return registry
+
+
+def _wasm_plugin(args: Mapping[str, Any] | None, handle: Handle | None) -> Plugin:
+    """WasmPlugin, imported when a profile uses it (wasmtime is a heavy import)."""
+    from minisched.scheduler.plugins import wasm
+
+    return wasm.new(args, handle)
