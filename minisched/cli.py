@@ -3,6 +3,7 @@
     minisched run [--kubeconfig PATH] [--context NAME] [--embedded] [--config profile.yaml]
                   [--plugin-config] [--otlp-endpoint URL [--trace-sample-ratio R] [--trace-profiles]]
     minisched demo [--pods N]
+    minisched reset [--namespace NS] [--all] [--kubeconfig PATH] [--context NAME]
 
 `run` schedules pods whose spec.schedulerName names one of the configured profiles (by default the
 single profile "minisched") until SIGINT or SIGTERM, then shuts down gracefully: no new scheduling
@@ -80,6 +81,17 @@ def _parser() -> argparse.ArgumentParser:
                      help="fraction of attempts traced (default: OTEL_TRACES_SAMPLER(_ARG), else 0.1 as kube)")
     run.add_argument("--trace-profiles", action="store_true",
                      help="run each traced scheduling cycle under cProfile, kept under its span id")
+
+    reset = sub.add_parser("reset", help="return a cluster to the chapters' starting state (pods, leases, events, "
+                                         "workbook objects; with --all also nodes, CRDs and kind workers)")
+    reset_target = reset.add_mutually_exclusive_group()
+    reset_target.add_argument("--kubeconfig", help="kubeconfig file (default: the MINISCHED_BACKEND setting)")
+    reset_target.add_argument("--embedded", action="store_true", help=argparse.SUPPRESS)
+    reset.add_argument("--context", help="kubeconfig context")
+    reset.add_argument("--namespace", help="the namespace to empty (default: MINISCHED_NAMESPACE or default)")
+    reset.add_argument("--all", action="store_true", dest="cluster_wide",
+                       help="every non-system namespace, the nodes the chapters made, the workbook's CRDs, "
+                            "minisched's leader lease, and kind workers back to deploy/kind.yaml (instructors)")
 
     demo = sub.add_parser("demo", help="schedule a stream of pods on the embedded cluster and report")
     demo.add_argument("--pods", type=int, default=700, help="how many pods to send (default 700)")
@@ -205,6 +217,24 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_reset(args: argparse.Namespace) -> int:
+    from minisched.cluster import connect
+    from minisched.workbook import reset
+
+    if args.kubeconfig or args.context:
+        from minisched.cluster.real import RealCluster
+
+        cluster = RealCluster.from_kubeconfig(path=args.kubeconfig, context=args.context)
+    else:
+        cluster = connect("embedded" if args.embedded else None)
+    try:
+        report = reset(cluster, args.namespace, cluster_wide=args.cluster_wide)
+    finally:
+        cluster.close()
+    print(report)
+    return 1 if report.problems else 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from minisched.demo import run_demo
 
@@ -221,6 +251,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "run":
         return cmd_run(args)
+    if args.command == "reset":
+        return cmd_reset(args)
     return cmd_demo(args)
 
 
