@@ -218,9 +218,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_reset(args: argparse.Namespace) -> int:
-    from minisched.cluster import connect
+    from minisched.cluster import Cluster, connect
     from minisched.workbook import reset
 
+    cluster: Cluster
     if args.kubeconfig or args.context:
         from minisched.cluster.real import RealCluster
 
