@@ -349,3 +349,36 @@ def test_invalid_tolerations(cluster: Cluster, ns: str, toleration: Object, fiel
     path = f"spec.tolerations[0].{field}"
     refused(lambda: cluster.create(PODS, pod_with(ns, tolerations=[toleration])), 422, "Invalid",
             f'Pod "x" is invalid: {path}: {message}', [path])
+
+
+@pytest.mark.parametrize(("resources", "message"), [
+    ({"limits": {"hugepages-2Mi": "2Mi"}}, "spec.containers[0].resources: Forbidden: HugePages require cpu or memory"),
+    ({"limits": {"hugepages-2Mi": "3Mi", "memory": "1Gi"}},
+     '[spec.containers[0].resources.limits[hugepages-2Mi]: Invalid value: "3Mi": 3Mi is not positive integer '
+     'multiple of hugepages-2Mi, spec.containers[0].resources.requests[hugepages-2Mi]: Invalid value: "3Mi": 3Mi is '
+     "not positive integer multiple of hugepages-2Mi]"),  # the request defaulted from the limit
+])
+def test_hugepages(cluster: Cluster, ns: str, resources: Object, message: str) -> None:
+    pod = pod_with(ns)
+    pod["spec"]["containers"][0]["resources"] = resources
+    refused(lambda: cluster.create(PODS, pod), 422, "Invalid", f'Pod "x" is invalid: {message}')
+
+
+@pytest.mark.parametrize(("items", "message"), [
+    ([{"type": "Container", "min": {"cpu": "2"}, "max": {"cpu": "1"}}],
+     '[spec.limits[0].min[cpu]: Invalid value: "2": min value 2 is greater than max value 1, '
+     'spec.limits[0].defaultRequest[cpu]: Invalid value: "1": min value 2 is greater than default request value 1, '
+     'spec.limits[0].default[cpu]: Invalid value: "2": min value 2 is greater than default value 1]'),
+    ([{"type": "Bad", "max": {"cpu": "1"}}],
+     'spec.limits[0].type: Invalid value: "Bad": must be a standard limit type or fully qualified'),
+    ([{"type": "Pod", "default": {"cpu": "1"}}],
+     "spec.limits[0].default: Forbidden: may not be specified when `type` is 'Pod'"),
+    ([{"type": "Container", "maxLimitRequestRatio": {"cpu": "500m"}}],
+     'spec.limits[0].maxLimitRequestRatio[cpu]: Invalid value: "500m": ratio 500m is less than 1'),
+    ([{"type": "Container", "default": {EXAMPLE: "2"}, "defaultRequest": {EXAMPLE: "1"}}],
+     f'spec.limits[0].defaultRequest[{EXAMPLE}]: Invalid value: "1": default value 2 must equal to defaultRequest '
+     f"value 1 in {EXAMPLE}"),
+])
+def test_limit_range_validation(cluster: Cluster, ns: str, items: list[Object], message: str) -> None:
+    refused(lambda: cluster.create(LIMIT_RANGES, limit_range("lr", *items), ns), 422, "Invalid",
+            f'LimitRange "lr" is invalid: {message}')

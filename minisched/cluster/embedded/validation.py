@@ -316,6 +316,7 @@ def resource_requirements_causes(path: str, res: Object) -> list[Cause]:
     for rname, raw in (raw_limits.items() if isinstance(raw_limits, dict) else ()):
         limits[rname] = amount = parse_quantity(raw)
         causes += _container_resource_causes(f"{path}.limits[{rname}]", rname, amount, raw)
+        causes += _hugepage_causes(f"{path}.limits[{rname}]", rname, amount, raw)
     for rname, raw in (raw_requests.items() if isinstance(raw_requests, dict) else ()):
         amount = parse_quantity(raw)
         causes += _container_resource_causes(f"{path}.requests[{rname}]", rname, amount, raw)
@@ -328,7 +329,24 @@ def resource_requirements_causes(path: str, res: Object) -> list[Cause]:
                                             f"must be less than or equal to {rname} limit of {raw_limits[rname]}"))
         elif not overcommit_allowed(rname):
             causes.append(required(f"{path}.limits", "Limit must be set for non overcommitable resources"))
+        causes += _hugepage_causes(f"{path}.requests[{rname}]", rname, amount, raw)
+    names = set(raw_limits) | set(raw_requests) if isinstance(raw_limits, dict) and isinstance(raw_requests, dict) else set()
+    if any(is_hugepages(n) for n in names) and not names & {"cpu", "memory"}:
+        causes.append(forbidden_field(path, "HugePages require cpu or memory"))
     return causes
+
+
+def _hugepage_causes(path: str, name: str, amount: Fraction, raw: Any) -> list[Cause]:
+    """validateResourceQuantityHugePageValue: a positive whole number of pages."""
+    if not is_hugepages(name):
+        return []
+    try:
+        page = parse_quantity(name[len("hugepages-"):])
+    except BadRequest:
+        return []  # an unknown page size: the name check speaks for it
+    if amount > 0 and page > 0 and math.ceil(amount) % page == 0:
+        return []
+    return [invalid_value(path, str(raw), f"{raw} is not positive integer multiple of {name}")]
 
 
 # helper.IsStandardResourceName: names without a domain that any resource list may hold
