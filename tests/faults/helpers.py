@@ -86,6 +86,14 @@ class PodCreator:
         self._thread.join(timeout)
         assert not self._thread.is_alive(), f"the pod creator is still creating after {timeout:g} s"
 
+    def wait_created(self, n: int, timeout: float = 60) -> None:
+        """Until `n` pods exist: a fault injected then lands mid-drain, with pods still to come
+        (an observer's count of bound pods can lag seconds behind on a loaded machine)."""
+        deadline = time.monotonic() + timeout
+        while self.created < n:
+            assert time.monotonic() < deadline, f"only {self.created} of {n} pods created in {timeout:g} s"
+            time.sleep(0.02)
+
     def names(self) -> list[str]:
         return [f"{self.prefix}-{i}" for i in range(self.n)]
 

@@ -53,17 +53,19 @@ def test_apiserver_sigkill_and_restart_mid_drain(real_cluster: Any, control_plan
         proc = MinischedProcess(control_plane.kubeconfig, tmp_path / "minisched.log", *WORKERS)
         try:
             creator = PodCreator(real_cluster, ns, PODS, rate=RATE).start()
-            obs.wait_for(lambda o: o.bound_count() >= 40, 60, "40 pods bound before the crash")
+            creator.wait_created(60)
             killed = time.monotonic()
+            created_before = creator.created
             down = control_plane.restart_component("kube-apiserver", kill=True)
-            back = time.monotonic()
             creator.join()
             wait_all_bound(obs, ns, creator.names(), 90)
-            after = bound_after(obs, back)
-            _report("kube-apiserver SIGKILL: down and restarted in", down)
-            if after:
-                _report("binding resumed after the API server came back", after[0] - back)
-                _report("binding resumed after the API server went down", after[0] - killed)
+            # Pods created after the crash can only be bound by the restarted server: the first of
+            # them bound says when binding resumed (the server answers before /readyz says so).
+            later = sorted(r.bound for n in creator.names()[created_before + 1:]
+                           if (r := obs.record(f"{ns}/{n}")) is not None and r.bound is not None)
+            _report("kube-apiserver SIGKILL: killed, restarted and /readyz passing after", down)
+            assert later, "no pod was created after the crash: the fault did not land mid-drain"
+            _report("binding resumed after the API server went down", later[0] - killed)
             check_invariants(obs, creator.names(), ns)
             assert proc.running(), proc.tail()
         finally:
@@ -79,7 +81,7 @@ def test_connections_cut_mid_drain(real_cluster: Any, control_plane: Any, relay:
         proc = MinischedProcess(relayed_kubeconfig, tmp_path / "minisched.log", *WORKERS)
         try:
             creator = PodCreator(real_cluster, ns, PODS, rate=RATE).start()
-            obs.wait_for(lambda o: o.bound_count() >= 30, 60, "30 pods bound before the cuts")
+            creator.wait_created(60)
             cuts = 0
             for _ in range(4):  # reset every connection four times, 0.5 s apart
                 cuts += relay.cut()
@@ -136,7 +138,7 @@ def test_sigterm_mid_drain_exits_in_time_and_a_restart_finishes(
         proc = MinischedProcess(control_plane.kubeconfig, tmp_path / "first.log", *WORKERS,
                                 "--shutdown-timeout", str(deadline))
         creator = PodCreator(real_cluster, ns, PODS, rate=RATE).start()
-        obs.wait_for(lambda o: o.bound_count() >= 40, 60, "40 pods bound")
+        creator.wait_created(60)
         exit_seconds = proc.terminate(deadline + 10)
         _report(f"SIGTERM mid-drain: exit (deadline {deadline:g} s)", exit_seconds)
         assert exit_seconds < deadline + 3, proc.tail()
@@ -169,7 +171,7 @@ def test_sigterm_with_hung_binds_exits_within_the_deadline(
         proc = MinischedProcess(relayed_kubeconfig, tmp_path / "first.log", *WORKERS,
                                 "--shutdown-timeout", str(deadline))
         creator = PodCreator(real_cluster, ns, PODS, rate=RATE).start()
-        obs.wait_for(lambda o: o.bound_count() >= 30, 60, "30 pods bound")
+        creator.wait_created(60)
         relay.black_hole()
         time.sleep(1.0)  # binds and event writes now hang on dead connections
         exit_seconds = proc.terminate(deadline + 20)
@@ -213,7 +215,7 @@ def test_leader_sigkill_with_two_replicas(real_cluster: Any, control_plane: Any,
         b = MinischedProcess(control_plane.kubeconfig, tmp_path / "b.log", *WORKERS, *election, "--identity", "b")
         try:
             creator = PodCreator(real_cluster, ns, PODS, rate=RATE).start()
-            obs.wait_for(lambda o: o.bound_count() >= 40, 60, "40 pods bound by the leader")
+            creator.wait_created(60)
             a.kill()
             killed = time.monotonic()
             creator.join()
@@ -247,7 +249,7 @@ def test_api_server_refusing_for_a_while_is_met_with_backoff(
         proc = MinischedProcess(kubeconfig, tmp_path / "minisched.log", *WORKERS)
         try:
             creator = PodCreator(real_cluster, ns, PODS, rate=RATE / 2).start()
-            obs.wait_for(lambda o: o.bound_count() >= 30, 60, "30 pods bound before the refusals")
+            creator.wait_created(60)
             before = proxy.refused
             proxy.fail_with(status, refusing)
             began = time.monotonic()
