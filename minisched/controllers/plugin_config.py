@@ -274,25 +274,31 @@ class PluginConfigController:
         return dict(self.reconciler.applied)
 
 
-def install_crd(cluster: Cluster, timeout: float = 30.0) -> None:
-    """Create the CRD if absent and wait until the API server serves the resource."""
+def install_crd(cluster: Cluster, timeout: float = 60.0) -> None:
+    """Create the CRD if absent, and return once the API server serves the resource: the CRD is
+    Established and a list of the new resource answers (a real server's handler for a new CRD
+    lags its Established condition briefly, answering 404 or 429 meanwhile)."""
     import contextlib
     import time
 
     from minisched.errors import AlreadyExists
     from minisched.resources import CRDS
 
+    name = SCHEDULER_PLUGIN_CONFIG_CRD["metadata"]["name"]
     with contextlib.suppress(AlreadyExists):
         cluster.create(CRDS, SCHEDULER_PLUGIN_CONFIG_CRD)
     deadline = time.monotonic() + timeout
-    while True:
-        try:
-            cluster.list(SCHEDULER_PLUGIN_CONFIGS)
-            return
-        except NotFound:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        conditions = (cluster.get(CRDS, name).get("status") or {}).get("conditions") or []
+        if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
+            try:
+                cluster.list(SCHEDULER_PLUGIN_CONFIGS)
+                return
+            except ApiError as err:
+                last = err
+        time.sleep(0.1)
+    raise TimeoutError(f"CRD {name} not served within {timeout:g} s" + (f" (last: {last})" if last else ""))
 
 
 __all__ = [
