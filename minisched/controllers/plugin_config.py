@@ -35,7 +35,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
@@ -63,13 +63,33 @@ KIND = "SchedulerPluginConfig"
 PLURAL = "schedulerpluginconfigs"
 APPLIED = "Applied"
 
-PluginName = Literal[
-    "SchedulingGates", "PrioritySort", "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity",
-    "NodePorts", "NodeResourcesFit", "DefaultPreemption", "NodeResourcesBalancedAllocation", "ImageLocality",
-    "DefaultBinder", "PodTopologySpread", "WasmPlugin",
-]
-SCORE_PLUGINS = ("TaintToleration", "NodeAffinity", "NodeResourcesFit", "NodeResourcesBalancedAllocation",
-                 "ImageLocality", "PodTopologySpread", "WasmPlugin")
+
+def _registered_plugins() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(every in-tree plugin name, those that Score), from the registry itself, so the CRD's enum
+    never drifts from what the scheduler can build."""
+    from minisched.scheduler.framework.interface import ScorePlugin
+    from minisched.scheduler.plugins import in_tree_registry
+
+    names, scores = [], []
+    for name, factory in in_tree_registry().items():
+        names.append(name)
+        if name == "WasmPlugin":  # scores when its module exports score; cannot be built without one
+            scores.append(name)
+            continue
+        try:
+            plugin = factory(None, None)
+        except Exception:  # a plugin that needs a handle or args to exist: not asked about weights here
+            continue
+        if isinstance(plugin, ScorePlugin):
+            scores.append(name)
+    return tuple(names), tuple(scores)
+
+
+PLUGIN_NAMES, SCORE_PLUGINS = _registered_plugins()
+if TYPE_CHECKING:
+    PluginName = str
+else:
+    PluginName = Literal[PLUGIN_NAMES]  # the registry's names, an enum in the CRD
 MAX_WEIGHT = 100
 
 
