@@ -1,7 +1,7 @@
 """The `minisched` command.
 
     minisched run [--kubeconfig PATH] [--context NAME] [--embedded] [--config profile.yaml]
-                  [--plugin-config] [--otlp-endpoint URL [--trace-sample-ratio R] [--trace-profiles]]
+                  [--plugin-config] [--otlp-endpoint URL [--trace-sample-ratio R] [--trace-profiles DIR]]
     minisched demo [--pods N]
     minisched reset [--namespace NS] [--all] [--kubeconfig PATH] [--context NAME]
 
@@ -79,8 +79,9 @@ def _parser() -> argparse.ArgumentParser:
                           "(e.g. http://127.0.0.1:4318); OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT also enable it")
     run.add_argument("--trace-sample-ratio", type=float, default=None,
                      help="fraction of attempts traced (default: OTEL_TRACES_SAMPLER(_ARG), else 0.1 as kube)")
-    run.add_argument("--trace-profiles", action="store_true",
-                     help="run each traced scheduling cycle under cProfile, kept under its span id")
+    run.add_argument("--trace-profiles", metavar="DIR", default=None,
+                     help="run each traced scheduling cycle under cProfile and write DIR/<span id>.prof "
+                          "(the attempt span's id, attribute minisched.profile.id; the last 64 kept)")
 
     reset = sub.add_parser("reset", help="return a cluster to the chapters' starting state (pods, leases, events, "
                                          "workbook objects; with --all also nodes, CRDs and kind workers)")
@@ -157,8 +158,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from minisched.observability.tracing import SchedulingTracer, otlp_provider
 
     provider = otlp_provider(args.otlp_endpoint, ratio=args.trace_sample_ratio)
-    tracer = SchedulingTracer(provider, profile=args.trace_profiles) if provider is not None else None
-    if tracer is None and (args.trace_sample_ratio is not None or args.trace_profiles):
+    tracer = SchedulingTracer(provider, profile_dir=args.trace_profiles) if provider is not None else None
+    if tracer is None and (args.trace_sample_ratio is not None or args.trace_profiles is not None):
         print("minisched run: tracing options need --otlp-endpoint or OTEL_EXPORTER_OTLP_ENDPOINT", file=sys.stderr)
         return 2
     cluster = _connect(args)

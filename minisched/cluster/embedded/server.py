@@ -466,6 +466,12 @@ class EmbeddedCluster:
             raise BadRequest(f'{given_kind} in version "{given_version or r.version}" cannot be handled as a '
                              f"{r.kind}: the object's kind does not match the resource {r.group_resource}")
         if given_version and given_version != r.api_version:
+            given_group = given_version.rpartition("/")[0]
+            if given_group != r.group and (r.group, r.version, r.plural) in BUILTIN_KINDS:
+                # kube-apiserver's decoder knows no such kind in another group's version
+                raise BadRequest(f'{r.kind} in version "{r.version}" cannot be handled as a {r.kind}: no kind '
+                                 f'"{r.kind}" is registered for version "{given_version}" in scheme '
+                                 f'"pkg/runtime/scheme.go:111"')
             raise BadRequest(f"the API version in the data ({given_version}) does not match the expected API "
                              f"version ({r.api_version})")
         try:
