@@ -8,6 +8,7 @@ import importlib
 from minisched.scheduler.framework.registry import Registry
 from minisched.scheduler.plugins import (
     default_binder,
+    dynamic_resources,
     image_locality,
     node_affinity,
     node_name,
@@ -34,6 +35,7 @@ _MODULES = (
     image_locality,
     default_binder,
     pod_topology_spread,
+    dynamic_resources,
 )
 
 
