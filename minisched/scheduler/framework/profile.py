@@ -65,6 +65,9 @@ DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
     PluginRef("VolumeBinding"),
     PluginRef("VolumeZone"),
     PluginRef("PodTopologySpread", 2),
+    # kube 1.35 adds DynamicResources (weight 2) before DefaultPreemption; minisched's has its
+    # PostFilter ("no new claims to deallocate") and refuses pods with claims (see its module)
+    PluginRef("DynamicResources", 2),
     PluginRef("DefaultPreemption"),
     PluginRef("NodeResourcesBalancedAllocation", 1),
     PluginRef("ImageLocality", 1),

@@ -11,6 +11,7 @@ from minisched.scheduler.framework.interface import Handle, Plugin
 from minisched.scheduler.framework.registry import Registry
 from minisched.scheduler.plugins import (
     default_binder,
+    dynamic_resources,
     image_locality,
     node_affinity,
     node_name,
@@ -45,6 +46,7 @@ _MODULES = (
     image_locality,
     default_binder,
     pod_topology_spread,
+    dynamic_resources,
 )
 
 
