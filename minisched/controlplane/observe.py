@@ -40,6 +40,8 @@ MATCHED_PLUGINS: tuple[tuple[str, int], ...] = (
     ("NodeVolumeLimits", 0),
     ("VolumeBinding", 0),
     ("VolumeZone", 0),
+    ("PodTopologySpread", 2),
+    ("DynamicResources", 2),
     ("DefaultPreemption", 0),
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),
