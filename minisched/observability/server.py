@@ -128,6 +128,10 @@ class HealthServer:
     def url(self) -> str:
         return f"http://{self._host}:{self.port}"
 
+    @property
+    def serving(self) -> bool:
+        return self._httpd is not None
+
     def start(self) -> HealthServer:
         if self._httpd is not None:
             return self
