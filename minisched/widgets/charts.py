@@ -187,3 +187,50 @@ def leader_timeline(
     ax.set_xlabel("virtual seconds")
     ax.set_title("who holds the lease (green: leading)")
     return fig
+
+
+# -- chapter 3 -------------------------------------------------------------------------------------------
+
+
+def verdict_grid(panels: Mapping[str, Mapping[tuple[str, str], bool]], rows: Sequence[str], cols: Sequence[str]) -> Figure:
+    """One grid per panel: a green cell where (row, col) passes, a red one where it does not."""
+    from matplotlib.colors import ListedColormap
+
+    fig = Chart(figsize=(3.2 * len(panels) + 1.2, 0.45 * len(rows) + 1.6), layout="constrained")
+    axes = fig.subplots(1, len(panels), squeeze=False, sharey=True)[0]
+    for ax, (title, verdicts) in zip(axes, panels.items(), strict=True):
+        grid = np.array([[1.0 if verdicts[(r, c)] else 0.0 for c in cols] for r in rows])
+        ax.imshow(grid, cmap=ListedColormap(["#d62728", "#2ca02c"]), vmin=0, vmax=1, aspect="auto")
+        for (i, j), passed in np.ndenumerate(grid):
+            ax.text(j, i, "yes" if passed else "no", ha="center", va="center", color="white", fontsize="small")
+        ax.set_xticks(range(len(cols)), list(cols), rotation=30, ha="right")
+        ax.set_yticks(range(len(rows)), list(rows))
+        ax.set_title(title, fontsize="medium")
+    return fig
+
+
+# -- chapter 4 (the decision log) -------------------------------------------------------------------------
+
+
+def event_swimlanes(events: Sequence[tuple[str, int, str, str]]) -> Figure:
+    """An event log as lanes: one row per aggregate, each event at its log position, one marker per
+    event type, annotated (say, with the node): (aggregate, position, event type, note)."""
+    lanes = sorted({aggregate for aggregate, *_ in events})
+    types = sorted({kind for _, _, kind, _ in events})
+    markers = dict(zip(types, "oXsD^v<>P*", strict=False))
+    fig = Chart(figsize=(8, 0.45 * len(lanes) + 1.5), layout="constrained")
+    ax = fig.add_subplot()
+    for kind in types:
+        xs = [pos for _, pos, k, _ in events if k == kind]
+        ys = [lanes.index(agg) for agg, _, k, _ in events if k == kind]
+        ax.scatter(xs, ys, marker=markers[kind], s=60, label=kind, zorder=3)
+    for aggregate, position, _, note in events:
+        if note:
+            ax.annotate(note, (position, lanes.index(aggregate)), xytext=(6, 5), textcoords="offset points",
+                        fontsize="x-small")  # fmt: skip
+    ax.set_yticks(range(len(lanes)), lanes)
+    ax.set_xlabel("position in the log (commit order)")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+    ax.margins(x=0.08, y=0.15)
+    return fig

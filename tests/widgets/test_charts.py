@@ -72,3 +72,20 @@ def test_a_chart_renders_itself_for_ipython() -> None:
     fig = charts.backoff_waits([0.005, 0.01])
     assert isinstance(fig, charts.Chart)
     assert fig._repr_png_()[:4] == b"\x89PNG"
+
+
+def test_verdict_grid_colours_each_cell_by_its_verdict() -> None:
+    fig = charts.verdict_grid({"p": {("a", "x"): True, ("a", "y"): False, ("b", "x"): False, ("b", "y"): True}},
+                              ["a", "b"], ["x", "y"])  # fmt: skip
+    ax = fig.axes[0]
+    assert ax.images[0].get_array().tolist() == [[1.0, 0.0], [0.0, 1.0]]
+    assert [t.get_text() for t in ax.texts] == ["yes", "no", "no", "yes"]
+
+
+def test_event_swimlanes_put_each_event_on_its_aggregates_lane() -> None:
+    fig = charts.event_swimlanes([("ns/a", 1, "Failed", ""), ("ns/b", 2, "Scheduled", "n1"), ("ns/a", 3, "Scheduled", "n2")])
+    ax = fig.axes[0]
+    scheduled = next(c for c in ax.collections if c.get_label() == "Scheduled")
+    assert scheduled.get_offsets().tolist() == [[2.0, 1.0], [3.0, 0.0]]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["ns/a", "ns/b"]
+    assert _png(fig)[:4] == b"\x89PNG"
