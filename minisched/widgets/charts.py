@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import io
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 from matplotlib.figure import Figure
 
-from minisched.concurrency.throughput import Measurement
-from minisched.controllers.gain_loop import LoopRun
+if TYPE_CHECKING:  # for the annotations only: importing them pulls in sympy, seconds a notebook would wait
+    from minisched.concurrency.throughput import Measurement
+    from minisched.controllers.gain_loop import LoopRun
 
 LEADING = "started leading"
 STOPPED = "stopped leading"
