@@ -77,6 +77,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     proc = subprocess.Popen(["make", "-s", "lab", f"LAB_ARGS={args}"], cwd=ROOT, env=env, stdout=log,
                             stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
     base = f"http://127.0.0.1:{port}"
+    before = {p: p.read_bytes() for p in (ROOT / "chapters").glob("*.ipynb")}
     try:
         deadline = time.monotonic() + 120
         while True:
@@ -88,6 +89,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                     pytest.fail(f"make lab did not answer on {base}: {(tmp / 'lab.log').read_text()[-2000:]}")
                 time.sleep(0.5)
         yield f"{base}|{token}"
+        changed = [p.name for p, data in before.items() if p.read_bytes() != data]
+        assert not changed, f"running the chapters in the browser rewrote {changed} (autosave must stay off)"
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
