@@ -214,7 +214,9 @@ def verdict_grid(panels: Mapping[str, Mapping[tuple[str, str], bool]], rows: Seq
 # -- chapter 4 (the decision log) -------------------------------------------------------------------------
 
 
-def event_swimlanes(events: Sequence[tuple[str, int, str, str]]) -> Figure:
+def event_swimlanes(
+    events: Sequence[tuple[str, int, str, str]], *, x_label: str = "position in the log (commit order)"
+) -> Figure:
     """An event log as lanes: one row per aggregate, each event at its log position, one marker per
     event type, annotated (say, with the node): (aggregate, position, event type, note)."""
     lanes = sorted({aggregate for aggregate, *_ in events})
@@ -231,7 +233,7 @@ def event_swimlanes(events: Sequence[tuple[str, int, str, str]]) -> Figure:
             ax.annotate(note, (position, lanes.index(aggregate)), xytext=(6, 5), textcoords="offset points",
                         fontsize="x-small")  # fmt: skip
     ax.set_yticks(range(len(lanes)), lanes)
-    ax.set_xlabel("position in the log (commit order)")
+    ax.set_xlabel(x_label)
     ax.grid(axis="y", alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     ax.margins(x=0.08, y=0.15)
