@@ -40,9 +40,10 @@ _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 Object = dict[str, Any]
 
 
-def workbook_namespace() -> str:
-    """MINISCHED_NAMESPACE, or "default"; a name the API server would refuse is an error here."""
-    name = os.environ.get(NAMESPACE_ENV, "").strip() or "default"
+def workbook_namespace(default: str = "default") -> str:
+    """MINISCHED_NAMESPACE, or the chapter's own `default`; a name the API server would refuse is
+    an error here, naming the setting."""
+    name = os.environ.get(NAMESPACE_ENV, "").strip() or default
     if len(name) > 63 or not _DNS1123_LABEL.match(name):
         raise ValueError(f"{NAMESPACE_ENV}={name!r} is not a namespace name: use lower-case letters, digits "
                          "and '-', starting and ending with a letter or digit, at most 63 characters")
