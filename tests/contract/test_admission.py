@@ -449,3 +449,36 @@ def test_invalid_pod_spec(cluster: Cluster, ns: str, change: Callable[[Object], 
 def test_a_volume_without_a_source_is_an_empty_dir(cluster: Cluster, ns: str) -> None:
     pod = cluster.create(PODS, pod_with(ns, volumes=[{"name": "scratch"}]))
     assert pod["spec"]["volumes"] == [{"name": "scratch", "emptyDir": {}}]
+
+
+# --- pods/binding in 1.35: PodTopologyLabels and ClearingNominatedNodeNameAfterBinding (beta, on) ----
+
+
+def labelled_node(cluster: Cluster) -> str:
+    name = unique("zoned")
+    cluster.create(NODES, make_node(name, labels={"topology.kubernetes.io/zone": "z1",
+                                                  "topology.kubernetes.io/region": "r1", "disk": "ssd"}))
+    return name
+
+
+def test_binding_copies_the_nodes_topology_labels_and_clears_the_nomination(cluster: Cluster, ns: str) -> None:
+    node = labelled_node(cluster)
+    cluster.create(PODS, make_pod("b", namespace=ns, labels={"app": "web", "topology.kubernetes.io/zone": "old"}))
+    cluster.patch(PODS, "b", {"status": {"nominatedNodeName": node}}, ns, subresource="status")
+    cluster.bind(ns, "b", node)
+    pod = cluster.get(PODS, "b", ns)
+    assert pod["metadata"]["labels"] == {"app": "web", "topology.kubernetes.io/zone": "z1",
+                                         "topology.kubernetes.io/region": "r1"}
+    assert "nominatedNodeName" not in pod["status"]
+
+
+def test_a_pod_created_on_a_node_gets_its_topology_labels(cluster: Cluster, ns: str) -> None:
+    node = labelled_node(cluster)
+    pod = cluster.create(PODS, make_pod("on", namespace=ns, node_name=node))
+    assert pod["metadata"]["labels"] == {"topology.kubernetes.io/zone": "z1", "topology.kubernetes.io/region": "r1"}
+
+
+def test_a_gated_pod_cannot_be_bound(cluster: Cluster, ns: str) -> None:
+    cluster.create(PODS, make_pod("g", namespace=ns, scheduling_gates=["example.com/wait"]))
+    refused(lambda: cluster.bind(ns, "g", "node-1"), 409, "Conflict",
+            'Operation cannot be fulfilled on pods/binding "g": pod g has non-empty .spec.schedulingGates')

@@ -12,6 +12,7 @@ assumes a volume or provisioning and waits in PreBind; minisched refuses the pod
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -31,6 +32,7 @@ NS = "vols"
 ZONE = "topology.kubernetes.io/zone"
 SIDES = {"kube": "kube-side", "mini": "mini-side"}
 DRIVER = "ebs.csi.aws.com"
+SETTLE = 2.5  # seconds
 Object = dict[str, Any]
 
 
@@ -118,6 +120,11 @@ def decide(c: RealCluster, obs: PodObserver, pod: Object) -> tuple[str | None, s
     obs.wait_for(lambda o: (r := o.pods.get(key)) is not None and (r.node is not None or r.unschedulable), 60,
                  f"a decision on {key}")
     rec = obs.pods[key]
+    if rec.node is None:
+        # A scheduler may have tried the pod before its informers saw the claims made just before;
+        # their arrival moves the pod and the retry (after a 1 s backoff) says what stays true.
+        time.sleep(SETTLE)
+        rec = obs.pods[key]
     return rec.node, rec.unschedulable_message
 
 
@@ -126,9 +133,11 @@ def test_minisched_agrees_with_kube_scheduler_on_volumes(cluster: RealCluster, s
     setup, zone = SCENARIOS[scenario]
     outcomes: dict[str, tuple[str | None, str]] = {}
     with PodObserver(cluster, namespace=NS, nodes=cluster.list("nodes")["items"]) as obs:
-        for side, scheduler_name in SIDES.items():
-            args = setup(cluster, f"{scenario}-{side}")
-            pod = make_pod(f"{scenario}-{side}", namespace=NS, scheduler_name=scheduler_name, **args)
+        pods = {side: make_pod(f"{scenario}-{side}", namespace=NS, scheduler_name=scheduler_name,
+                               **setup(cluster, f"{scenario}-{side}"))
+                for side, scheduler_name in SIDES.items()}
+        time.sleep(SETTLE / 2)  # let both schedulers' informers see the storage objects first
+        for side, pod in pods.items():
             outcomes[side] = decide(cluster, obs, pod)
     print(f"\n{scenario}: {json.dumps(outcomes)}")
     kube, mini = outcomes["kube"], outcomes["mini"]
