@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
@@ -212,10 +213,19 @@ def cmd_run(args: argparse.Namespace) -> int:
         s = app.scheduler.stats
         print(f"minisched: stopped; bound {s.bound}, unschedulable attempts {s.unschedulable}, "
               f"errors {s.errors}, bind conflicts {s.bind_conflicts}", file=sys.stderr)
+    code = 0
     if app.lost_lease:
         print("minisched: lost the leader lease; exiting so a supervisor restarts this replica", file=sys.stderr)
-        return 1
-    return 0
+        code = 1
+    report = app.scheduler.shutdown_report if app.scheduler is not None else None
+    if report is not None and not report.clean:
+        # The deadline abandoned work whose threads are still blocked in requests; the interpreter's
+        # teardown would wait on them past the deadline. What matters is on the API server: exit now.
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 def cmd_reset(args: argparse.Namespace) -> int:

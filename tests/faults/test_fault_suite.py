@@ -42,8 +42,8 @@ def _namespace(real_cluster: Any, prefix: str) -> str:
     return ns
 
 
-def _report(what: str, seconds: float) -> None:
-    print(f"\n[fault suite] {what}: {seconds:.1f} s")
+def _report(what: str, value: float, unit: str = "s") -> None:
+    print(f"\n[fault suite] {what}: {value:.1f} {unit}".rstrip())
 
 
 def test_apiserver_sigkill_and_restart_mid_drain(real_cluster: Any, control_plane: Any, tmp_path: Path) -> None:
@@ -145,7 +145,7 @@ def test_sigterm_mid_drain_exits_in_time_and_a_restart_finishes(
         creator.wait_created(60)
         exit_seconds = proc.terminate(deadline + 10)
         _report(f"SIGTERM mid-drain: exit (deadline {deadline:g} s)", exit_seconds)
-        assert exit_seconds < deadline + 3, proc.tail()
+        assert exit_seconds < deadline + 1.5, proc.tail()
         assert "shut down cleanly" in proc.log() or "shutdown deadline" in proc.log(), proc.tail()
         proc.assert_clean_log()
         creator.join()
@@ -181,7 +181,7 @@ def test_sigterm_with_hung_binds_exits_within_the_deadline(
         time.sleep(1.0)  # binds and event writes now hang on dead connections
         exit_seconds = proc.terminate(deadline + 20)
         _report(f"SIGTERM with hung binds: exit (deadline {deadline:g} s)", exit_seconds)
-        assert exit_seconds < deadline + 3, proc.tail()
+        assert exit_seconds < deadline + 1.5, proc.tail()
         log = proc.log()
         abandoned = re.findall(r"shutdown deadline of .*", log)
         print("\n[fault suite] " + (abandoned[0] if abandoned else "shut down cleanly"))
@@ -266,7 +266,7 @@ def test_api_server_refusing_for_a_while_is_met_with_backoff(
             wait_all_bound(obs, ns, creator.names(), 60)
             after = bound_after(obs, began + refusing)
             rate = refused / refusing
-            _report(f"{status} for {refusing:g} s: requests refused per second", rate)
+            _report(f"{status} for {refusing:g} s: requests refused per second", rate, "")
             if after:
                 _report(f"{status}: first binding after the server answered again", after[0] - began - refusing)
             assert rate < 200, f"{refused} requests in {refusing:g} s of {status}s: a busy loop"
@@ -297,7 +297,7 @@ def test_sigterm_with_etcd_down_exits_within_the_deadline(
             time.sleep(1.0)  # the scheduler's requests now hang on the API server
             exit_seconds = proc.terminate(deadline + 20)
             _report(f"SIGTERM with etcd down: exit (deadline {deadline:g} s)", exit_seconds)
-            assert exit_seconds < deadline + 3, proc.tail()
+            assert exit_seconds < deadline + 1.5, proc.tail()
             abandoned = re.findall(r"shutdown deadline of .*", proc.log())
             print("\n[fault suite] " + (abandoned[0] if abandoned else "shut down cleanly"))
         finally:
