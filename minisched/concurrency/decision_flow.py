@@ -202,7 +202,12 @@ def spawn_costs(n: int = 2000) -> dict[str, float]:
         await asyncio.gather(*pending)
         return (time.perf_counter() - t0) / n
 
-    task = asyncio.run(tasks())
+    # a loop of its own on a thread of its own: works also where a loop already runs (Jupyter)
+    measured: list[float] = []
+    runner = threading.Thread(target=lambda: measured.append(asyncio.run(tasks())))
+    runner.start()
+    runner.join()
+    task = measured[0]
     with ThreadPoolExecutor(max_workers=4) as pool:
         pool.submit(_noop).result()  # workers started outside the measurement
         t0 = time.perf_counter()

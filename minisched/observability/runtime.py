@@ -19,6 +19,7 @@ unchanged on a free-threaded build (`sysconfig.get_config_var("Py_GIL_DISABLED")
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import gc
 import os
@@ -50,6 +51,7 @@ __all__ = [
     "TopDifference",
     "allocation_bytes",
     "gil_disabled",
+    "live_type_counts",
     "rss_bytes",
 ]
 
@@ -179,11 +181,22 @@ class GCPause:
 
 class GCPauseRecorder:
     """Times every garbage collection through `gc.callbacks` ("start" and "stop" of one collection
-    run in the thread that triggered it, with the world stopped on either kind of build)."""
+    run in the thread that triggered it, with the world stopped on either kind of build).
 
-    def __init__(self, histogram: Histogram | None = None) -> None:
+    The newest `keep` pauses are kept in preallocated numpy arrays (a ring), so a recorder on a
+    long-running scheduler allocates nothing per collection and its memory never grows."""
+
+    def __init__(self, histogram: Histogram | None = None, *, keep: int = 10_000) -> None:
+        if keep < 1:
+            raise ValueError(f"keep at least one pause, got keep={keep}")
         self.histogram = histogram
-        self._pauses: list[GCPause] = []
+        self.keep = keep
+        self._seconds = np.zeros(keep, np.float64)
+        self._generation = np.zeros(keep, np.int8)
+        self._collected = np.zeros(keep, np.int64)
+        self._uncollectable = np.zeros(keep, np.int64)
+        self._total = 0  # collections recorded since install (or clear)
+        self._counts = [0, 0, 0]
         self._lock = threading.Lock()
         self._started: float | None = None
         self._installed = False
@@ -196,11 +209,17 @@ class GCPauseRecorder:
             return
         seconds = time.perf_counter() - self._started
         self._started = None
-        pause = GCPause(info["generation"], seconds, info.get("collected", 0), info.get("uncollectable", 0))
+        generation = info["generation"]
         with self._lock:
-            self._pauses.append(pause)
+            i = self._total % self.keep
+            self._seconds[i] = seconds
+            self._generation[i] = generation
+            self._collected[i] = info.get("collected", 0)
+            self._uncollectable[i] = info.get("uncollectable", 0)
+            self._total += 1
+            self._counts[generation] += 1
         if self.histogram is not None:
-            self.histogram.labels(generation=str(pause.generation)).observe(seconds)
+            self.histogram.labels(generation=str(generation)).observe(seconds)
 
     def install(self) -> GCPauseRecorder:
         if not self._installed:
@@ -219,26 +238,40 @@ class GCPauseRecorder:
     def __exit__(self, *exc: object) -> None:
         self.uninstall()
 
+    def _order(self) -> npt.NDArray[np.intp]:
+        n = min(self._total, self.keep)
+        start = self._total - n
+        return (np.arange(start, start + n) % self.keep).astype(np.intp)
+
     @property
     def pauses(self) -> list[GCPause]:
+        """The kept pauses, oldest first."""
         with self._lock:
-            return list(self._pauses)
+            order = self._order()
+            return [
+                GCPause(int(self._generation[i]), float(self._seconds[i]), int(self._collected[i]),
+                        int(self._uncollectable[i]))
+                for i in order
+            ]  # fmt: skip
 
     def clear(self) -> None:
         with self._lock:
-            self._pauses.clear()
+            self._total = 0
+            self._counts = [0, 0, 0]
 
     def seconds(self, generation: int | None = None) -> FloatArray:
-        """Pause lengths in seconds, of one generation or of all."""
-        return np.array(
-            [p.seconds for p in self.pauses if generation is None or p.generation == generation], dtype=np.float64
-        )
+        """Kept pause lengths in seconds, oldest first, of one generation or of all."""
+        with self._lock:
+            order = self._order()
+            kept = self._seconds[order]
+            if generation is not None:
+                kept = kept[self._generation[order] == generation]
+            return kept.copy()
 
     def counts(self) -> dict[int, int]:
-        out = {0: 0, 1: 0, 2: 0}
-        for p in self.pauses:
-            out[p.generation] = out.get(p.generation, 0) + 1
-        return out
+        """Collections per generation since install (or clear), including pauses no longer kept."""
+        with self._lock:
+            return dict(enumerate(self._counts))
 
 
 # --------------------------------------------------------------------------------------- memory
@@ -284,6 +317,20 @@ def _held_by(build: Callable[[], Any]) -> int:
     after = tracemalloc.get_traced_memory()[0]
     del held
     return after - before
+
+
+def live_type_counts(module_prefix: str = "minisched") -> collections.Counter[str]:
+    """Live instances per class, for classes defined in modules under `module_prefix`, after a
+    full collection. Cheap enough between soak rounds (no tracemalloc needed), and a class whose
+    count grows with the pods processed is a leak with a name."""
+    gc.collect()
+    counts: collections.Counter[str] = collections.Counter()
+    for obj in gc.get_objects():
+        cls = type(obj)
+        module = cls.__dict__.get("__module__")  # (a metaclass's instances answer a descriptor)
+        if isinstance(module, str) and module.startswith(module_prefix):
+            counts[f"{cls.__module__}.{cls.__qualname__}"] += 1
+    return counts
 
 
 @dataclass(frozen=True)

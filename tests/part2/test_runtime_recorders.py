@@ -17,6 +17,7 @@ from minisched.observability.runtime import (
     TickerLateness,
     allocation_bytes,
     gil_disabled,
+    live_type_counts,
     rss_bytes,
 )
 
@@ -70,6 +71,16 @@ def test_gc_recorder_times_collections_by_generation() -> None:
     assert len(recorder.pauses) == n
 
 
+def test_gc_recorder_keeps_a_bounded_history_and_counts_everything() -> None:
+    recorder = GCPauseRecorder(keep=3)
+    with recorder:
+        for _ in range(10):
+            gc.collect()
+    assert len(recorder.pauses) == 3 and recorder.counts()[2] >= 10
+    with pytest.raises(ValueError, match="keep"):
+        GCPauseRecorder(keep=0)
+
+
 def test_allocation_bytes_counts_what_the_object_holds() -> None:
     ints = allocation_bytes(lambda: list(range(10_000, 20_000)))
     # 28-byte int objects plus an 8-byte pointer each, and the list's spare room
@@ -118,6 +129,19 @@ def test_memory_watch_names_a_growing_line_and_exports_metrics() -> None:
         assert name in text, name
     assert 'generation="2"' in text
     assert list(watch.curve("traced_bytes")) == [first.traced_bytes, second.traced_bytes]
+
+
+class _Held:
+    pass
+
+
+def test_live_type_counts_name_a_class_that_accumulates() -> None:
+    before = live_type_counts(__name__)
+    held = [_Held() for _ in range(25)]
+    after = live_type_counts(__name__)
+    assert (after - before) == {f"{__name__}._Held": 25}
+    assert all(k.startswith("minisched.") for k in live_type_counts())
+    del held
 
 
 def test_memory_watch_without_tracing_has_no_top_differences() -> None:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import typing
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import pytest
 
@@ -14,6 +12,7 @@ from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import EXTENSION_POINTS, NormalizeScorePlugin
 from minisched.scheduler.framework.runtime import Framework
 from minisched.scheduler.framework.strategies import Admitter, Pipeline, Scorer, check_costs, sync
+from minisched.scheduler.framework.strategies import protocol_checks as recording_protocol_checks
 from minisched.scheduler.framework.types import PodInfo
 from minisched.scheduler.snapshot import NodeTable
 
@@ -47,19 +46,10 @@ class Upper:
         return item.upper()
 
 
-@pytest.fixture
-def protocol_checks(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[type]]:
-    """Every isinstance() against a Protocol class, recorded (typing._ProtocolMeta is the
-    metaclass whose __instancecheck__ isinstance calls for Protocols)."""
-    seen: list[type] = []
-    original = typing._ProtocolMeta.__instancecheck__  # type: ignore[attr-defined]
-
-    def counting(cls: type, instance: Any) -> bool:
-        seen.append(cls)
-        return bool(original(cls, instance))
-
-    monkeypatch.setattr(typing._ProtocolMeta, "__instancecheck__", counting)  # type: ignore[attr-defined]
-    yield seen
+@pytest.fixture(name="protocol_checks")
+def _protocol_checks() -> Iterator[list[type]]:
+    with recording_protocol_checks() as seen:
+        yield seen
 
 
 def test_pipeline_resolves_points_once_and_never_checks_in_the_cycle(protocol_checks: list[type]) -> None:
@@ -89,6 +79,14 @@ class _AdmitOnly:
 
 def test_the_books_sync() -> None:
     assert sync(["a", "b"], Upper()) == ["A", "B"]
+
+
+def test_protocol_checks_restores_isinstance() -> None:
+    with recording_protocol_checks() as seen:
+        assert isinstance(FreeCapacity(), Scorer) and not isinstance(Upper(), Scorer)
+    assert seen == [Scorer, Scorer]
+    isinstance(FreeCapacity(), Scorer)
+    assert seen == [Scorer, Scorer]
 
 
 def test_check_costs_measures_three_ways() -> None:

@@ -12,10 +12,12 @@ cycle only calls them.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable, Sequence
+import typing
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar, runtime_checkable
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 __all__ = [
     "Admitter",
@@ -23,6 +25,7 @@ __all__ = [
     "Processor",
     "Scorer",
     "check_costs",
+    "protocol_checks",
     "sync",
 ]
 
@@ -125,3 +128,23 @@ def check_costs(plugin: object, n: int = 20_000) -> dict[str, float]:
         callable(getattr(plugin, "score", None))
     out["callable(getattr(plugin, 'score', None))"] = (time.perf_counter() - t0) / n
     return out
+
+
+@contextlib.contextmanager
+def protocol_checks() -> Iterator[list[type]]:
+    """Record every isinstance() against a Protocol class made inside the block (the Protocol
+    metaclass's __instancecheck__ is what isinstance calls for them). Not thread-safe: for tests
+    and notebooks, one block at a time."""
+    meta: Any = typing._ProtocolMeta
+    original = meta.__instancecheck__
+    seen: list[type] = []
+
+    def counting(cls: type, instance: object) -> bool:
+        seen.append(cls)
+        return bool(original(cls, instance))
+
+    meta.__instancecheck__ = counting
+    try:
+        yield seen
+    finally:
+        meta.__instancecheck__ = original
