@@ -426,6 +426,13 @@ class MemoryWatch(Collector):
             self._started_tracing = True
         self.rebaseline()
 
+    def stop_tracing(self) -> None:
+        """Turn tracemalloc off again if this watch turned it on (top differences end here)."""
+        if self._started_tracing:
+            tracemalloc.stop()
+            self._started_tracing = False
+        self._baseline = None
+
     def start_sampling(self, interval: float) -> None:
         """Sample every `interval` seconds on a daemon thread until stop()."""
         if interval <= 0:
