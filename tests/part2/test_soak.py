@@ -77,3 +77,18 @@ def test_budget_stops_after_the_minimum(running: tuple[EmbeddedCluster, Schedule
     with MemoryWatch() as watch:
         result = run_soak(cluster, sched, watch, rounds=50, pods_per_round=10, budget_seconds=0.0, min_rounds=2)
     assert result.rounds == 2
+
+
+def test_event_correlator_bound_is_configurable() -> None:
+    cluster = EmbeddedCluster(seed=0)
+    try:
+        recorder = EventRecorder(cluster, asynchronous=False, max_correlated=2)
+        for i in range(5):
+            pod = cluster.create(PODS, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}"},
+                                        "spec": {"containers": [{"name": "c", "image": "i"}]}}, "default")
+            recorder.scheduled(pod, "node-a")
+        assert len(recorder._correlated) == 2 and recorder.written == 5
+        with pytest.raises(ValueError, match="max_correlated"):
+            EventRecorder(cluster, max_correlated=0)
+    finally:
+        cluster.close()
