@@ -20,7 +20,7 @@ from pyinstrument import Profiler
 from pyinstrument.frame import Frame
 from pyinstrument.session import Session
 
-__all__ = ["HotSpot", "call_tree", "hot_spots", "profile_calls"]
+__all__ = ["HotSpot", "call_tree", "hot_spots", "profile_calls", "share_of"]
 
 
 @dataclass(frozen=True)
@@ -82,3 +82,18 @@ def hot_spots(session: Session, *, limit: int = 8, under: str = "minisched") -> 
     ranked = sorted(totals.items(), key=lambda kv: -kv[1])[:limit]
     return [HotSpot(fn, loc, seconds, seconds / duration) for (fn, loc), seconds in ranked]
 
+
+
+def share_of(session: Session, function: str) -> float:
+    """The fraction of the profile's time spent in frames of `function` (outermost ones only, so
+    recursion is not counted twice)."""
+    root = session.root_frame()
+    if root is None:
+        return 0.0
+
+    def walk(frame: Frame) -> float:
+        if frame.function == function:
+            return frame.time
+        return sum(walk(child) for child in frame.children)
+
+    return walk(root) / (session.duration or 1.0)

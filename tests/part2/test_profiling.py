@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from minisched.observability.profiling import call_tree, hot_spots, profile_calls
+from minisched.observability.profiling import call_tree, hot_spots, profile_calls, share_of
 from minisched.scheduler.framework.strategies import Pipeline
 
 
@@ -26,5 +26,6 @@ def test_hot_spots_name_our_functions_and_count_library_time_as_theirs() -> None
     ours = hot_spots(session)
     assert ours and all("minisched/" in s.location for s in ours)
     assert all(0 <= s.share <= 1 for s in spots)
+    assert 0 < share_of(session, "score") <= 1 and share_of(session, "no-such-function") == 0
     tree = call_tree(session)
     assert "Pipeline.choose" in tree and "Slow.score" in tree
