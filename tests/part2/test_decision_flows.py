@@ -103,7 +103,7 @@ def _fast(task: Task) -> float:
 
 def _slow_on_odd(task: Task) -> float:
     if task.id % 2:
-        time.sleep(0.3)
+        time.sleep(0.8)
     return 100.0
 
 
@@ -113,14 +113,14 @@ async def _afast(task: Task) -> float:
 
 async def _aslow_on_odd(task: Task) -> float:
     if task.id % 2:
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(0.8)
     return 100.0
 
 
 def test_threads_and_asyncio_flows_decide_the_same() -> None:
     tasks = [Task(i) for i in range(6)]
-    threaded = decide_threaded(tasks, {"A": _fast, "B": _slow_on_odd}, timeout=0.1, workers=6)
-    asynced = asyncio.run(decide_async(tasks, {"A": _afast, "B": _aslow_on_odd}, timeout=0.1))
+    threaded = decide_threaded(tasks, {"A": _fast, "B": _slow_on_odd}, timeout=0.3, workers=6)
+    asynced = asyncio.run(decide_async(tasks, {"A": _afast, "B": _aslow_on_odd}, timeout=0.3))
     assert threaded == asynced
     assert [o.status for o in threaded] == ["decided", TIMEOUT] * 3
     assert threaded[1].missing == ("B",) and threaded[1].score == 1.0
