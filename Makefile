@@ -43,6 +43,7 @@ cluster-local: $(STAMP) controlplane
 lint: $(STAMP)
 	$(BIN)/ruff check minisched tests bench labs
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-logo
 
 unit: $(STAMP)
 	$(BIN)/pytest -q
