@@ -8,10 +8,11 @@ STAMP := $(VENV)/.installed-stamp
 .PHONY: lab demo test lint typecheck unit notebooks controlplane cluster-local cluster-up cluster-down bench clean
 
 # The virtual environment is rebuilt only when pyproject.toml changes.
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml examples/minisched-plugin-example/pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q --no-deps -e examples/minisched-plugin-example
 	@touch $(STAMP)
 
 venv: $(STAMP)

@@ -1,11 +1,12 @@
 """The default plugins, one a module, each with its NAME, a pure per-node rule and the vectorised
-framework methods; `in_tree_registry()` maps their names to factories."""
+framework methods; `in_tree_registry()` maps their names to factories, and `default_registry()`
+adds the out-of-tree plugins installed as entry points (group `minisched.plugins`)."""
 
 from __future__ import annotations
 
 import importlib
 
-from minisched.scheduler.framework.registry import Registry
+from minisched.scheduler.framework.registry import ENTRY_POINT_GROUP, Registry, entry_point_registry
 from minisched.scheduler.plugins import (
     default_binder,
     image_locality,
@@ -50,3 +51,9 @@ def in_tree_registry() -> Registry:
     else:
         registry.register(preemption.NAME, preemption.new)
     return registry
+
+
+def default_registry(group: str = ENTRY_POINT_GROUP) -> Registry:
+    """The in-tree plugins plus every plugin installed under the entry-point `group` (kube's
+    scheduler binary built with out-of-tree plugins: app.WithPlugin). A name clash is an error."""
+    return in_tree_registry().merged(entry_point_registry(group))
