@@ -77,6 +77,8 @@ PLUGIN_EVENTS: dict[str, frozenset[ClusterEvent]] = {
     "NodeUnschedulable": frozenset({NODE_ADD, NODE_TAINT_CHANGE}),
     "NodeName": frozenset({NODE_ADD}),
     "NodePorts": frozenset({NODE_ADD, ASSIGNED_POD_DELETE}),
+    # PreEnqueue plugins listed here also have the pods they gate asked again on these events
+    "PodDependencies": frozenset({ASSIGNED_POD_ADD}),
 }
 
 
@@ -346,6 +348,30 @@ class SchedulingQueue:
             if changed:
                 del self._unschedulable[key]
                 self._requeue_moved(qpi)
+
+    def move_gated(self, event: ClusterEvent) -> int:
+        """Ask PreEnqueue again about the gated pods whose gating plugin registered for `event`
+        (kube keeps gated pods with the unschedulable ones, and a cluster event requeues them
+        through their gating plugin's hints); those that pass go to activeQ. Pods gated by a
+        plugin that registered no events (SchedulingGates) wait for their own update."""
+        if not self._gated:  # the common case, without the lock
+            return 0
+        with self._lock:
+            moved = 0
+            for key, qpi in list(self._gated.items()):
+                events = self._plugin_events.get(qpi.gated_by or "")
+                if not events or (event not in events and WILDCARD_EVENT not in events):
+                    continue
+                gate = self._gate(qpi.pod)
+                if gate is None:
+                    del self._gated[key]
+                    qpi.gated_by = None
+                    self._active.push(qpi)
+                    self._cond.notify()
+                    moved += 1
+                else:
+                    qpi.gated_by = gate
+            return moved
 
     def delete(self, pod: Object) -> None:
         """The pod is gone, or no longer ours to schedule (bound, or deleted)."""

@@ -50,6 +50,7 @@ from minisched.resources import NODES, PODS, PRIORITY_CLASSES
 from minisched.scheduler.cache import CacheError, SchedulerCache
 from minisched.scheduler.events import (
     POD_REASON_SCHEDULER_ERROR,
+    POD_REASON_SCHEDULING_GATED,
     POD_REASON_UNSCHEDULABLE,
     EventRecorder,
 )
@@ -60,6 +61,7 @@ from minisched.scheduler.framework.runtime import Framework
 from minisched.scheduler.framework.status import Status
 from minisched.scheduler.framework.types import PodInfo, PodSpecError
 from minisched.scheduler.queue import (
+    ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
     NODE_ADD,
     PLUGIN_EVENTS,
@@ -134,6 +136,13 @@ class SchedulerHandle:
 
     def snapshot(self) -> NodeTable:
         return self.current if self.current is not None else self._cache.snapshot()
+
+    def bound_node(self, key: str) -> str | None:
+        """The node a pod ("namespace/name") is bound to, as the informer reports it; None while it
+        is pending or only assumed (its binding may still fail)."""
+        if self._cache.is_assumed(key):
+            return None
+        return self._cache.pod_node(key)
 
     def run_filter_plugins(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> Status:
         """The verdict of every Filter plugin on a one-node table."""
@@ -316,7 +325,12 @@ class Scheduler:
         if fwk is None or not fwk.points.pre_enqueue:
             return None
         status = fwk.run_pre_enqueue(pod)
-        return None if status.is_success else (status.plugin or "PreEnqueue")
+        if status.is_success:
+            return None
+        if status.plugin != "SchedulingGates":  # for spec.schedulingGates the API server says it
+            # the pod shows why it waits, as a gated pod does (recorded asynchronously: we hold the queue's lock)
+            self.recorder.pod_scheduled_false(pod, POD_REASON_SCHEDULING_GATED, status.message())
+        return status.plugin or "PreEnqueue"
 
     # --- informer handlers (kube's eventhandlers.go) ----------------------------------------------------
 
@@ -333,6 +347,7 @@ class Scheduler:
             self.queue.add(pod, self._parsed(pod))
         elif self._is_assigned_live(pod):
             self.cache.add_pod(pod)
+            self.queue.move_gated(ASSIGNED_POD_ADD)
 
     def _on_pod_update(self, old: Object, new: Object) -> None:
         was_pending, now_pending = self._is_pending_for_us(old), self._is_pending_for_us(new)
@@ -348,6 +363,7 @@ class Scheduler:
             self.cache.update_pod(old, new)
         elif now_assigned:
             self.cache.add_pod(new)  # the binding landed: confirms our assumption
+            self.queue.move_gated(ASSIGNED_POD_ADD)  # pods gated until it was bound may go now
         elif was_assigned:
             self._assigned_gone(old)  # finished (Succeeded/Failed): its room is free
 
@@ -362,6 +378,11 @@ class Scheduler:
 
     def _pending_gone(self, pod: Object) -> None:
         self.queue.delete(pod)
+        fwk = self.frameworks.get(_scheduler_name(pod))
+        for plugin in fwk.points.pre_enqueue if fwk is not None else ():
+            forget = getattr(plugin, "forget", None)  # PreEnqueue plugins that remember pods they hold
+            if forget is not None:
+                forget(key_of(pod))
         waiting = self._waiting.get(key_of(pod))
         if waiting is not None:
             waiting.reject("", "pod deleted while waiting on permit")

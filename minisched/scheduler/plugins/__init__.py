@@ -16,6 +16,7 @@ from minisched.scheduler.plugins import (
     node_resources_balanced_allocation,
     node_resources_fit,
     node_unschedulable,
+    pod_dependencies,
     pod_topology_spread,
     priority_sort,
     scheduling_gates,
@@ -35,6 +36,7 @@ _MODULES = (
     image_locality,
     default_binder,
     pod_topology_spread,  # registered, not in the default profile (see its module)
+    pod_dependencies,  # registered, not in the default profile (see its module)
 )
 
 
