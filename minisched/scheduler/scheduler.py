@@ -133,6 +133,25 @@ class SchedulerHandle:
         self._cache = cache
         self.framework: Framework | None = None
         self.current: NodeTable | None = None
+        self.waiting: dict[str, _WaitingPod] = {}  # the scheduler's pods held at Permit, by key
+
+    def waiting_pods(self) -> list[tuple[str, Object]]:
+        """(key, pod) of every pod waiting at Permit (kube's IterateOverWaitingPods)."""
+        return [(key, w.pod) for key, w in list(self.waiting.items()) if not w.done.is_set()]
+
+    def allow_waiting_pod(self, key: str) -> bool:
+        waiting = self.waiting.get(key)
+        if waiting is None:
+            return False
+        waiting.allow()
+        return True
+
+    def reject_waiting_pod(self, key: str, plugin: str, message: str) -> bool:
+        waiting = self.waiting.get(key)
+        if waiting is None:
+            return False
+        waiting.reject(plugin, message)
+        return True
 
     def snapshot(self) -> NodeTable:
         return self.current if self.current is not None else self._cache.snapshot()
@@ -152,20 +171,26 @@ class SchedulerHandle:
 
 
 class _WaitingPod:
-    """A pod held by a Permit plugin (kube's waitingPod) until allowed, rejected or `deadline`."""
+    """A pod held by a Permit plugin (kube's waitingPod) until allowed, rejected or `deadline`.
+    The first verdict stands: a late allow or reject (another group member's) changes nothing."""
 
-    def __init__(self, deadline: float, timeout: float) -> None:
+    def __init__(self, deadline: float, timeout: float, pod: Object | None = None) -> None:
         self.done = threading.Event()
         self.status = Status.success()
         self.deadline = deadline
         self.timeout = timeout
+        self.pod: Object = pod or {}
+        self._lock = threading.Lock()
 
     def allow(self) -> None:
-        self.done.set()
+        with self._lock:
+            self.done.set()
 
     def reject(self, plugin: str, message: str) -> None:
-        self.status = Status.unschedulable(message, plugin=plugin)
-        self.done.set()
+        with self._lock:
+            if not self.done.is_set():
+                self.status = Status.unschedulable(message, plugin=plugin)
+                self.done.set()
 
 
 @dataclass
@@ -250,7 +275,7 @@ class Scheduler:
             pre_enqueue=[self._pre_enqueue],
             clock=self.clock,
             priority_of=self._priority_of,
-            plugin_events={**PLUGIN_EVENTS, INVALID_POD: frozenset()},
+            plugin_events={**PLUGIN_EVENTS, **self._plugin_events(), INVALID_POD: frozenset()},
         )
         for fwk in self.frameworks.values():
             for plugin in fwk.points.post_filter:
@@ -267,12 +292,22 @@ class Scheduler:
         self._bindings_lock = threading.Lock()
         self._bindings_in_flight = 0
         self._bindings_idle = threading.Condition(self._bindings_lock)
-        self._waiting: dict[str, _WaitingPod] = {}
+        self._waiting: dict[str, _WaitingPod] = self.handle.waiting
         self._stop = threading.Event()
         self._wake = threading.Condition()
         self._threads: list[threading.Thread] = []
         self._started = False
         self._pod_informer: Any = None
+
+    def _plugin_events(self) -> dict[str, frozenset[ClusterEvent]]:
+        """The events plugins register themselves (kube's EnqueueExtensions.EventsToRegister)."""
+        out: dict[str, frozenset[ClusterEvent]] = {}
+        for fwk in self.frameworks.values():
+            for name, plugin in fwk.plugins.items():
+                events = getattr(plugin, "events_to_register", None)
+                if events is not None:
+                    out[name] = frozenset(events())
+        return out
 
     # --- which pods are ours ----------------------------------------------------------------------
 
@@ -405,6 +440,10 @@ class Scheduler:
         if node is not None:
             self.cache.remove_node(node)
 
+    def _requeue(self, event: ClusterEvent) -> int:
+        """A plugin saw `event` on something it watches: re-check the pods it may help."""
+        return self.queue.move_gated(event) + self.queue.move_all_to_active_or_backoff(event)
+
     def move(self, event: ClusterEvent) -> int:
         """Tell the queue about a cluster event by hand (what the handlers do)."""
         return self.queue.move_all_to_active_or_backoff(event)
@@ -424,6 +463,11 @@ class Scheduler:
         # listener thread instead of two, and a pending->bound transition handled in one place.
         pods.add_event_handler(ResourceEventHandlerFuncs(self._on_pod_add, self._on_pod_update, self._on_pod_delete))
         nodes.add_event_handler(ResourceEventHandlerFuncs(self._on_node_add, self._on_node_update, self._on_node_delete))
+        for fwk in self.frameworks.values():
+            for plugin in fwk.plugins.values():
+                register = getattr(plugin, "register_informers", None)  # plugins that watch more kinds
+                if register is not None:
+                    register(self.factory, self._requeue)
         self.factory.start()
         synced = self.factory.wait_for_cache_sync(sync_timeout)
         if not all(synced.values()):
@@ -636,7 +680,7 @@ class Scheduler:
         status, wait = fwk.run_permit(state, info, node)
         waiting: _WaitingPod | None = None
         if status.is_wait:
-            waiting = _WaitingPod(self.clock.monotonic() + wait, wait)
+            waiting = _WaitingPod(self.clock.monotonic() + wait, wait, qpi.pod)
             self._waiting[qpi.key] = waiting
         elif not status.is_success:
             fwk.run_unreserve(state, info, node)
