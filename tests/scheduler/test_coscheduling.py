@@ -14,6 +14,7 @@ from minisched.objects import make_node, make_pod
 from minisched.resources import NODES, PODS
 from minisched.scheduler.framework.profile import load_profiles
 from minisched.scheduler.framework.runtime import Framework
+from minisched.scheduler.lifecycle import GroupState
 from minisched.scheduler.scheduler import Scheduler
 from minisched.validation.podgroup import (
     POD_GROUP_LABEL,
@@ -39,6 +40,10 @@ def setup(cluster: Cluster, nodes: int = 2, cpu: str = "2") -> None:
     install_pod_group_crd(cluster)
     for i in range(nodes):
         cluster.create(NODES, make_node(f"mini-g{i}", cpu=cpu))
+
+
+def coscheduling(sched: Scheduler) -> Any:
+    return sched.frameworks["minisched"].plugins["Coscheduling"]
 
 
 def requested_cpu(sched: Scheduler) -> int:
@@ -79,6 +84,7 @@ def test_a_group_that_fits_binds_together(cluster: Cluster) -> None:
         cluster.create(PODS, member("train-2", "train", "1"))
         wait_until(lambda: len(bound_pods(cluster)) == 3, timeout=30, what="the group bound")
         assert sched.stats.bound == 3
+        assert coscheduling(sched).phase("default/train") is GroupState.SCHEDULED
 
 
 def test_a_group_that_cannot_fit_binds_none(cluster: Cluster) -> None:
@@ -107,8 +113,10 @@ def test_a_group_waiting_at_permit_frees_what_it_held_at_timeout(cluster: Cluste
         cluster.create(PODS, late)
         wait_until(lambda: len(sched.handle.waiting_pods()) == 2, timeout=30, what="two members at Permit")
         assert sched.cache.assumed_count() == 2 and requested_cpu(sched) == 2000
+        assert coscheduling(sched).phase("default/slow") is GroupState.GATHERING
         started = time.monotonic()
         wait_until(lambda: sched.cache.assumed_count() == 0, timeout=15, what="the room given back")
         assert time.monotonic() - started > 1.0  # held until the 2 s timeout, not released early
         assert requested_cpu(sched) == 0 and bound_pods(cluster) == {}
         wait_until(lambda: sched.pending_pods()["unschedulable"] == 2, timeout=10, what="members parked")
+        assert coscheduling(sched).phase("default/slow") is GroupState.PENDING

@@ -24,6 +24,7 @@ which the Permit timeout resolves) and minResources pre-checks.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -32,6 +33,7 @@ from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import Handle
 from minisched.scheduler.framework.status import Status
 from minisched.scheduler.framework.types import PodInfo
+from minisched.scheduler.lifecycle import GROUP_TRANSITIONS, GroupEvent, GroupState, step
 from minisched.scheduler.queue import ASSIGNED_POD_DELETE, NODE_ADD, ClusterEvent
 from minisched.validation.podgroup import PODGROUPS, pod_group_of
 
@@ -69,6 +71,22 @@ class Coscheduling:
         self.permit_waiting_seconds = permit_waiting_seconds
         self._groups: Any = None  # the PodGroup informer's store
         self._pods: Any = None  # the pod informer's store, indexed by group
+        self._phases: dict[str, GroupState] = {}  # by GROUP_TRANSITIONS; absent = PENDING
+        self._phase_lock = threading.Lock()
+
+    def phase(self, key: str) -> GroupState:
+        """Where the group "namespace/name" stands in this scheduler."""
+        with self._phase_lock:
+            return self._phases.get(key, GroupState.PENDING)
+
+    def _group_event(self, key: str, event: GroupEvent) -> GroupState:
+        with self._phase_lock:
+            state = step("PodGroup", GROUP_TRANSITIONS, self._phases.get(key, GroupState.PENDING), event, key)
+            if state is GroupState.PENDING:
+                self._phases.pop(key, None)
+            else:
+                self._phases[key] = state
+            return state
 
     # --- wiring (the scheduler calls this before it starts its informers) ---------------------------
 
@@ -161,6 +179,7 @@ class Coscheduling:
             # enough members are placed already: this one just waits for room, the group stands
             return None, Status.unschedulable(plugin=NAME)
         message = f"PodGroup {key} gets rejected: pod {pod.key} is unschedulable even after PostFilter"
+        self._group_event(key, GroupEvent.REJECTED)
         self._reject_waiting(key, message)
         return None, Status.unschedulable(message, plugin=NAME)
 
@@ -170,6 +189,7 @@ class Coscheduling:
     def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         key = group_key(pod.pod)
         if key is not None:
+            self._group_event(key, GroupEvent.REJECTED)
             self._reject_waiting(key, f"PodGroup {key} gets rejected: member {pod.key} was unreserved")
 
     def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
@@ -180,9 +200,11 @@ class Coscheduling:
         if group is None:
             return Status.unschedulable(f"PodGroup {key} not found", plugin=NAME, unresolvable=True), 0.0
         if self.assigned(key) + 1 >= self.min_member(group):  # + 1: this pod, assumed after the snapshot
+            self._group_event(key, GroupEvent.QUORUM)
             for k in self._waiting_members(key):
                 self.handle.allow_waiting_pod(k)  # type: ignore[attr-defined]
             return Status.success(), 0.0
+        self._group_event(key, GroupEvent.MEMBER_WAITS)
         return Status.wait(NAME), float(self.timeout_of(group))
 
 
