@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import configparser
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from typing import Any
 
 PACKAGE = "minisched"
 CONFIG_NAME = ".importlinter"
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # import-linter colours its report
 
 
 def repo_root() -> Path:
@@ -85,7 +87,7 @@ def lint(root: Path | None = None) -> LintResult:
     env = {**os.environ, "PYTHONPATH": str(root)}  # the copy's package shadows the installed one
     proc = subprocess.run([str(exe), "--no-cache", "--no-logo", str(root / CONFIG_NAME)], cwd=root, env=env,
                           capture_output=True, text=True, timeout=120)
-    text = proc.stdout + proc.stderr
+    text = _ANSI.sub("", proc.stdout + proc.stderr)
     start = text.find("Contracts")
     return LintResult(proc.returncode == 0, text[start - 10:].strip() if start >= 10 else text)
 

@@ -36,7 +36,7 @@ class DependencyCycle(ValueError):
 
     def __init__(self, cycle: Sequence[str]) -> None:
         self.cycle = list(cycle)
-        super().__init__("dependency cycle: " + " -> ".join(self.cycle))
+        super().__init__("dependency cycle: " + " -> ".join(self.cycle) + " (each must come before the next)")
 
 
 @dataclass(frozen=True, eq=False)

@@ -55,8 +55,15 @@ def test_pre_enqueue_waits_for_unbound_pods_and_names_a_cycle() -> None:
     status = plugin.pre_enqueue(pod("app", "db,volume"))
     assert status.message() == "waiting for pods to be bound: [db]" and status.plugin == "PodDependencies"
     plugin.pre_enqueue(pod("a", "b"))
-    assert plugin.pre_enqueue(pod("b", "a")).message() == "dependency cycle: default/b -> default/a -> default/b"
-    assert plugin.pre_enqueue(pod("self", "self")).message() == "dependency cycle: default/self -> default/self"
+    assert plugin.pre_enqueue(pod("b", "a")).message() == \
+        "dependency cycle: default/b -> default/a -> default/b (each waits for the next)"
+    assert plugin.pre_enqueue(pod("self", "self")).message() == \
+        "dependency cycle: default/self -> default/self (each waits for the next)"
+    plugin.pre_enqueue(pod("x", "y"))
+    plugin.pre_enqueue(pod("y", "z"))
+    # x waits for y, y for z, z for x
+    assert plugin.pre_enqueue(pod("z", "x")).message() == \
+        "dependency cycle: default/z -> default/x -> default/y -> default/z (each waits for the next)"
     plugin.forget("default/a")
     assert plugin.pre_enqueue(pod("b", "a")).message() == "waiting for pods to be bound: [a]"
     assert plugin.pre_enqueue(pod("bad", "x,")).message().endswith("'' is not a pod name "
@@ -96,7 +103,8 @@ def test_pods_in_a_cycle_wait_and_say_so(embedded_cluster: Cluster) -> None:
         sched.recorder.flush()
         wait_until(lambda: (scheduled_condition(cluster, "b") or ("", "", ""))[2].startswith("dependency cycle"),
                    timeout=30, what="cycle reported")
-        assert scheduled_condition(cluster, "b")[2] == "dependency cycle: default/b -> default/a -> default/b"  # type: ignore[index]
+        assert scheduled_condition(cluster, "b")[2] == (  # type: ignore[index]
+            "dependency cycle: default/b -> default/a -> default/b (each waits for the next)")
 
 
 def test_without_the_plugin_the_annotation_means_nothing(embedded_cluster: Cluster) -> None:

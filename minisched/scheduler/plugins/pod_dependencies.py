@@ -90,7 +90,9 @@ class PodDependencies:
             cycle = PodGraph.from_dependencies(self._holding).find_cycle(through=key) if key in deps or any(
                 d in self._holding for d in deps) else None
         if cycle is not None:
-            return Status.unschedulable(f"dependency cycle: {' -> '.join(cycle)}", plugin=NAME, unresolvable=True)
+            waits = " -> ".join(reversed(cycle))  # edges point from a dependency to its dependant
+            return Status.unschedulable(f"dependency cycle: {waits} (each waits for the next)", plugin=NAME,
+                                        unresolvable=True)
         short = [d.split("/", 1)[1] for d in waiting]
         return Status.unschedulable(f"waiting for pods to be bound: [{' '.join(short)}]", plugin=NAME,
                                     unresolvable=True)
