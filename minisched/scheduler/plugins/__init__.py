@@ -8,6 +8,7 @@ import importlib
 
 from minisched.scheduler.framework.registry import ENTRY_POINT_GROUP, Registry, entry_point_registry
 from minisched.scheduler.plugins import (
+    constraints,
     coscheduling,
     default_binder,
     image_locality,
@@ -39,6 +40,7 @@ _MODULES = (
     pod_topology_spread,  # registered, not in the default profile (see its module)
     pod_dependencies,  # registered, not in the default profile (see its module)
     coscheduling,  # registered, not in the default profile (see its module)
+    constraints,  # registered, not in the default profile (see its module)
 )
 
 
