@@ -9,10 +9,11 @@ STAMP := $(VENV)/.installed-stamp
 	clean student-copy grade-course
 
 # The virtual environment is rebuilt only when pyproject.toml changes.
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml examples/minisched-plugin-example/pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q --no-deps -e examples/minisched-plugin-example
 	@touch $(STAMP)
 
 venv: $(STAMP)
@@ -60,6 +61,7 @@ cluster-local: $(STAMP) controlplane
 lint: $(STAMP)
 	$(BIN)/ruff check minisched tests bench labs
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-logo
 
 unit: $(STAMP)
 	$(BIN)/pytest -q

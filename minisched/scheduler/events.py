@@ -44,6 +44,7 @@ REASON_PREEMPTED = "Preempted"
 # PodScheduled=False reasons (v1.PodReasonUnschedulable, v1.PodReasonSchedulerError).
 POD_REASON_UNSCHEDULABLE = "Unschedulable"
 POD_REASON_SCHEDULER_ERROR = "SchedulerError"
+POD_REASON_SCHEDULING_GATED = "SchedulingGated"  # held at PreEnqueue (kube: spec.schedulingGates)
 
 DECISION_ANNOTATION = "minisched.io/decision"
 

@@ -31,6 +31,7 @@ from minisched.resources import (
 )
 from minisched.selectors import validate_label_key, validate_label_value
 
+from .resource_names import is_extended, is_hugepages, is_native, overcommit_allowed
 from .statuses import forbidden_field, invalid_value, not_supported, required
 
 Object = dict[str, Any]
@@ -392,25 +393,6 @@ def node_selector_term_causes(path: str, term: Object) -> list[Cause]:
 
 # Resources a container may ask for without a domain (helper.IsStandardContainerResourceName).
 _STANDARD_CONTAINER_RESOURCES = ("cpu", "memory", "ephemeral-storage")
-
-
-def is_hugepages(name: str) -> bool:
-    return name.startswith("hugepages-")
-
-
-def is_native(name: str) -> bool:
-    """helper.IsNativeResource: no domain, or a kubernetes.io one."""
-    return "/" not in name or "kubernetes.io/" in name
-
-
-def is_extended(name: str) -> bool:
-    """helper.IsExtendedResourceName: a domain outside kubernetes.io, and not a quota "requests." name."""
-    return not is_native(name) and not name.startswith("requests.")
-
-
-def overcommit_allowed(name: str) -> bool:
-    """helper.IsOvercommitAllowed: requests may sit below limits only for native, non-hugepage resources."""
-    return is_native(name) and not is_hugepages(name)
 
 
 PULL_POLICIES = ["Always", "IfNotPresent", "Never"]
