@@ -5,7 +5,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: lab demo test lint typecheck unit notebooks controlplane cluster-local cluster-up cluster-down bench clean
+.PHONY: lab demo test lint typecheck unit notebooks controlplane browser cluster-local cluster-up cluster-down bench \
+	clean student-copy grade-course
 
 # The virtual environment is rebuilt only when pyproject.toml changes.
 $(STAMP): pyproject.toml
@@ -37,6 +38,22 @@ controlplane:
 		echo "note: Go is not installed; real-cluster tests will be skipped (install Go 1.25+ to run them)"; \
 	fi
 
+# Headless Chromium for the browser test (tests/browser): Debian's package, installed with apt-get
+# when missing and running as root (Playwright drives it; its own browser downloads are not used).
+# Without it the browser test skips with a message, except in CI (CI=true), where this fails.
+browser:
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then \
+		:; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing chromium (Debian's package) for the browser test"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null \
+			|| { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; }; \
+	elif [ "$${CI:-}" = "true" ]; then \
+		echo "error: chromium is missing and cannot be installed here (needs root and apt-get) (CI=true)" >&2; exit 1; \
+	else \
+		echo "note: chromium is not installed; the browser test will be skipped (apt-get install chromium)"; \
+	fi
+
 cluster-local: $(STAMP) controlplane
 	$(BIN)/python -m minisched.controlplane up
 
@@ -50,7 +67,7 @@ unit: $(STAMP)
 notebooks: $(STAMP)
 	$(BIN)/python -m minisched.notebooks check chapters labs
 
-test: $(STAMP) controlplane lint unit notebooks
+test: $(STAMP) controlplane browser lint unit notebooks
 
 cluster-up:
 	bash hack/kind.sh up
@@ -60,6 +77,15 @@ cluster-down:
 
 bench: $(STAMP)
 	@for script in bench/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
+
+# Instructors: the class's copy (no solutions, no hidden checks) and nbgrader's course folder.
+DEST ?= ../minisched-class
+COURSE ?= ../minisched-course
+student-copy: $(STAMP)
+	$(BIN)/python -m labs.student_copy $(DEST)
+
+grade-course: $(STAMP)
+	$(BIN)/python -m labs.grading course $(COURSE)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -8,14 +8,20 @@ This is the top layer (it imports from all the others); `minisched run` and the 
 use it. Like kube-scheduler, a leader that loses its lease stops scheduling and `run` returns, so the
 process exits and its supervisor restarts it as a candidate: carrying on after a lost lease is how
 two leaders would bind the same pod.
+
+Shutdown has one deadline, `shutdown_timeout` (20 s by default, well inside the 30 s Kubernetes
+grants after SIGTERM), counted from the stop request and shared by the scheduler's own steps (see
+Scheduler.stop) and the wait for the leading thread; the lease release has its own short budget.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import random
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -23,12 +29,14 @@ from typing import Any
 
 from minisched.clock import Clock, RealClock
 from minisched.cluster.base import Cluster
+from minisched.cluster.link import ClusterLink
 from minisched.controllers.leaderelection import LeaderElector
+from minisched.controllers.plugin_config import PluginConfigController, install_crd
 from minisched.deadline import Context, background
 from minisched.observability.metrics import SchedulerMetrics
 from minisched.observability.server import HealthServer, leadership_known
 from minisched.scheduler.events import EventRecorder
-from minisched.scheduler.scheduler import Scheduler
+from minisched.scheduler.scheduler import DEFAULT_SHUTDOWN_TIMEOUT, Scheduler
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +67,19 @@ class SchedulerApp:
         metrics_host: str = "127.0.0.1",
         recorder_factory: Callable[[Cluster], EventRecorder] | None = None,
         clock: Clock | None = None,
+        shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
+        metrics_ssl_context: Any = None,
+        metrics_authorizer: Any = None,
+        plugin_config: bool = False,
+        elector_rng: random.Random | None = None,
     ) -> None:
+        """`metrics_ssl_context` and `metrics_authorizer` make the metrics port a secure one, as
+        kube-scheduler's (see minisched.observability.auth)."""
+        if shutdown_timeout < 0:
+            raise ValueError(f"shutdown_timeout must not be negative, got {shutdown_timeout}")
         self.cluster = cluster
+        self.shutdown_timeout = shutdown_timeout
+        self._stop_requested: float | None = None  # time.monotonic() of the stop request
         self.clock: Clock = clock or RealClock()
         self.config = config
         self.scheduler_options = dict(scheduler_options or {})
@@ -70,20 +89,29 @@ class SchedulerApp:
         self.recorder_factory = recorder_factory
         self.scheduler: Scheduler | None = None
         self.lost_lease = False
+        self.plugin_config = plugin_config  # watch SchedulerPluginConfig objects (installing the CRD)
+        self.plugin_config_controller: PluginConfigController | None = None
+        # (time on self.clock, "started leading" | "stopped leading" | "sees leader X"): the
+        # replica's own record of hand-overs, for logs and charts.
+        self.leadership: list[tuple[float, str]] = []
         self.elector: LeaderElector | None = None
         if leader_elect:
+            self.metrics.set_leader(lease_name, False)  # a candidate starts as a follower
             self.elector = LeaderElector(
                 cluster, name=lease_name, namespace=lease_namespace, identity=self.identity,
                 clock=self.clock, lease_duration=lease_duration, renew_deadline=renew_deadline,
                 retry_period=retry_period, on_started_leading=self._lead,
-                on_stopped_leading=self._stopped_leading,
+                on_stopped_leading=self._stopped_leading, on_new_leader=self._new_leader, rng=elector_rng,
             )
         self.server: HealthServer | None = None
         if metrics_port is not None:
-            self.server = HealthServer(self.metrics.registry, host=metrics_host, port=metrics_port)
+            self.server = HealthServer(self.metrics.registry, host=metrics_host, port=metrics_port,
+                                       ssl_context=metrics_ssl_context, authorizer=metrics_authorizer)
             self.server.add_readiness_check("informer-sync", self._informers_synced)
             if self.elector is not None:
                 self.server.add_readiness_check("leader-election", leadership_known(self.elector))
+                # kube-scheduler's /healthz includes the elector's watchdog (client-go's HealthzAdaptor).
+                self.server.add_liveness_check("leader-election-health", self.elector.check_health)
         self._ctx: Context | None = None
 
     # -- health --------------------------------------------------------------------------------------
@@ -101,14 +129,24 @@ class SchedulerApp:
         options = dict(self.scheduler_options)
         if self.recorder_factory is not None:
             options["recorder"] = self.recorder_factory(self.cluster)
+        if self.elector is not None:
+            options.setdefault("bind_guard", self.elector.holds_lease)
         return Scheduler(self.cluster, config=self.config, clock=self.clock, observer=self.metrics, **options)
 
+    def _note(self, what: str) -> None:
+        self.leadership.append((self.clock.now(), what))
+
+    def _new_leader(self, identity: str) -> None:
+        self._note(f"sees leader {identity}")
+
     def _lead(self, ctx: Context) -> None:
+        self._note("started leading")
         log.info("%s: started leading lease %s", self.identity, self.lease_name)
         self.metrics.set_leader(self.lease_name, True)
         self._schedule_until(ctx)
 
     def _stopped_leading(self) -> None:
+        self._note("stopped leading")
         self.metrics.set_leader(self.lease_name, False)
         if self._ctx is not None and not self._ctx.done():
             # Lost, not released on shutdown: stop, as kube-scheduler exits on a lost lease.
@@ -116,15 +154,31 @@ class SchedulerApp:
             log.error("%s: lost lease %s; stopping", self.identity, self.lease_name)
             self._ctx.cancel("leader election lost")
 
+    def shutdown_time_left(self) -> float:
+        """Seconds left of the shutdown deadline (all of it before a stop was requested)."""
+        if self._stop_requested is None:
+            return self.shutdown_timeout
+        return max(0.0, self.shutdown_timeout - (time.monotonic() - self._stop_requested))
+
     def _schedule_until(self, ctx: Context) -> None:
         sched = self._new_scheduler()
         self.scheduler = sched
         log.info("minisched scheduling for profiles %s on the %s cluster", list(sched.frameworks), self.cluster.name)
         sched.start()
+        controller: PluginConfigController | None = None
         try:
+            if self.plugin_config:
+                install_crd(self.cluster)
+                controller = PluginConfigController(sched, self.cluster, clock=self.clock)
+                controller.start()
+                self.plugin_config_controller = controller
             ctx.wait()
         finally:
-            sched.stop()
+            if controller is not None:
+                controller.stop()
+            if self._stop_requested is None:  # the lease was lost: the deadline starts now
+                self._stop_requested = time.monotonic()
+            sched.stop(self.shutdown_time_left())
 
     def run(self, stop: threading.Event) -> None:
         """Serve health and metrics, then schedule (after winning the lease, with leader election)
@@ -134,6 +188,8 @@ class SchedulerApp:
 
         def cancel_on_stop() -> None:
             stop.wait()
+            if self._stop_requested is None:
+                self._stop_requested = time.monotonic()
             ctx.cancel("stopped")
 
         watcher = threading.Thread(target=cancel_on_stop, name="stop-watcher", daemon=True)
@@ -149,8 +205,80 @@ class SchedulerApp:
                 # The scheduler runs in the elector's leading thread: let it finish its bindings.
                 leading = getattr(self.elector, "leading_thread", None)
                 if leading is not None:
-                    leading.join()
+                    # Scheduler.stop keeps to the deadline; the margin covers its last log line.
+                    leading.join(self.shutdown_time_left() + 1.0)
         finally:
             ctx.cancel("stopped")
             if self.server is not None:
                 self.server.stop()
+
+
+class Replica:
+    """One scheduler process (a `SchedulerApp` with leader election) run in a thread, reaching the
+    cluster through its own `ClusterLink` so that it can be partitioned from it.
+
+    Several replicas in one Python process is how chapter 4.4 and the capstone show a hand-over;
+    `start()` after the app returned (a lost lease) is the supervisor restarting the process: a new
+    `SchedulerApp`, a candidate again. `apps` keeps every incarnation, `timeline()` their
+    leadership records together."""
+
+    def __init__(self, cluster: Cluster, identity: str, **app_options: Any) -> None:
+        self.identity = identity
+        self.link = ClusterLink(cluster)
+        self.app_options = {"leader_elect": True, "metrics_port": 0, **app_options}
+        self.apps: list[SchedulerApp] = []
+        self._started = 0  # how many of `apps` have been run
+        self._stop: threading.Event | None = None
+        self.thread: threading.Thread | None = None
+
+    @property
+    def app(self) -> SchedulerApp:
+        if not self.apps:
+            raise RuntimeError(f"{self.identity} was never started")
+        return self.apps[-1]
+
+    @property
+    def running(self) -> bool:
+        return self.thread is not None and self.thread.is_alive()
+
+    def new_app(self) -> SchedulerApp:
+        """The next incarnation, not yet running (so its checks can be read before it starts)."""
+        if self.running:
+            raise RuntimeError(f"{self.identity} is running; stop it (or let it exit) first")
+        app = SchedulerApp(self.link, identity=self.identity, **self.app_options)
+        self.apps.append(app)
+        return app
+
+    def start(self, timeout: float = 10.0) -> Replica:
+        """Run the newest incarnation not yet started (a new one if there is none) and return once
+        its health server answers."""
+        app = self.apps[-1] if len(self.apps) > self._started else self.new_app()
+        self._started = len(self.apps)
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=app.run, args=(self._stop,), name=self.identity, daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + timeout
+        while app.server is not None and not app.server.serving:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError(f"{self.identity}: the health server did not start")
+            time.sleep(0.005)
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self._stop is not None:
+            self._stop.set()
+        if self.thread is not None:
+            self.thread.join(timeout)
+        self._stop = None
+
+    def exited(self) -> bool:
+        """True once the current incarnation has returned (stopped, or its lease lost)."""
+        return self.thread is not None and not self.thread.is_alive()
+
+    def leads(self) -> bool:
+        app = self.apps[-1] if self.apps else None
+        return bool(self.running and app is not None and app.elector is not None and app.elector.is_leader())
+
+    def timeline(self, origin: float = 0.0) -> list[tuple[float, str]]:
+        """Every incarnation's leadership record, times relative to `origin`."""
+        return [(at - origin, what) for app in self.apps for at, what in app.leadership]

@@ -1,7 +1,9 @@
 """The `minisched` command.
 
     minisched run [--kubeconfig PATH] [--context NAME] [--embedded] [--config profile.yaml]
+                  [--plugin-config] [--otlp-endpoint URL [--trace-sample-ratio R] [--trace-profiles DIR]]
     minisched demo [--pods N]
+    minisched reset [--namespace NS] [--all] [--kubeconfig PATH] [--context NAME]
 
 `run` schedules pods whose spec.schedulerName names one of the configured profiles (by default the
 single profile "minisched") until SIGINT or SIGTERM, then shuts down gracefully: no new scheduling
@@ -37,6 +39,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--config", help="KubeSchedulerConfiguration YAML (kubescheduler.config.k8s.io/v1)")
     run.add_argument("--bind-workers", type=int, default=64,
                      help="concurrent binding cycles (default 64, the real backend's connection pool)")
+    run.add_argument("--shutdown-timeout", type=float, default=20.0,
+                     help="seconds a SIGTERM/SIGINT shutdown may take, shared by every step; what is not "
+                          "done by then is abandoned and logged (default 20, inside Kubernetes' 30 s grace)")
+    run.add_argument("--watch-idle-timeout", type=float, default=None,
+                     help="seconds a watch may stay silent before its connection is taken for dead and the "
+                          "watch restarted (real clusters; default 45, 0: never)")
     run.add_argument("--percentage-of-nodes-to-score", type=int, default=None,
                      help="0 (adaptive, as kube) .. 100; overrides the configuration")
     run.add_argument("--annotate-decisions", action="store_true",
@@ -45,17 +53,62 @@ def _parser() -> argparse.ArgumentParser:
                      help="campaign for a Lease and schedule only while leading (for several replicas)")
     run.add_argument("--lease-name", default="minisched", help="the Lease to campaign for (default minisched)")
     run.add_argument("--lease-namespace", default="kube-system", help="its namespace (default kube-system)")
+    run.add_argument("--leader-elect-lease-duration", type=float, default=15.0,
+                     help="seconds a standby waits after the last renewal before taking over (default 15)")
+    run.add_argument("--leader-elect-renew-deadline", type=float, default=10.0,
+                     help="seconds the leader keeps trying to renew before it gives up leading (default 10)")
+    run.add_argument("--leader-elect-retry-period", type=float, default=2.0,
+                     help="seconds between attempts to acquire or renew (default 2)")
     run.add_argument("--identity", default=None,
                      help="this candidate's identity (default: $POD_NAME or hostname, plus a uuid)")
     run.add_argument("--metrics-port", type=int, default=None,
                      help="serve /metrics, /healthz, /readyz and /livez on this port (0: any free port)")
+    run.add_argument("--secure-serving", action="store_true", default=None,
+                     help="serve the metrics port over TLS with /metrics only for callers the API server "
+                          "authenticates and RBAC allows (TokenReview + SubjectAccessReview), as kube-scheduler; "
+                          "the default with --in-cluster")
+    run.add_argument("--tls-cert-file", default=None, help="certificate for --secure-serving (default: self-signed)")
+    run.add_argument("--tls-private-key-file", default=None, help="its private key")
     run.add_argument("--metrics-bind-address", default="127.0.0.1",
                      help="address for --metrics-port (default 127.0.0.1; 0.0.0.0 in a pod, for probes)")
+    run.add_argument("--plugin-config", action="store_true",
+                     help="watch SchedulerPluginConfig objects and swap profiles' plugins between cycles "
+                          "(creates the CRD if missing)")
+    run.add_argument("--otlp-endpoint", default=None,
+                     help="export a trace of sampled scheduling attempts over OTLP/HTTP to this base URL "
+                          "(e.g. http://127.0.0.1:4318); OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT also enable it")
+    run.add_argument("--trace-sample-ratio", type=float, default=None,
+                     help="fraction of attempts traced (default: OTEL_TRACES_SAMPLER(_ARG), else 0.1 as kube)")
+    run.add_argument("--trace-profiles", metavar="DIR", default=None,
+                     help="run each traced scheduling cycle under cProfile and write DIR/<span id>.prof "
+                          "(the attempt span's id, attribute minisched.profile.id; the last 64 kept)")
+
+    reset = sub.add_parser("reset", help="return a cluster to the chapters' starting state (pods, leases, events, "
+                                         "workbook objects; with --all also nodes, CRDs and kind workers)")
+    reset_target = reset.add_mutually_exclusive_group()
+    reset_target.add_argument("--kubeconfig", help="kubeconfig file (default: the MINISCHED_BACKEND setting)")
+    reset_target.add_argument("--embedded", action="store_true", help=argparse.SUPPRESS)
+    reset.add_argument("--context", help="kubeconfig context")
+    reset.add_argument("--namespace", help="the namespace to empty (default: MINISCHED_NAMESPACE or default)")
+    reset.add_argument("--all", action="store_true", dest="cluster_wide",
+                       help="every non-system namespace, the nodes the chapters made, the workbook's CRDs, "
+                            "minisched's leader lease, and kind workers back to deploy/kind.yaml (instructors)")
 
     demo = sub.add_parser("demo", help="schedule a stream of pods on the embedded cluster and report")
     demo.add_argument("--pods", type=int, default=700, help="how many pods to send (default 700)")
     demo.add_argument("--seed", type=int, default=7)
     return parser
+
+
+def _real_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Connection settings of the real backend sized by use: one pooled connection per binding
+    worker plus room for the loop, the event writer, leader election and the informers' lists."""
+    idle = args.watch_idle_timeout
+    options: dict[str, Any] = {"pool_maxsize": args.bind_workers + 32}
+    if idle is not None:
+        options["watch_idle_timeout"] = idle or None  # 0: no deadline
+        options["watch_max_seconds"] = max(1.0, min(idle * 8 / 9, idle - 2)) if idle else None
+    return options
 
 
 def _connect(args: argparse.Namespace) -> Any:
@@ -66,14 +119,15 @@ def _connect(args: argparse.Namespace) -> Any:
     if args.in_cluster:
         from minisched.cluster.real import RealCluster
 
-        return RealCluster.in_cluster()
+        return RealCluster.in_cluster(**_real_options(args))
     if args.kubeconfig or args.context:
         from minisched.cluster.real import RealCluster
 
-        return RealCluster.from_kubeconfig(path=args.kubeconfig, context=args.context)
-    from minisched.cluster import connect
+        return RealCluster.from_kubeconfig(path=args.kubeconfig, context=args.context, **_real_options(args))
+    from minisched.cluster import backend_setting, connect
 
-    return connect()
+    setting = backend_setting()
+    return connect(setting) if setting.startswith("embedded") else connect(setting, **_real_options(args))
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -82,10 +136,40 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.percentage_of_nodes_to_score is not None and not 0 <= args.percentage_of_nodes_to_score <= 100:
         print("minisched run: --percentage-of-nodes-to-score must be 0..100", file=sys.stderr)
         return 2
+    if args.watch_idle_timeout is not None and (args.watch_idle_timeout != 0 and args.watch_idle_timeout < 3):
+        print("minisched run: --watch-idle-timeout must be 0 (never) or at least 3 seconds", file=sys.stderr)
+        return 2
+    if not 0 < args.leader_elect_retry_period < args.leader_elect_renew_deadline < args.leader_elect_lease_duration:
+        print("minisched run: need 0 < --leader-elect-retry-period < --leader-elect-renew-deadline < "
+              "--leader-elect-lease-duration", file=sys.stderr)
+        return 2
+    if args.bind_workers < 1:
+        print("minisched run: --bind-workers must be at least 1", file=sys.stderr)
+        return 2
+    if args.shutdown_timeout < 0:
+        print("minisched run: --shutdown-timeout must not be negative", file=sys.stderr)
+        return 2
     if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
         print("minisched run: --metrics-port must be 0..65535", file=sys.stderr)
         return 2
+    if args.trace_sample_ratio is not None and not 0.0 <= args.trace_sample_ratio <= 1.0:
+        print("minisched run: --trace-sample-ratio must be in [0, 1]", file=sys.stderr)
+        return 2
+    from minisched.observability.tracing import SchedulingTracer, otlp_provider
+
+    provider = otlp_provider(args.otlp_endpoint, ratio=args.trace_sample_ratio)
+    tracer = SchedulingTracer(provider, profile_dir=args.trace_profiles) if provider is not None else None
+    if tracer is None and (args.trace_sample_ratio is not None or args.trace_profiles is not None):
+        print("minisched run: tracing options need --otlp-endpoint or OTEL_EXPORTER_OTLP_ENDPOINT", file=sys.stderr)
+        return 2
     cluster = _connect(args)
+    secure = args.secure_serving if args.secure_serving is not None else bool(args.in_cluster)
+    tls: dict[str, Any] = {}
+    if secure and args.metrics_port is not None:
+        from minisched.observability.auth import DelegatedAuth, self_signed_context
+
+        tls = {"metrics_ssl_context": self_signed_context(args.tls_cert_file, args.tls_private_key_file),
+               "metrics_authorizer": DelegatedAuth(cluster)}
     app = SchedulerApp(
         cluster,
         config=args.config,
@@ -93,13 +177,20 @@ def cmd_run(args: argparse.Namespace) -> int:
             "bind_workers": args.bind_workers,
             "percentage_of_nodes_to_score": args.percentage_of_nodes_to_score,
             "annotate_decisions": args.annotate_decisions,
+            "tracer": tracer,
         },
         leader_elect=args.leader_elect,
         identity=args.identity,
         lease_name=args.lease_name,
         lease_namespace=args.lease_namespace,
+        lease_duration=args.leader_elect_lease_duration,
+        renew_deadline=args.leader_elect_renew_deadline,
+        retry_period=args.leader_elect_retry_period,
         metrics_port=args.metrics_port,
         metrics_host=args.metrics_bind_address,
+        shutdown_timeout=args.shutdown_timeout,
+        **tls,
+        plugin_config=args.plugin_config,
     )
     stop = threading.Event()
 
@@ -115,6 +206,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         app.run(stop)
     finally:
         cluster.close()
+        if provider is not None:
+            provider.shutdown()  # flushes the spans still batched
     if app.scheduler is not None:
         s = app.scheduler.stats
         print(f"minisched: stopped; bound {s.bound}, unschedulable attempts {s.unschedulable}, "
@@ -123,6 +216,25 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("minisched: lost the leader lease; exiting so a supervisor restarts this replica", file=sys.stderr)
         return 1
     return 0
+
+
+def cmd_reset(args: argparse.Namespace) -> int:
+    from minisched.cluster import Cluster, connect
+    from minisched.workbook import reset
+
+    cluster: Cluster
+    if args.kubeconfig or args.context:
+        from minisched.cluster.real import RealCluster
+
+        cluster = RealCluster.from_kubeconfig(path=args.kubeconfig, context=args.context)
+    else:
+        cluster = connect("embedded" if args.embedded else None)
+    try:
+        report = reset(cluster, args.namespace, cluster_wide=args.cluster_wide)
+    finally:
+        cluster.close()
+    print(report)
+    return 1 if report.problems else 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -141,6 +253,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "run":
         return cmd_run(args)
+    if args.command == "reset":
+        return cmd_reset(args)
     return cmd_demo(args)
 
 

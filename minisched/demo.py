@@ -2,10 +2,10 @@
 
 It builds a small cluster (nodes in three zones, SSD and GPU nodes with a taint, one cordoned node),
 sends a stream of pods with three priorities (some pinned to SSD nodes, some tolerating the GPU
-taint, a few too big for any node, one with a malformed request), shows a progress bar while the
-scheduler works, then prints where the pods went, which could not be placed and why (the
-FailedScheduling messages, as kubectl describe shows them), and a summary: pods per second and the
-p50/p99 latency of a scheduling cycle.
+taint, a few too big for any node, one with a malformed request that the API server refuses, as a
+real one would), shows a progress bar while the scheduler works, then prints where the pods went,
+which could not be placed and why (the FailedScheduling messages, as kubectl describe shows them),
+and a summary: pods per second and the p50/p99 latency of a scheduling cycle.
 
 Late in the stream, high-priority pods arrive on a full cluster, so DefaultPreemption evicts
 low-priority pods to make room; a kubelet stand-in finishes their graceful deletion.
@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from minisched.cluster.embedded import EmbeddedCluster, Kubelet
+from minisched.errors import ApiError
 from minisched.objects import make_node, make_pod, make_priority_class, taint, toleration
 from minisched.quantity import parse_quantity
 from minisched.resources import EVENTS, NODES, PODS, PRIORITY_CLASSES
@@ -43,6 +44,7 @@ class DemoResult:
     preempted: int = 0
     bound_first: int = 0  # bound in the first wave
     urgent_seconds: float = 0.0
+    refused: dict[str, str] = field(default_factory=dict)  # pod -> the API server's answer
 
 
 def build_cluster(cluster: EmbeddedCluster, rng: random.Random) -> list[str]:
@@ -105,10 +107,15 @@ def run_demo(*, pods: int = 700, seed: int = 7, out: TextIO = sys.stdout, width:
 
     threading.Thread(target=kubelet_loop, name="demo-kubelet", daemon=True).start()
     started = time.perf_counter()
+    refused: dict[str, str] = {}
     try:
         for pod in stream:
-            cluster.create(PODS, pod)
-        _wait(sched, out, len(stream), total, width, lambda: True, 10)
+            try:
+                cluster.create(PODS, pod)
+            except ApiError as err:  # never stored, so never seen by the scheduler
+                refused[pod["metadata"]["name"]] = f"{err.status} {err.reason}: {err.message}"
+        total -= len(refused)
+        _wait(sched, out, len(stream) - len(refused), total, width, lambda: True, 10)
         elapsed = time.perf_counter() - started
         bound_first = sched.stats.bound
         p50, p99 = sched.stats.percentile(50) * 1e3, sched.stats.percentile(99) * 1e3
@@ -124,6 +131,7 @@ def run_demo(*, pods: int = 700, seed: int = 7, out: TextIO = sys.stdout, width:
         result = _collect(cluster, sched, total, elapsed)
         result.bound_first, result.p50_ms, result.p99_ms = bound_first, p50, p99
         result.urgent_seconds = urgent_seconds
+        result.refused = refused
     finally:
         stop.set()
         sched.stop()
@@ -212,6 +220,10 @@ def _report(out: TextIO, r: DemoResult) -> None:
         for message, names in sorted(r.unschedulable.items(), key=lambda kv: -len(kv[1])):
             shown = ", ".join(names[:4]) + (" ..." if len(names) > 4 else "")
             out.write(f"  {len(names):>3} pod(s) [{shown}]\n      {message}\n")
+    if r.refused:
+        out.write("\nRefused by the API server (never reached the scheduler)\n")
+        for name, answer in sorted(r.refused.items()):
+            out.write(f"  {name}: {answer}\n")
     out.write("\nSummary\n")
     out.write(f"  pods: {r.pods}, bound: {r.bound}, not scheduled: "
               f"{sum(len(v) for v in r.unschedulable.values())}, preempted: {r.preempted}\n")

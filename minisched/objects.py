@@ -80,8 +80,11 @@ def make_pod(
     node_name: str | None = None,
     host_ports: list[int] | None = None,
     scheduling_gates: list[str] | None = None,
+    claims: list[str] | None = None,
+    volumes: list[Object] | None = None,
 ) -> Object:
-    """A single-container Pod with the given requests, ready to be scheduled by `scheduler_name`."""
+    """A single-container Pod with the given requests, ready to be scheduled by `scheduler_name`.
+    `claims` names PersistentVolumeClaims it mounts (a volume each); `volumes` adds other volumes."""
     requests: dict[str, str] = {}
     if cpu is not None:
         requests["cpu"] = cpu
@@ -91,8 +94,14 @@ def make_pod(
     container: Object = {"name": "main", "image": image, "resources": {}}
     if requests:
         container["resources"]["requests"] = requests
+    limits = dict(limits or {})
+    for resource, amount in (extra_requests or {}).items():
+        # Extended resources and hugepages cannot be overcommitted: the API server refuses a request
+        # without an equal limit ("Limit must be set for non overcommitable resources").
+        if ("/" in resource and "kubernetes.io/" not in resource) or resource.startswith("hugepages-"):
+            limits.setdefault(resource, amount)
     if limits:
-        container["resources"]["limits"] = dict(limits)
+        container["resources"]["limits"] = limits
     if host_ports:
         container["ports"] = [{"containerPort": p, "hostPort": p, "protocol": "TCP"} for p in host_ports]
     spec: Object = {"schedulerName": scheduler_name, "containers": [container]}
@@ -110,6 +119,10 @@ def make_pod(
         spec["nodeName"] = node_name
     if scheduling_gates:
         spec["schedulingGates"] = [{"name": g} for g in scheduling_gates]
+    pod_volumes = [{"name": f"claim-{i}", "persistentVolumeClaim": {"claimName": c}} for i, c in enumerate(claims or [])]
+    pod_volumes += [dict(v) for v in volumes or []]
+    if pod_volumes:
+        spec["volumes"] = pod_volumes
     pod: Object = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -158,3 +171,100 @@ def toleration(
     if effect:
         t["effect"] = effect
     return t
+
+
+# --- storage ------------------------------------------------------------------------------------
+
+BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
+
+
+def make_claim(
+    name: str,
+    *,
+    namespace: str = "default",
+    storage: str = "1Gi",
+    access_modes: tuple[str, ...] = ("ReadWriteOnce",),
+    storage_class: str | None = None,
+    volume_name: str | None = None,
+) -> Object:
+    """A PersistentVolumeClaim. `volume_name` makes it bound to that PersistentVolume, as the
+    PV controller leaves a bound claim (spec.volumeName and the bind-completed annotation);
+    `storage_class=""` asks for no class (None: the default class, if any)."""
+    claim: Object = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"accessModes": list(access_modes), "resources": {"requests": {"storage": storage}}},
+    }
+    if storage_class is not None:
+        claim["spec"]["storageClassName"] = storage_class
+    if volume_name is not None:
+        claim["spec"]["volumeName"] = volume_name
+        claim["metadata"]["annotations"] = {BIND_COMPLETED: "yes"}
+    return claim
+
+
+def make_volume(
+    name: str,
+    *,
+    storage: str = "1Gi",
+    access_modes: tuple[str, ...] = ("ReadWriteOnce",),
+    storage_class: str | None = None,
+    labels: dict[str, str] | None = None,
+    node_affinity: list[Object] | None = None,
+    csi_driver: str | None = None,
+    claim: tuple[str, str] | None = None,
+) -> Object:
+    """A PersistentVolume: a hostPath one, or a CSI one with `csi_driver`. `node_affinity` is its
+    list of required nodeSelectorTerms; `claim` (namespace, name) its claimRef."""
+    source: Object = ({"csi": {"driver": csi_driver, "volumeHandle": name}} if csi_driver
+                      else {"hostPath": {"path": f"/mnt/{name}"}})
+    volume: Object = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name},
+        "spec": {"capacity": {"storage": storage}, "accessModes": list(access_modes), **source},
+    }
+    if labels:
+        volume["metadata"]["labels"] = dict(labels)
+    if storage_class is not None:
+        volume["spec"]["storageClassName"] = storage_class
+    if node_affinity is not None:
+        volume["spec"]["nodeAffinity"] = {"required": {"nodeSelectorTerms": node_affinity}}
+    if claim is not None:
+        volume["spec"]["claimRef"] = {"namespace": claim[0], "name": claim[1]}
+    return volume
+
+
+def make_storage_class(
+    name: str,
+    *,
+    provisioner: str = "example.com/csi",
+    binding_mode: str | None = None,
+    default: bool = False,
+) -> Object:
+    """A StorageClass; `binding_mode` "WaitForFirstConsumer" delays binding to scheduling."""
+    sc: Object = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": name},
+        "provisioner": provisioner,
+    }
+    if binding_mode is not None:
+        sc["volumeBindingMode"] = binding_mode
+    if default:
+        sc["metadata"]["annotations"] = {"storageclass.kubernetes.io/is-default-class": "true"}
+    return sc
+
+
+def make_csi_node(name: str, drivers: dict[str, int | None]) -> Object:
+    """A CSINode for node `name`: each CSI driver and how many of its volumes the node can attach
+    (None: no limit published)."""
+    specs = []
+    for driver, count in drivers.items():
+        entry: Object = {"name": driver, "nodeID": name}
+        if count is not None:
+            entry["allocatable"] = {"count": count}
+        specs.append(entry)
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": name},
+            "spec": {"drivers": specs}}

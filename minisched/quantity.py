@@ -23,6 +23,7 @@ Format = Literal["BinarySI", "DecimalSI", "DecimalExponent"]
 _BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _DECIMAL_SUFFIX = {exp: suffix for suffix, exp in _DECIMAL.items()}
+_BINARY_SUFFIX = {power: suffix for suffix, power in _BINARY.items()}
 
 # sign, digits with at most one point, then a suffix; "E" alone is exa, "E"/"e" + integer an exponent.
 _QUANTITY = re.compile(
@@ -120,7 +121,8 @@ def canonical(q: Quantity | str) -> str:
 
     As resource.Quantity.String(): values finer than a nano-unit are rounded up to one; a binary
     quantity that is a whole multiple of 1024 keeps the largest binary suffix ("1.5Gi" -> "1536Mi"),
-    one below 1024 or with a fraction falls back to decimal ("0.5Gi" -> "512Mi", "0.5Ki" -> "512");
+    one below 1024 or with a fraction falls back to decimal ("0.5Gi" -> "512Mi", "0.5Ki" -> "512"),
+    a whole number of bytes keeps no suffix ("1.953125Ki" -> "2000");
     decimal ones use the largest power-of-1000 suffix that keeps an integer ("0.5" -> "500m",
     "1500" -> "1500", "2000" -> "2k").
     """
@@ -137,10 +139,8 @@ def canonical(q: Quantity | str) -> str:
         while power < 6 and whole % 1024 == 0:
             whole //= 1024
             power += 1
-        if power > 0:
-            suffix = {v: k for k, v in _BINARY.items()}[power]
-            return f"{sign}{whole}{suffix}"
-        # a whole number of bytes that is not a multiple of 1Ki: decimal, as the API server writes it
+        # a whole number of bytes stays binary: "1.953125Ki" is "2000", never "2k"
+        return f"{sign}{whole}{_BINARY_SUFFIX.get(power, '')}"
     # decimal: the integer mantissa with an exponent that is a multiple of three, as large as it can be
     exponent = -9
     mantissa = int(magnitude / _NANO)

@@ -94,10 +94,18 @@ REPLICATION_CONTROLLERS = Resource("", "v1", "replicationcontrollers", "Replicat
                                    frozenset({"status", "scale"}))
 REPLICA_SETS = Resource("apps", "v1", "replicasets", "ReplicaSet", True, frozenset({"status", "scale"}))
 STATEFUL_SETS = Resource("apps", "v1", "statefulsets", "StatefulSet", True, frozenset({"status", "scale"}))
+RUNTIME_CLASSES = Resource("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", False)
+LIMIT_RANGES = Resource("", "v1", "limitranges", "LimitRange", True)
+PERSISTENT_VOLUME_CLAIMS = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True,
+                                    frozenset({"status"}))
+PERSISTENT_VOLUMES = Resource("", "v1", "persistentvolumes", "PersistentVolume", False, frozenset({"status"}))
+STORAGE_CLASSES = Resource("storage.k8s.io", "v1", "storageclasses", "StorageClass", False)
+CSI_NODES = Resource("storage.k8s.io", "v1", "csinodes", "CSINode", False)
 
 BUILTIN: tuple[Resource, ...] = (
     PODS, NODES, NAMESPACES, EVENTS, EVENTS_V1, PRIORITY_CLASSES, LEASES, CRDS, CONFIG_MAPS,
     POD_DISRUPTION_BUDGETS, SERVICES, REPLICATION_CONTROLLERS, REPLICA_SETS, STATEFUL_SETS,
+    RUNTIME_CLASSES, LIMIT_RANGES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, CSI_NODES,
 )
 
 _ALIASES: dict[str, Resource] = {}
@@ -118,6 +126,10 @@ _ALIASES["svc"] = SERVICES
 _ALIASES["rc"] = REPLICATION_CONTROLLERS
 _ALIASES["rs"] = REPLICA_SETS
 _ALIASES["sts"] = STATEFUL_SETS
+_ALIASES["limits"] = LIMIT_RANGES
+_ALIASES["pvc"] = PERSISTENT_VOLUME_CLAIMS
+_ALIASES["pv"] = PERSISTENT_VOLUMES
+_ALIASES["sc"] = STORAGE_CLASSES
 
 
 ResourceLike = Resource | str

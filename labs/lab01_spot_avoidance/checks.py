@@ -1,19 +1,17 @@
-"""Lab 1 checks: run against the student's exercise (default) or the solution.
+"""Lab 1 checks (public): run against your exercise (default), the solution, or a file.
 
-    python -m labs.lab01_spot_avoidance.checks [exercise|solution]
+    python -m labs.lab01_spot_avoidance.checks [exercise|solution|path/to/exercise.py]
 """
 
 from __future__ import annotations
 
-import importlib
 import random
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from types import ModuleType
+from typing import Any
 
 import numpy as np
 
+from labs.harness import Check, main
 from minisched.cluster.embedded import EmbeddedCluster
 from minisched.objects import make_node, make_pod
 from minisched.scheduler.framework.cycle_state import CycleState
@@ -21,121 +19,115 @@ from minisched.scheduler.framework.types import PodInfo
 from minisched.scheduler.plugins import in_tree_registry
 from minisched.scheduler.snapshot import NodeTable
 
-SPOT = {"node.kubernetes.io/lifecycle": "spot"}
+LAB = "lab01_spot_avoidance"
+SPOT_LABEL = "node.kubernetes.io/lifecycle"
+SPOT = {SPOT_LABEL: "spot"}
 SPOT_OK = {"minisched.dev/spot-ok": "true"}
 
 
-@dataclass
-class Report:
-    passed: list[str] = field(default_factory=list)
-    failed: list[tuple[str, str]] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.failed
-
-    def __str__(self) -> str:
-        lines = [f"{len(self.passed)}/{len(self.passed) + len(self.failed)} checks pass"]
-        lines += [f"  PASS {name}" for name in self.passed]
-        lines += [f"  FAIL {name}: {why}" for name, why in self.failed]
-        return "\n".join(lines)
+def pod(name: str, annotations: dict[str, str] | None = None) -> PodInfo:
+    return PodInfo.from_pod(make_pod(name, annotations=annotations))
 
 
-def _pod(name: str, spot_ok: bool = False) -> PodInfo:
-    return PodInfo.from_pod(make_pod(name, annotations=SPOT_OK if spot_ok else None))
+def expected_score(p: PodInfo, node: dict[str, Any]) -> int:
+    """The rule the README states, for comparing against."""
+    spot_ok = ((p.pod["metadata"].get("annotations") or {}).get("minisched.dev/spot-ok")) == "true"
+    is_spot = (node["metadata"].get("labels") or {}).get(SPOT_LABEL) == "spot"
+    return 0 if is_spot and not spot_ok else 100
 
 
-def _random_nodes(rng: random.Random, n: int) -> list[dict]:
+def random_nodes(rng: random.Random, n: int) -> list[dict[str, Any]]:
     nodes = []
     for i in range(n):
         labels = dict(SPOT) if rng.random() < 0.4 else {}
         if rng.random() < 0.2:
-            labels["node.kubernetes.io/lifecycle"] = "on-demand"
+            labels[SPOT_LABEL] = "on-demand"
         nodes.append(make_node(f"n{i}", labels=labels))
     return nodes
 
 
-def check_pure_rule(module: ModuleType) -> None:
+def table_of(nodes: list[dict[str, Any]]) -> NodeTable:
+    table = NodeTable()
+    for node in nodes:
+        table.add_node(node)
+    return table
+
+
+def check_pure_rule(module: Any) -> None:
     spot, regular = make_node("spot", labels=SPOT), make_node("regular")
-    assert module.node_score(_pod("p"), spot) == 0, "a spot node should score 0"
-    assert module.node_score(_pod("p"), regular) == 100, "a regular node should score 100"
-    assert module.node_score(_pod("p", spot_ok=True), spot) == 100, "a spot-ok pod should not mind spot"
+    cases = [(pod("web"), spot, 0), (pod("web"), regular, 100), (pod("batch", SPOT_OK), spot, 100)]
+    for p, node, want in cases:
+        got = module.node_score(p, node)
+        who = "a spot-ok pod" if p.pod["metadata"].get("annotations") else "an ordinary pod"
+        assert got == want, f"node_score({who}, node {node['metadata']['name']!r}) should be {want}, got {got}"
 
 
-def check_vectorised_matches_pure(module: ModuleType) -> None:
+def check_vectorised(module: Any) -> None:
     rng = random.Random(7)
     plugin = module.new(None, None)
     for trial in range(30):
-        nodes = _random_nodes(rng, rng.randint(1, 40))
-        table = NodeTable()
-        for node in nodes:
-            table.add_node(node)
+        nodes = random_nodes(rng, rng.randint(1, 40))
         rows = np.arange(len(nodes), dtype=np.intp)
         if trial % 3 == 0:
-            rows = rows[::2]
-        pod = _pod(f"p{trial}", spot_ok=trial % 4 == 0)
-        got = list(plugin.score(CycleState(), pod, table, rows))
-        want = [module.node_score(pod, nodes[r]) for r in rows]
-        assert got == want, f"trial {trial}: vectorised {got} != pure {want}"
+            rows = rows[::2]  # the scheduler scores only the rows that passed Filter
+        p = pod(f"p{trial}", SPOT_OK if trial % 4 == 0 else None)
+        got = [int(s) for s in plugin.score(CycleState(), p, table_of(nodes), rows)]
+        want = [expected_score(p, nodes[r]) for r in rows]
+        assert got == want, (
+            f"trial {trial} ({len(nodes)} nodes, scoring rows {[int(r) for r in rows[:6]]}...): "
+            f"expected {want[:8]}..., your score() returned {got[:8]}...")
 
 
-def check_scheduler_avoids_spot(module: ModuleType) -> None:
+def scheduler_config(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [{"schedulerName": "minisched",
+                      "plugins": {"score": {"enabled": [{"name": name, "weight": 10}]}}}],
+    }
+
+
+def place(module: Any, pods: list[dict[str, Any]], nodes: list[dict[str, Any]]) -> dict[str, str | None]:
+    """Schedule `pods` on `nodes` with the default plugins plus the student's at weight 10."""
     from minisched.scheduler.scheduler import Scheduler
 
     cluster = EmbeddedCluster()
-    for i in range(3):
-        cluster.create("nodes", make_node(f"spot-{i}", labels=SPOT))
-    cluster.create("nodes", make_node("regular-0", cpu="2"))
-    # The default plugins plus the student's, with weight 10, as a KubeSchedulerConfiguration says it.
-    config = {
-        "apiVersion": "kubescheduler.config.k8s.io/v1",
-        "kind": "KubeSchedulerConfiguration",
-        "profiles": [{
-            "schedulerName": "minisched",
-            "plugins": {"score": {"enabled": [{"name": module.NAME, "weight": 10}]}},
-        }],
-    }
+    for node in nodes:
+        cluster.create("nodes", node)
     registry = in_tree_registry().merged({module.NAME: module.new})
-    sched = Scheduler(cluster, config=config, registry=registry, seed=0)
+    sched = Scheduler(cluster, config=scheduler_config(module.NAME), registry=registry, seed=0)
     sched.start(loop=False)
     try:
-        for i in range(4):  # 4 x 500m fill the regular node's 2 CPUs exactly
-            cluster.create("pods", make_pod(f"web-{i}", cpu="500m"))
-        cluster.create("pods", make_pod("batch", cpu="500m", annotations=SPOT_OK))
-        for _ in range(5):
+        for p in pods:
+            cluster.create("pods", p)
+        for _ in pods:
             sched.schedule_one(timeout=5)
         sched.wait_for_bindings(timeout=10)
-        placed = {p["metadata"]["name"]: p["spec"].get("nodeName") for p in cluster.list("pods", "default")["items"]}
+        return {p["metadata"]["name"]: p["spec"].get("nodeName") for p in cluster.list("pods", "default")["items"]}
     finally:
         sched.stop()
         cluster.close()
+
+
+def check_scheduler_avoids_spot(module: Any) -> None:
+    nodes = [make_node(f"spot-{i}", labels=SPOT) for i in range(3)] + [make_node("regular-0", cpu="2")]
+    pods = [make_pod(f"web-{i}", cpu="500m") for i in range(4)]  # 4 x 500m fill regular-0's 2 CPUs
+    pods.append(make_pod("batch", cpu="500m", annotations=SPOT_OK))
+    placed = place(module, pods, nodes)
     web = {name: node for name, node in placed.items() if name.startswith("web")}
-    assert all(node == "regular-0" for node in web.values()), f"web pods should avoid spot: {web}"
-    assert placed["batch"] is not None, "the spot-ok pod should still be placed"
+    assert all(node == "regular-0" for node in web.values()), f"expected every web pod on regular-0, got {web}"
+    assert placed["batch"] is not None, "expected the spot-ok pod to be placed too, it stayed pending"
 
 
-CHECKS: list[tuple[str, Callable[[ModuleType], None]]] = [
-    ("the pure rule", check_pure_rule),
-    ("vectorised score equals the pure rule", check_vectorised_matches_pure),
-    ("a scheduler with the plugin avoids spot nodes", check_scheduler_avoids_spot),
+CHECKS = [
+    Check("the pure rule", check_pure_rule, "node_score reads the node's labels and the pod's annotations: "
+          "node['metadata'].get('labels') and pod.pod['metadata'].get('annotations') (either may be missing)."),
+    Check("vectorised score follows the rule on random clusters", check_vectorised,
+          "score() gets only some rows: index nodes.label_column(SPOT_LABEL) with `rows`, and compare with "
+          "nodes.label_value_id(SPOT_LABEL, 'spot') (None when no node has that value).", points=2),
+    Check("a scheduler with the plugin avoids spot nodes", check_scheduler_avoids_spot,
+          "the plugin is scored with weight 10 beside the default plugins: spot nodes must score 0.", points=2),
 ]
 
-
-def run_checks(module: ModuleType | str = "exercise") -> Report:
-    if isinstance(module, str):
-        module = importlib.import_module(f"labs.lab01_spot_avoidance.{module}")
-    report = Report()
-    for name, check in CHECKS:
-        try:
-            check(module)
-        except AssertionError as e:
-            report.failed.append((name, str(e)))
-        else:
-            report.passed.append(name)
-    return report
-
-
 if __name__ == "__main__":
-    result = run_checks(sys.argv[1] if len(sys.argv) > 1 else "exercise")
-    print(result)
-    sys.exit(0 if result.ok else 1)
+    sys.exit(main(LAB, sys.argv[1:]))

@@ -19,7 +19,7 @@ SPOT_OK_ANNOTATION = "minisched.dev/spot-ok"
 
 def node_score(pod: PodInfo, node: dict[str, Any]) -> int:
     """0 for a spot node unless the pod says spot is fine, else 100."""
-    return 100  # your code here
+    raise NotImplementedError("node_score")  # your code here
 
 
 class SpotAvoidance:
@@ -28,7 +28,7 @@ class SpotAvoidance:
     def score(
         self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: npt.NDArray[np.intp]
     ) -> npt.NDArray[np.int64]:
-        return np.full(len(rows), 100, np.int64)  # your code here
+        raise NotImplementedError("score")  # your code here
 
 
 def new(args: Mapping[str, Any] | None, handle: Any) -> SpotAvoidance:

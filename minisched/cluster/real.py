@@ -13,6 +13,19 @@ and out, never through the client's generated models:
 - `ApiClient.call_api`'s signature changed with the client's move to a new code generator (37
   here, while the pinned range admits 33-37), and urllib3's request API did not.
 
+Dead connections are noticed, to client-go's standard (it sends HTTP/2 pings; urllib3 speaks
+HTTP/1.1, so the same bound comes from a deadline): every watch has an idle read deadline
+(`watch_idle_timeout`, 45 s) and asks the server to end it sooner than that (timeoutSeconds at most
+`watch_max_seconds`, 40 s), so a healthy watch is never silent past the deadline: the server ends
+it on time even when nothing happens (its bookmarks are no heartbeat to count on: the watch cache
+sends them only once the resource has changed since the watch began). A watch that is silent past
+the deadline, whose connection the network black-holed, is closed and logged, and the caller
+re-watches from the last resourceVersion it saw. TCP keepalive (15 s idle, 3 probes 5 s apart) and TCP_USER_TIMEOUT also
+end connections whose peer vanished, for every request.
+
+Watches stream on a pool of their own, so a long-lived watch never holds one of the connections
+that binding workers share, and a finished watch's connection is closed, never reused.
+
 Errors become `minisched.errors` exceptions built from the server's Status body, so code written
 against the embedded cluster catches the same types here. Client-side rate limiting does not exist
 (the Python client has none either); the API server's priority and fairness is the only limit.
@@ -22,7 +35,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import math
+import random
 import socket
 import threading
 from collections.abc import Iterator
@@ -33,13 +48,27 @@ import urllib3
 
 from minisched.cluster.base import Object, WatchEvent
 from minisched.errors import ApiError, Cause, Expired, InternalError, Invalid, ServiceUnavailable, Timeout
+from minisched.ratelimitlog import install as install_rate_limit
 from minisched.resources import PODS, Resource, ResourceLike, resolve
+
+log = logging.getLogger(__name__)
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
 # Bind from many threads at once without reconnecting: one pooled connection per concurrent caller.
-DEFAULT_POOL_SIZE = 64
+# Sized by use: `minisched run`'s 64 binding workers, the scheduling loop, the event writer, leader
+# election and the informers' lists, with room to spare. Past it urllib3 opens extra connections and
+# discards them afterwards ("Connection pool is full"), costing a TLS handshake each.
+DEFAULT_POOL_SIZE = 96
 DEFAULT_REQUEST_TIMEOUT = 30.0
+# A watch silent this long is dead (see the module docstring); the server ends watches before it.
+DEFAULT_WATCH_IDLE_TIMEOUT = 45.0
+DEFAULT_WATCH_MAX_SECONDS = 40.0
+WATCH_POOL_SIZE = 256  # watches are closed when they end; this only bounds idle placeholders
+# TCP keepalive: probe after 15 s idle, every 5 s, give up after 3 unanswered (~30 s); and drop a
+# connection whose sent data stays unacknowledged for 30 s.
+KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, KEEPALIVE_COUNT = 15, 5, 3
+TCP_USER_TIMEOUT_MS = 30_000
 
 
 # Only connection failures are retried: such a request never reached the server, so even a POST (a
@@ -56,15 +85,42 @@ class RealCluster:
         *,
         pool_maxsize: int = DEFAULT_POOL_SIZE,
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        watch_idle_timeout: float | None = DEFAULT_WATCH_IDLE_TIMEOUT,
+        watch_max_seconds: float | None = DEFAULT_WATCH_MAX_SECONDS,
         user_agent: str = "minisched",
     ) -> None:
-        """`configuration` is a `kubernetes.client.Configuration` (see from_kubeconfig/in_cluster)."""
+        """`configuration` is a `kubernetes.client.Configuration` (see from_kubeconfig/in_cluster).
+
+        `watch_idle_timeout`: seconds a watch may stay silent before its connection is taken for
+        dead (None: never). `watch_max_seconds`: the longest timeoutSeconds a watch asks for; it
+        must leave the server time to end the watch before the idle deadline."""
+        if pool_maxsize < 1:
+            raise ValueError(f"pool_maxsize must be at least 1, got {pool_maxsize}")
+        if watch_idle_timeout is not None:
+            if watch_idle_timeout <= 0:
+                raise ValueError(f"watch_idle_timeout must be positive or None, got {watch_idle_timeout}")
+            if watch_max_seconds is None or watch_max_seconds + 2 > watch_idle_timeout:
+                raise ValueError(
+                    f"watch_max_seconds ({watch_max_seconds}) must be at least 2 s below watch_idle_timeout "
+                    f"({watch_idle_timeout}): a healthy watch that the server ends at timeoutSeconds would "
+                    "otherwise be taken for dead"
+                )
+        if watch_max_seconds is not None and watch_max_seconds < 1:
+            raise ValueError(f"watch_max_seconds must be at least 1, got {watch_max_seconds}")
         self._configuration = configuration
         self.server: str = str(configuration.host).rstrip("/")
         self._request_timeout = request_timeout
+        self.watch_idle_timeout = watch_idle_timeout
+        self.watch_max_seconds = watch_max_seconds
+        self.pool_maxsize = pool_maxsize
         self._user_agent = user_agent
         self._pool = _pool_manager(configuration, pool_maxsize)
+        self._watch_pool = _pool_manager(configuration, WATCH_POOL_SIZE)
+        self._rng = random.Random()
+        self.dead_watches = 0  # watches closed by the idle deadline
         self._closed = False
+        # During an outage urllib3 logs every connection retry; keep one line per 10 s.
+        install_rate_limit(logging.getLogger("urllib3.connectionpool"), 10.0, match="Retrying")
 
     # --------------------------------------------------------------- construction
 
@@ -99,6 +155,7 @@ class RealCluster:
         if not self._closed:
             self._closed = True
             self._pool.clear()
+            self._watch_pool.clear()
 
     def __enter__(self) -> RealCluster:
         return self
@@ -212,18 +269,40 @@ class RealCluster:
             fieldSelector=field_selector,
             allowWatchBookmarks="true" if allow_bookmarks else None,
             # The server ends the stream after timeoutSeconds; whole seconds only, at least 1.
-            timeoutSeconds=max(1, math.ceil(timeout_seconds)) if timeout_seconds is not None else None,
+            timeoutSeconds=self._watch_seconds(timeout_seconds),
         )
         path = r.path(namespace if r.namespaced else None)
-        # No read timeout unless asked: a quiet watch without bookmarks may legitimately be silent.
-        read_timeout = (timeout_seconds + 30.0) if timeout_seconds is not None else None
+        # The idle deadline is a read timeout: urllib3 applies it to each recv, so it bounds silence,
+        # not the length of the watch. Without one (None) a dead connection blocks the reader forever.
+        idle = self.watch_idle_timeout
         try:
-            response = self._send("GET", path, query, None, JSON, read_timeout=read_timeout, stream=True)
+            response = self._send("GET", path, query, None, JSON, read_timeout=idle, stream=True)
         except Expired as err:
             # The contract raises Expired from iteration, however the server said it (HTTP status or
             # an ERROR event), so consumers handle it in one place.
             return RealWatch(None, r, error=err)
-        return RealWatch(response, r)
+        return RealWatch(response, r, idle_timeout=idle, on_dead=self._count_dead_watch)
+
+    def _watch_seconds(self, requested: float | None) -> int | None:
+        """timeoutSeconds for a watch: what the caller asked, capped so the server ends the watch
+        before the idle deadline; a capped value is spread over [75%, 100%] of the cap so that many
+        watches do not reconnect in step."""
+        cap = self.watch_max_seconds
+        seconds = requested
+        if cap is not None and (seconds is None or seconds > cap):
+            seconds = self._rng.uniform(0.75 * cap, cap)
+        if seconds is None:
+            return None
+        return max(1, min(math.ceil(seconds), int(cap) if cap is not None else math.ceil(seconds)))
+
+    def _count_dead_watch(self) -> None:
+        self.dead_watches += 1
+        # Whatever killed this connection (a NAT or conntrack entry forgotten, a peer gone) has most
+        # likely killed the idle pooled ones to the same server too, and urllib3 cannot tell: a
+        # black-holed socket looks alive. client-go's HTTP/2 health check closes the one shared
+        # connection, every request on it included; the equivalent here is to drop the idle pool,
+        # so the next bind opens a fresh connection instead of waiting out a dead one.
+        self._pool.clear()
 
     def bind(self, namespace: str, name: str, node_name: str, *, uid: str | None = None) -> None:
         metadata: dict[str, Any] = {"name": name, "namespace": namespace}
@@ -300,8 +379,9 @@ class RealCluster:
         )
         if stream and read_timeout is None:
             timeout = urllib3.Timeout(connect=10.0, read=None)
+        pool = self._watch_pool if stream else self._pool
         try:
-            response = self._pool.request(
+            response = pool.request(
                 method,
                 url,
                 body=payload,
@@ -327,13 +407,22 @@ class RealWatch:
     """A watch stream read line by line from the chunked HTTP response (one JSON event per line)."""
 
     def __init__(
-        self, response: urllib3.BaseHTTPResponse | None, resource: Resource, error: ApiError | None = None
+        self,
+        response: urllib3.BaseHTTPResponse | None,
+        resource: Resource,
+        error: ApiError | None = None,
+        *,
+        idle_timeout: float | None = None,
+        on_dead: Any = None,
     ) -> None:
         self._response = response
         self._resource = resource
         self._error = error
+        self._idle_timeout = idle_timeout
+        self._on_dead = on_dead
         self._stopped = threading.Event()
         self._done = False
+        self.dead = False  # ended by the idle deadline: the connection was taken for dead
 
     def __iter__(self) -> Iterator[WatchEvent]:
         if self._error is not None:
@@ -374,6 +463,17 @@ class RealWatch:
                 # Unchunked (some proxies): read1 returns what has arrived instead of waiting for 64 KiB.
                 while chunk := response.read1(65536):
                     yield chunk
+        except (urllib3.exceptions.ReadTimeoutError, TimeoutError):
+            if not self._stopped.is_set():
+                self.dead = True
+                if self._on_dead is not None:
+                    self._on_dead()
+                log.warning(
+                    "watch %s: nothing received for %g s, not even a bookmark; the connection is taken "
+                    "for dead, closed, and the watch restarted from the last resourceVersion seen",
+                    self._resource.group_resource, self._idle_timeout,
+                )
+            return
         except (urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError):
             # The stream broke (server restart, network, or stop() from another thread). The
             # contract: iteration just ends and the caller re-watches from the last version it saw.
@@ -475,10 +575,28 @@ def _auth_headers(configuration: Any) -> dict[str, str]:
     return headers
 
 
+def _socket_options() -> list[tuple[int, int, int]]:
+    """urllib3's defaults (TCP_NODELAY) plus keepalive and a user timeout, where the OS has them."""
+    from urllib3.connection import HTTPConnection
+
+    options = list(HTTPConnection.default_socket_options)
+    options.append((socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1))
+    for name, value in (
+        ("TCP_KEEPIDLE", KEEPALIVE_IDLE),
+        ("TCP_KEEPINTVL", KEEPALIVE_INTERVAL),
+        ("TCP_KEEPCNT", KEEPALIVE_COUNT),
+        ("TCP_USER_TIMEOUT", TCP_USER_TIMEOUT_MS),
+    ):
+        if hasattr(socket, name):
+            options.append((socket.IPPROTO_TCP, getattr(socket, name), value))
+    return options
+
+
 def _pool_manager(configuration: Any, maxsize: int) -> urllib3.PoolManager:
     kwargs: dict[str, Any] = {
         "num_pools": 4,
         "maxsize": maxsize,
+        "socket_options": _socket_options(),
         # Past maxsize, extra connections are made and discarded rather than blocking the caller.
         "block": False,
         "cert_reqs": "CERT_REQUIRED" if configuration.verify_ssl else "CERT_NONE",

@@ -149,6 +149,16 @@ class LeaderElector:
         with self._lock:
             return self._leading and self._observed is not None and self._observed.holder_identity == self.identity
 
+    def holds_lease(self) -> bool:
+        """Fencing for writes only a leader may make (a bind): leading, and the last successful
+        renewal is less than renew_deadline old on our own clock. A candidate takes over only
+        lease_duration (> renew_deadline) after it last saw the lease change, so a leader that was
+        paused (SIGSTOP, a long GC, a frozen VM) and resumes past that point says False here before
+        its elector thread has even noticed, and a bind it was about to send is not sent."""
+        with self._lock:
+            leading = self._leading and self._observed is not None and self._observed.holder_identity == self.identity
+            return leading and self.clock.monotonic() - self._observed_time < self.renew_deadline
+
     def leader(self) -> str | None:
         """The holder this elector last observed ("" when the lease is free); None before the first read."""
         with self._lock:

@@ -239,6 +239,30 @@ class ControlPlane:
         if proc is not None:
             proc.stop()
 
+    def restart_component(self, name: str, *, kill: bool = True, down_for: float = 0.0,
+                          timeout: float | None = None) -> float:
+        """Stop a component (SIGKILL with `kill`, else SIGTERM), wait `down_for` seconds, and start it
+        again with the same command line: same port, certificates and data, as a supervisor would.
+        Returns when it is ready again (the API server serving /readyz, etcd healthy) and how many
+        seconds it was down. For fault tests: clients see it crash and come back."""
+        with self._lock:
+            proc = self._processes.get(name)
+        if proc is None:
+            raise KeyError(f"no component named {name!r} is running")
+        began = time.monotonic()
+        if kill:
+            proc.kill()
+        else:
+            proc.stop()
+        if down_for > 0:
+            time.sleep(down_for)
+        new = self._spawn(name, proc.argv)
+        new.port = proc.port
+        ready = {"kube-apiserver": self._apiserver_ready, "etcd": self._etcd_healthy}.get(name)
+        if ready is not None:
+            new.wait_until(ready, timeout or self.options.ready_timeout, "ready after a restart")
+        return time.monotonic() - began
+
     def api_get(self, path: str) -> tuple[int, Any]:
         """GET `path` on the API server as admin; (status, parsed JSON or text)."""
         status, body = _https_get("127.0.0.1", self.apiserver_port, path, self._client_ssl_context())

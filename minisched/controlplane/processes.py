@@ -99,6 +99,17 @@ class ManagedProcess:
             time.sleep(interval)
             interval = min(interval * 1.5, 1.0)
 
+    def kill(self) -> None:
+        """SIGKILL the process group at once (a crash, for fault tests), and wait for it."""
+        try:
+            _signal_group(self.popen.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.popen.wait(timeout=10)
+        finally:
+            self._log.close()
+            with _live_lock:
+                _live.discard(self)
+
     def stop(self, grace: float = 10.0) -> None:
         """SIGTERM the process group, SIGKILL it after `grace` seconds. Idempotent."""
         try:

@@ -2,8 +2,10 @@
 
 One cycle (`list_and_watch`):
 1. LIST, and hand the whole result to the store as a replace. The first list asks for
-   resourceVersion "0" (any version the server has cached: cheap); after a 410 it asks for ""
-   (the latest, read from storage).
+   resourceVersion "0" (any version the server has cached: cheap). After a watch's 410 it asks for
+   the last version seen, as client-go does: a list "at least as fresh as" that version is still
+   served from the watch cache; only if that list is refused with 410 too does it ask for "" (the
+   latest, read from storage with a quorum read).
 2. WATCH from the list's resourceVersion, feeding each ADDED/MODIFIED/DELETED to the store and
    remembering the newest resourceVersion seen (BOOKMARK events move it too, without an object
    change), so the next watch resumes exactly where this one ended.
@@ -158,6 +160,8 @@ class Reflector:
             if rv == "":
                 raise
             self.stats.expired += 1
+            with self._lock:
+                self._rv_unavailable = True  # a failure below relists at "" too, not at rv again
             items, list_rv = self._list_at("")
         self.stats.lists += 1
         self.store.replace(items, list_rv)
@@ -247,10 +251,12 @@ class Reflector:
                 self._last_sync_rv = rv
 
     def _mark_expired(self) -> None:
+        """A watch's 410. The relist still asks for the last version seen (client-go does not set
+        isLastSyncResourceVersionUnavailable here): a list at least that fresh is valid; if the
+        server refuses it too, _list falls back to ""."""
         self.stats.expired += 1
-        with self._lock:
-            self._rv_unavailable = True
-        log.info("%s: resourceVersion %s expired (410); relisting", self.name, self.last_sync_resource_version)
+        log.info("%s: watch from resourceVersion %s expired (410); relisting from it",
+                 self.name, self.last_sync_resource_version)
 
     # -- waiting ------------------------------------------------------------------------------
 

@@ -13,13 +13,17 @@ instance leads, or it knows who does). A follower is ready: it is healthy and wa
 it unready (the book's OUT_OF_SERVICE idea) would only make Kubernetes restart or unroute a standby
 that is doing its job. Losing the lease is handled by the elector (the scheduler stops), not by a probe.
 
-The server binds 127.0.0.1 only (port 0 picks a free port) and runs on a daemon thread.
+The server binds 127.0.0.1 only (port 0 picks a free port) and runs on a daemon thread. In a cluster
+it serves as kube-scheduler's secure port does: TLS (`ssl_context`) and an `authorizer` asked about
+every request (minisched.observability.auth.DelegatedAuth: TokenReview + SubjectAccessReview for
+/metrics; the health endpoints stay open to probes).
 """
 
 from __future__ import annotations
 
+import ssl
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
@@ -31,6 +35,8 @@ __all__ = ["Check", "HealthServer", "informers_synced", "leadership_known"]
 # A check returns None (or True) when healthy; returns a reason string, returns False or raises
 # when not.
 Check = Callable[[], "str | bool | None"]
+# (path, request headers) -> None to serve, or (HTTP status, message) to refuse.
+Authorizer = Callable[[str, Mapping[str, str]], "tuple[int, str] | None"]
 
 
 def _run_check(check: Check) -> str | None:
@@ -69,7 +75,15 @@ def leadership_known(elector: Any) -> Check:
 class HealthServer:
     """/metrics for `registry` and the three health endpoints. Use as a context manager or start()/stop()."""
 
-    def __init__(self, registry: CollectorRegistry | None = None, *, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self,
+        registry: CollectorRegistry | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        ssl_context: ssl.SSLContext | None = None,
+        authorizer: Authorizer | None = None,
+    ) -> None:
         # Loopback, or every interface when asked (in a pod, the kubelet probes the pod's IP).
         if host not in ("127.0.0.1", "localhost", "::1", "0.0.0.0", "::"):
             raise ValueError(
@@ -77,6 +91,8 @@ class HealthServer:
             )
         self.registry = registry
         self._host, self._port = host, port
+        self.ssl_context = ssl_context
+        self.authorizer = authorizer
         self._checks: dict[str, dict[str, Check]] = {"livez": {}, "readyz": {}}
         self._checks["livez"]["ping"] = lambda: None
         self._checks["readyz"]["ping"] = lambda: None
@@ -126,7 +142,11 @@ class HealthServer:
 
     @property
     def url(self) -> str:
-        return f"http://{self._host}:{self.port}"
+        return f"{'https' if self.ssl_context else 'http'}://{self._host}:{self.port}"
+
+    @property
+    def serving(self) -> bool:
+        return self._httpd is not None
 
     def start(self) -> HealthServer:
         if self._httpd is not None:
@@ -135,7 +155,15 @@ class HealthServer:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-                status, ctype, body = server._respond(self.path)
+                refused = None
+                if server.authorizer is not None:
+                    path = urlsplit(self.path).path.rstrip("/") or "/"
+                    refused = server.authorizer(path, dict(self.headers.items()))
+                if refused is not None:
+                    code, message = refused
+                    status, ctype, body = code, "text/plain; charset=utf-8", (message + "\n").encode()
+                else:
+                    status, ctype, body = server._respond(self.path)
                 self.send_response(status)
                 self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(body)))
@@ -148,6 +176,8 @@ class HealthServer:
 
         self._httpd = ThreadingHTTPServer((self._host, self._port), Handler)
         self._httpd.daemon_threads = True
+        if self.ssl_context is not None:
+            self._httpd.socket = self.ssl_context.wrap_socket(self._httpd.socket, server_side=True)
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="health-server", daemon=True)
         self._thread.start()
         return self

@@ -25,11 +25,14 @@ from typing import Any
 from minisched.clock import Clock, RealClock, rfc3339, rfc3339_micro
 from minisched.cluster.base import Cluster
 from minisched.errors import ApiError, NotFound
+from minisched.ratelimitlog import install as install_rate_limit
 from minisched.resources import EVENTS, EVENTS_V1, PODS
 
 Object = dict[str, Any]
 
 log = logging.getLogger(__name__)
+# During an API outage every write fails alike: one warning per 10 s, with a count of the rest.
+install_rate_limit(log, 10.0, match="write failed")
 
 NORMAL = "Normal"
 WARNING = "Warning"
@@ -89,6 +92,7 @@ class EventRecorder:
         self.failed = 0
         self._queue: queue.Queue[Callable[[], None] | None] = queue.Queue()
         self._worker: threading.Thread | None = None
+        self._closed = False  # abandon()ed at a shutdown deadline: later writes are dropped
         self._lock = threading.Lock()
         self._names = itertools.count()
         # Where status writes read the pod's current conditions: an informer's cache saves a GET per
@@ -153,6 +157,10 @@ class EventRecorder:
     # --- the writer --------------------------------------------------------------------------------------
 
     def _submit(self, fn: Callable[[], None], *, droppable: bool) -> None:
+        if self._closed:
+            with self._lock:
+                self.dropped += 1
+            return
         if not self.asynchronous:
             self._run(fn)
             return
@@ -198,8 +206,31 @@ class EventRecorder:
         if not self.asynchronous or self._worker is None:
             return True
         done = threading.Event()
-        self._queue.put(done.set)
+        self._queue.put(_FlushMarker(done))
         return done.wait(timeout)
+
+    def abandon(self) -> int:
+        """Give up on the backlog (a shutdown deadline passed): drop every queued write, refuse new
+        ones, and let the writer end after the write it is in. Returns how many writes were dropped."""
+        with self._lock:
+            self._closed = True
+        dropped = 0
+        while True:
+            try:
+                fn = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            self._queue.task_done()
+            if isinstance(fn, _FlushMarker):
+                fn()  # whoever waits on that flush need not wait for writes that will never happen
+            elif fn is not None:
+                dropped += 1
+        self._queue.put(None)
+        with self._lock:
+            self.dropped += dropped
+        if dropped:
+            log.warning("dropped %d unsent event/status writes at shutdown", dropped)
+        return dropped
 
     def stop(self, timeout: float | None = 10.0) -> None:
         """Finish the backlog, then stop the writer thread."""
@@ -294,6 +325,16 @@ class EventRecorder:
         if nominated_node_name is not None:
             status["nominatedNodeName"] = nominated_node_name or None
         self._patch(namespace, name, {"status": status}, "status")
+
+
+class _FlushMarker:
+    """Queued by flush(): sets its event when the writer reaches it."""
+
+    def __init__(self, done: threading.Event) -> None:
+        self.done = done
+
+    def __call__(self) -> None:
+        self.done.set()
 
 
 def _object_reference(obj: Object) -> Object:

@@ -24,6 +24,14 @@ plugin -> event table rather than QueueingHints; nominated pods are added to the
 (kube filters twice, which only matters for inter-pod affinity, which minisched does not have);
 a pod waiting at Permit holds one binding worker.
 
+Shutdown has one deadline (`shutdown_timeout`, 20 s by default; Kubernetes kills a pod 30 s after
+SIGTERM) shared by everything that must end: the scheduling loop's current cycle, the binding
+cycles, the event and status writes, the informers. Whatever has not finished by then is abandoned
+and logged by name: a binding not yet started is forgotten (its pod stays pending for the next
+scheduler), a bind already sent either lands or fails whole on the API server (pods/binding is
+atomic), unsent events are dropped. The binding workers are daemon threads so that one hung
+request cannot hold the process past the deadline (ThreadPoolExecutor's are joined at exit).
+
 Metrics go through `observer`, any object with some of SchedulerMetrics' methods
 (observe_attempt, observe_algorithm, observe_scheduled, observe_extension_point, set_pending,
 observe_preemption); minisched.observability plugs Prometheus in there.
@@ -33,10 +41,10 @@ from __future__ import annotations
 
 import collections
 import logging
+import queue as queue_module
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -46,7 +54,16 @@ from minisched.cluster.base import Cluster
 from minisched.errors import ApiError, NotFound, is_conflict
 from minisched.informer import ResourceEventHandlerFuncs, SharedInformerFactory, unwrap_tombstone
 from minisched.meta import key_of
-from minisched.resources import NODES, PODS, PRIORITY_CLASSES
+from minisched.resources import (
+    CSI_NODES,
+    NODES,
+    PERSISTENT_VOLUME_CLAIMS,
+    PERSISTENT_VOLUMES,
+    POD_DISRUPTION_BUDGETS,
+    PODS,
+    PRIORITY_CLASSES,
+    STORAGE_CLASSES,
+)
 from minisched.scheduler.cache import CacheError, SchedulerCache
 from minisched.scheduler.events import (
     POD_REASON_SCHEDULER_ERROR,
@@ -72,6 +89,7 @@ from minisched.scheduler.queue import (
     priority_sort_less,
 )
 from minisched.scheduler.snapshot import NodeTable
+from minisched.scheduler.tracing import AttemptTrace, CycleTracer
 
 Object = dict[str, Any]
 
@@ -81,6 +99,7 @@ log = logging.getLogger(__name__)
 INVALID_POD = "PodSpec"
 HOUSEKEEPING_PERIOD = 1.0
 API_DEFAULT_SCHEDULER = "default-scheduler"
+DEFAULT_SHUTDOWN_TIMEOUT = 20.0
 
 
 class SchedulerObserver(Protocol):
@@ -122,6 +141,104 @@ class SchedulerStats:
         return data[idx]
 
 
+@dataclass
+class ShutdownReport:
+    """What stop() finished and what it abandoned at the deadline."""
+
+    seconds: float = 0.0
+    deadline: float = 0.0
+    abandoned_cycle: str | None = None  # the pod whose scheduling cycle was still running
+    bindings_not_started: list[str] = field(default_factory=list)  # forgotten: the pods stay pending
+    bindings_in_flight: int = 0  # sent, answer not awaited: each lands or fails whole
+    writes_dropped: int = 0  # events and status writes never sent
+    informers_running: list[str] = field(default_factory=list)
+
+    @property
+    def clean(self) -> bool:
+        return not (self.abandoned_cycle or self.bindings_not_started or self.bindings_in_flight
+                    or self.writes_dropped or self.informers_running)
+
+    def describe(self) -> str:
+        if self.clean:
+            return f"shut down cleanly in {self.seconds:.1f} s"
+        parts = []
+        if self.abandoned_cycle:
+            parts.append(f"the scheduling cycle of {self.abandoned_cycle}")
+        if self.bindings_not_started:
+            names = ", ".join(self.bindings_not_started[:10])
+            more = len(self.bindings_not_started) - 10
+            parts.append(f"{len(self.bindings_not_started)} bindings not started, their pods left pending "
+                         f"({names}{f' and {more} more' if more > 0 else ''})")
+        if self.bindings_in_flight:
+            parts.append(f"{self.bindings_in_flight} bindings in flight (each lands or fails whole)")
+        if self.writes_dropped:
+            parts.append(f"{self.writes_dropped} event/status writes unsent")
+        if self.informers_running:
+            parts.append(f"informers still stopping: {', '.join(self.informers_running)}")
+        return (f"shutdown deadline of {self.deadline:g} s reached after {self.seconds:.1f} s; abandoned "
+                + "; ".join(parts))
+
+
+class _DaemonWorkers:
+    """Up to `size` daemon threads running submitted jobs in order (started as needed).
+
+    Unlike ThreadPoolExecutor, whose workers the interpreter joins at exit, a worker stuck in a
+    request that never returns cannot hold the process, and shutdown() hands back the jobs that
+    never started, so the caller can undo what they stood for."""
+
+    def __init__(self, size: int, name: str) -> None:
+        self._size = size
+        self._name = name
+        self._jobs: queue_module.SimpleQueue[tuple[Callable[[Any], None], Any] | None] = queue_module.SimpleQueue()
+        self._lock = threading.Lock()
+        self._threads = 0
+        self._idle = 0
+        self._closed = False
+
+    def submit(self, fn: Callable[[Any], None], arg: Any) -> None:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError(f"{self._name} workers are shut down")
+            start = self._idle == 0 and self._threads < self._size
+            if start:
+                self._threads += 1
+            else:
+                self._idle -= 1 if self._idle else 0
+        self._jobs.put((fn, arg))
+        if start:
+            threading.Thread(target=self._work, name=f"{self._name}-{self._threads}", daemon=True).start()
+
+    def _work(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            fn, arg = job
+            try:
+                fn(arg)
+            finally:
+                with self._lock:
+                    self._idle += 1
+
+    def shutdown(self) -> list[Any]:
+        """Accept no more jobs; return the arguments of those not started, and end the workers
+        once their current job is done."""
+        with self._lock:
+            self._closed = True
+            threads = self._threads
+        not_started: list[Any] = []
+        while True:
+            try:
+                job = self._jobs.get_nowait()
+            except queue_module.Empty:
+                break
+            if job is not None:
+                not_started.append(job[1])
+        for _ in range(threads):
+            self._jobs.put(None)
+        return not_started
+
+
 class SchedulerHandle:
     """What plugins get (framework Handle): the cluster, the snapshot of the current cycle, the event
     recorder, the clock, and a way to run the Filter plugins (for preemption's what-ifs)."""
@@ -134,6 +251,24 @@ class SchedulerHandle:
         self.framework: Framework | None = None
         self.current: NodeTable | None = None
         self.informer_factory: SharedInformerFactory | None = None
+        self.pdb_informer: Any = None  # set by Scheduler.start when a plugin reads PDBs
+
+    def pod_disruption_budgets(self) -> list[Object]:
+        """The PodDisruptionBudgets in the informer's cache (kube's pdbLister.List). Without an
+        informer (a scheduler driven by hand), one LIST; either way an error is raised, never []."""
+        from minisched.scheduler.plugins.default_preemption import PdbsUnavailable
+
+        informer = self.pdb_informer
+        if informer is None:
+            if self.cluster is None:
+                return []  # no API at all (the algorithm driven by hand on a table)
+            try:
+                return list(self.cluster.list(POD_DISRUPTION_BUDGETS).get("items") or [])
+            except ApiError as err:
+                raise PdbsUnavailable(f"cannot list PodDisruptionBudgets: {err}") from err
+        if not informer.has_synced():
+            raise PdbsUnavailable("the PodDisruptionBudget informer has not synced yet")
+        return list(informer.store.list())
 
     def snapshot(self) -> NodeTable:
         return self.current if self.current is not None else self._cache.snapshot()
@@ -174,6 +309,8 @@ class _Assumed:
     waiting: _WaitingPod | None
     decision: Decision
     started: float  # perf_counter at the start of the scheduling cycle
+    trace: AttemptTrace | None = None
+    outcome: tuple[str, Status] = ("scheduled", Status.success())  # for the trace
 
 
 class Scheduler:
@@ -206,18 +343,25 @@ class Scheduler:
         assumed_ttl: float = 30.0,
         registry: Mapping[str, Any] | None = None,
         seed: int | None = None,
+        shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
+        bind_guard: Callable[[], bool] | None = None,
+        tracer: CycleTracer | None = None,
     ) -> None:
         if profiles is not None and config is not None:
             raise ValueError("give either profiles or config, not both")
         if bind_workers < 1 or max_bindings_in_flight < 1:
             raise ValueError(f"bind_workers ({bind_workers}) and max_bindings_in_flight "
                              f"({max_bindings_in_flight}) must be at least 1")
+        if shutdown_timeout < 0:
+            raise ValueError(f"shutdown_timeout must not be negative, got {shutdown_timeout}")
         if config is not None:
             profiles = load_profiles(config)
         profiles = list(profiles or [default_profile()])
         self.cluster = cluster
         self.clock: Clock = clock or RealClock()
         self.observer = observer
+        self.tracer = tracer
+        self._tls = threading.local()  # .trace: the attempt traced on this thread, if any
         self.recorder = recorder or EventRecorder(cluster, clock=self.clock)
         self.cache = SchedulerCache(clock=self.clock, assumed_ttl=assumed_ttl, pod_info=self.pod_info)
         self.handle = SchedulerHandle(cluster, self.recorder, self.clock, self.cache)
@@ -225,12 +369,13 @@ class Scheduler:
         self.factory = informer_factory or SharedInformerFactory(cluster)
         self.handle.informer_factory = self.factory
         self.frameworks: dict[str, Framework] = {}
+        self._registry = registry
+        self._seed = seed
+        self._percentage_of_nodes_to_score = percentage_of_nodes_to_score
+        self._swaps: dict[str, Framework] = {}  # profile -> framework to use from the next cycle
+        self._swaps_lock = threading.Lock()
         for profile in profiles:
-            if percentage_of_nodes_to_score is not None:
-                profile = replace(profile, percentage_of_nodes_to_score=percentage_of_nodes_to_score)
-            # No observer, no per-point timing calls at all (they cost a few µs per cycle each).
-            fwk = Framework(profile, registry, handle=self.handle, seed=seed,
-                            observer=self._observe_point if observer is not None else None)
+            fwk = self._build_framework(profile)
             self.frameworks[profile.scheduler_name] = fwk
         if len(self.frameworks) != len(profiles):
             raise ValueError("two profiles have the same schedulerName")
@@ -250,15 +395,19 @@ class Scheduler:
             plugin_events={**PLUGIN_EVENTS, INVALID_POD: frozenset()},
         )
         for fwk in self.frameworks.values():
-            for plugin in fwk.points.post_filter:
-                if hasattr(plugin, "nominator"):  # DefaultPreemption clears lower nominations
-                    plugin.nominator = self.queue
+            self._wire(fwk)
         self.annotate_decisions = annotate_decisions
         self.keep_decisions = keep_decisions
         self.decisions: collections.OrderedDict[str, Decision] = collections.OrderedDict()
         self.stats = SchedulerStats()
         self._priority_classes: dict[str, int] = {}
-        self._pool = ThreadPoolExecutor(max_workers=bind_workers, thread_name_prefix="bind")
+        self.shutdown_timeout = shutdown_timeout
+        # Asked right before each bind; False (a leader that lost its lease) means: do not send it.
+        self.bind_guard = bind_guard
+        self.fenced_binds = 0
+        self.shutdown_report: ShutdownReport | None = None
+        self._cycle_pod: str | None = None  # the pod in the running scheduling cycle, for shutdown's log
+        self._pool = _DaemonWorkers(bind_workers, "bind")
         self._binding_slots = threading.BoundedSemaphore(max_bindings_in_flight)
         self._bindings_lock = threading.Lock()
         self._bindings_in_flight = 0
@@ -269,6 +418,47 @@ class Scheduler:
         self._threads: list[threading.Thread] = []
         self._started = False
         self._pod_informer: Any = None
+
+    # --- frameworks, and swapping one at run time ---------------------------------------------------
+
+    def _build_framework(self, profile: Profile) -> Framework:
+        if self._percentage_of_nodes_to_score is not None:
+            profile = replace(profile, percentage_of_nodes_to_score=self._percentage_of_nodes_to_score)
+        # No observer nor tracer, no per-point timing calls at all (a few µs per cycle each).
+        timed = self.observer is not None or self.tracer is not None
+        return Framework(profile, self._registry, handle=self.handle, seed=self._seed,
+                         observer=self._observe_point if timed else None)
+
+    def _wire(self, fwk: Framework) -> None:
+        for plugin in fwk.points.post_filter:
+            if hasattr(plugin, "nominator"):  # DefaultPreemption clears lower nominations
+                plugin.nominator = self.queue
+
+    def build_framework(self, profile: Profile) -> Framework:
+        """A framework for `profile`, built as the scheduler builds its own, for `swap_framework`.
+        Raises (ValueError, ...) when the profile cannot be built; nothing changes then."""
+        if profile.scheduler_name not in self.frameworks:
+            raise ValueError(f"no profile named {profile.scheduler_name!r} (have {sorted(self.frameworks)}): "
+                             f"profiles are fixed at start, their plugins are not")
+        fwk = self._build_framework(profile)
+        sort = fwk.points.queue_sort[0].name
+        current = next(iter(self.frameworks.values())).points.queue_sort[0].name
+        if sort != current:  # one queue for every profile, ordered one way
+            raise ValueError(f"queueSort cannot change at run time ({current} -> {sort})")
+        self._wire(fwk)
+        return fwk
+
+    def swap_framework(self, fwk: Framework) -> None:
+        """Use `fwk` for its profile from the next scheduling cycle on. The loop takes it between
+        two cycles, so a cycle runs wholly with the old plugins or wholly with the new; bindings
+        already handed off finish with the framework that decided them."""
+        with self._swaps_lock:
+            self._swaps[fwk.profile_name] = fwk
+
+    def _take_swaps(self) -> None:
+        with self._swaps_lock:
+            swaps, self._swaps = self._swaps, {}
+        self.frameworks.update(swaps)
 
     # --- which pods are ours ----------------------------------------------------------------------
 
@@ -393,6 +583,23 @@ class Scheduler:
             # a domain gone can lower the skew a spread constraint measures (kube: Node/Delete)
             self.queue.move_all_to_active_or_backoff(NODE_DELETE)
 
+    def _watch_storage(self) -> None:
+        """A change to a storage object the volume plugins read (they asked the factory for its
+        informer) may make a parked pod schedulable: move pods, as kube's storage event handlers do."""
+        wanted = {(r.group, r.plural): r.kind
+                  for r in (PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, CSI_NODES)}
+        for key, informer in self.factory.informers().items():
+            kind = wanted.get((key.resource.group, key.resource.plural))
+            if kind is None:
+                continue
+
+            def moved(action: str, kind: str = kind) -> Callable[..., None]:
+                def handler(*_: Any) -> None:
+                    self.queue.move_all_to_active_or_backoff(ClusterEvent(kind, action))
+                return handler
+
+            informer.add_event_handler(ResourceEventHandlerFuncs(moved("Add"), moved("Update"), moved("Delete")))
+
     def move(self, event: ClusterEvent) -> int:
         """Tell the queue about a cluster event by hand (what the handlers do)."""
         return self.queue.move_all_to_active_or_backoff(event)
@@ -412,6 +619,10 @@ class Scheduler:
         # listener thread instead of two, and a pending->bound transition handled in one place.
         pods.add_event_handler(ResourceEventHandlerFuncs(self._on_pod_add, self._on_pod_update, self._on_pod_delete))
         nodes.add_event_handler(ResourceEventHandlerFuncs(self._on_node_add, self._on_node_update, self._on_node_delete))
+        self._watch_storage()
+        if any(getattr(p, "uses_pod_disruption_budgets", False)
+               for fwk in self.frameworks.values() for p in fwk.points.post_filter):
+            self.handle.pdb_informer = self.factory.informer_for(POD_DISRUPTION_BUDGETS)
         self.factory.start()
         synced = self.factory.wait_for_cache_sync(sync_timeout)
         if not all(synced.values()):
@@ -436,21 +647,66 @@ class Scheduler:
         stop.wait()
         self.stop()
 
-    def stop(self, timeout: float = 30.0) -> None:
-        """Graceful shutdown: no new cycles, running bindings finish, events are flushed."""
+    def stop(self, timeout: float | None = None) -> ShutdownReport:
+        """Graceful shutdown within one deadline (`timeout`, default `shutdown_timeout`, in real
+        seconds) shared by all its steps: no new cycles, bindings finish, events are flushed,
+        informers stop. What is not done by the deadline is abandoned safely and logged."""
+        if self.shutdown_report is not None:
+            return self.shutdown_report
+        budget = self.shutdown_timeout if timeout is None else timeout
+        began = time.monotonic()
+        end = began + budget
+
+        def left() -> float:
+            return max(0.0, end - time.monotonic())
+
+        report = ShutdownReport(deadline=budget)
+        self.shutdown_report = report
         self._stop.set()
         with self._wake:
             self._wake.notify_all()
         self.queue.close()
+        for waiting in list(self._waiting.values()):  # a pod held at Permit holds a worker
+            waiting.reject("", "scheduler shutting down")
         for t in self._threads:
-            t.join(timeout)
-        self._pool.shutdown(wait=True)
-        self.recorder.flush(timeout)
-        self.recorder.stop(timeout)
-        self.factory.shutdown(timeout)
+            t.join(left())
+        if any(t.is_alive() and t.name == "scheduler-loop" for t in self._threads):
+            report.abandoned_cycle = self._cycle_pod or "(between pods)"
+        # Bindings queued but not started: forget them (nothing was sent; the pods stay pending).
+        for a in self._pool.shutdown():
+            report.bindings_not_started.append(a.qpi.key)
+            a.framework.run_unreserve(a.state, a.info, a.node)
+            self.cache.forget_pod(a.qpi.pod)
+            self._binding_done()
+        if not self.wait_for_bindings(left()):
+            with self._bindings_lock:
+                report.bindings_in_flight = self._bindings_in_flight
+        if self.recorder.flush(left()):
+            self.recorder.stop(left())
+        else:
+            report.writes_dropped = self.recorder.abandon()
+        if self._started:
+            for key, informer in self.factory.informers().items():
+                if not informer.is_stopped():
+                    try:
+                        informer.stop(left())
+                    except RuntimeError:  # never started (a shared factory's other informers)
+                        continue
+                if not informer.is_stopped():
+                    report.informers_running.append(str(key))
+        report.seconds = time.monotonic() - began
+        (log.info if report.clean else log.warning)("scheduler %s", report.describe())
+        return report
 
     def close(self) -> None:
         self.stop()
+
+    def _binding_done(self) -> None:
+        with self._bindings_lock:
+            self._bindings_in_flight -= 1
+            if not self._bindings_in_flight:
+                self._bindings_idle.notify_all()
+        self._binding_slots.release()
 
     def __enter__(self) -> Scheduler:
         self.start()
@@ -505,6 +761,11 @@ class Scheduler:
         qpi = self.queue.pop(timeout)
         if qpi is None:
             return False
+        self._cycle_pod = qpi.key
+        trace = None
+        if self.tracer is not None:
+            trace = self.tracer.begin(qpi.key, _scheduler_name(qpi.pod), qpi.attempts)
+            self._tls.trace = trace
         try:
             self._scheduling_cycle(qpi)
         except Exception as err:  # a bug must cost one attempt, not the pod: it backs off and retries
@@ -512,10 +773,20 @@ class Scheduler:
             self.stats.errors += 1
             self.queue.add_unschedulable(qpi, error=True)
             self.recorder.failed_scheduling(qpi.pod, f"scheduler error: {err}")
+            if trace is not None:
+                trace.decided("error", Status.from_error(err), None, None)
+        finally:
+            self._cycle_pod = None
+            if trace is not None:
+                handed = self._tls.trace is None  # _assume_and_bind gave it to a binding cycle
+                self._tls.trace = None
+                trace.cycle_done(binding=handed)
         return True
 
     def _scheduling_cycle(self, qpi: QueuedPodInfo) -> None:
         started = time.perf_counter()
+        if self._swaps:  # between two cycles: the only place the plugin set may change
+            self._take_swaps()
         pod = qpi.pod
         fwk = self.frameworks.get(_scheduler_name(pod))
         if fwk is None or (pod.get("metadata") or {}).get("deletionTimestamp") or self.cache.is_assumed(qpi.key):
@@ -545,6 +816,9 @@ class Scheduler:
             t_algo = time.perf_counter()
             result = fwk.schedule(info, snapshot, state=state)
             self._observe("observe_algorithm", time.perf_counter() - t_algo)
+            if self.tracer is not None:
+                self._trace_decided("scheduled" if result.node else "unschedulable" if result.status.is_rejected
+                                    else "error", result.status, result.node, result.decision)
             self._keep_decision(result.decision)
             if result.node is None:
                 self._handle_no_fit(qpi, fwk, info, state, result)
@@ -641,10 +915,31 @@ class Scheduler:
             self.queue.delete_nominated(qpi.pod)
         self.stats.scheduled += 1
         self._observe_attempt("scheduled", started, cycle_only=True)
-        self._binding_slots.acquire()  # bounded: a slow API server slows the loop instead of piling up
+        # Bounded: a slow API server slows the loop instead of piling up; shutdown ends the wait.
+        while not self._binding_slots.acquire(timeout=0.1):
+            if self._stop.is_set():
+                self._abandon_before_binding(qpi, fwk, info, state, node, waiting)
+                return
         with self._bindings_lock:
             self._bindings_in_flight += 1
-        self._pool.submit(self._binding_cycle, _Assumed(qpi, info, node, state, fwk, waiting, decision, started))
+        trace: AttemptTrace | None = None
+        if self.tracer is not None:
+            trace = getattr(self._tls, "trace", None)
+            self._tls.trace = None  # handed on: the binding cycle ends the attempt
+        assumed = _Assumed(qpi, info, node, state, fwk, waiting, decision, started, trace)
+        try:
+            self._pool.submit(self._binding_cycle, assumed)
+        except RuntimeError:  # shut down meanwhile: nothing was sent
+            self._binding_done()
+            self._abandon_before_binding(qpi, fwk, info, state, node, waiting)
+
+    def _abandon_before_binding(self, qpi: QueuedPodInfo, fwk: Framework, info: PodInfo, state: CycleState,
+                                node: str, waiting: _WaitingPod | None) -> None:
+        """Shutdown came between the decision and its binding: undo the assumption, send nothing."""
+        self._waiting.pop(qpi.key, None)
+        fwk.run_unreserve(state, info, node)
+        self.cache.forget_pod(qpi.pod)
+        log.info("shutting down: %s was not bound to %s and stays pending", qpi.key, node)
 
     # --- the binding cycle -------------------------------------------------------------------------------
 
@@ -663,17 +958,18 @@ class Scheduler:
         return True
 
     def _binding_cycle(self, a: _Assumed) -> None:
+        if a.trace is not None:
+            self._tls.trace = a.trace
         try:
             self._bind(a)
         except Exception:
             log.exception("binding cycle for %s failed", a.qpi.key)
             self._binding_failed(a, Status.from_error(RuntimeError("binding cycle crashed")))
         finally:
-            with self._bindings_lock:
-                self._bindings_in_flight -= 1
-                if not self._bindings_in_flight:
-                    self._bindings_idle.notify_all()
-            self._binding_slots.release()
+            if a.trace is not None:
+                self._tls.trace = None
+                a.trace.binding_done(*a.outcome)
+            self._binding_done()
 
     def _bind(self, a: _Assumed) -> None:
         if a.waiting is not None:
@@ -686,6 +982,15 @@ class Scheduler:
                 self._binding_failed(a, a.waiting.status)
                 return
         status = a.framework.run_pre_bind(a.state, a.info, a.node)
+        if status.is_success and self.bind_guard is not None and not self.bind_guard():
+            # Not (surely) the leader any more: the new leader owns this pod. Nothing was sent;
+            # undo the assumption and leave the pod pending, without writing anything about it.
+            a.framework.run_unreserve(a.state, a.info, a.node)
+            self.cache.forget_pod(a.qpi.pod)
+            with self._bindings_lock:
+                self.fenced_binds += 1
+            log.warning("not binding %s to %s: this scheduler no longer holds the leader lease", a.qpi.key, a.node)
+            return
         if status.is_success:
             status = a.framework.run_bind(a.state, a.info, a.node)
         if not status.is_success:
@@ -706,8 +1011,8 @@ class Scheduler:
             self.observer.observe_scheduled(a.qpi.attempts, since)
 
     def _binding_failed(self, a: _Assumed, status: Status) -> None:
-        self._observe("observe_attempt", "unschedulable" if status.is_rejected else "error",
-                      time.perf_counter() - a.started)
+        a.outcome = ("unschedulable" if status.is_rejected else "error", status)
+        self._observe("observe_attempt", a.outcome[0], time.perf_counter() - a.started)
         a.framework.run_unreserve(a.state, a.info, a.node)
         self.cache.forget_pod(a.qpi.pod)
         err = status.error
@@ -750,6 +1055,13 @@ class Scheduler:
         self.stats.cycle_seconds.append(seconds)
         if not cycle_only:
             self._observe("observe_attempt", result, seconds)
+        if self.tracer is not None and result != "scheduled":  # a later failure (Reserve, Permit) wins
+            self._trace_decided(result, None, None, None)
+
+    def _trace_decided(self, result: str, status: Status | None, node: str | None, decision: Decision | None) -> None:
+        trace: AttemptTrace | None = getattr(self._tls, "trace", None)
+        if trace is not None:
+            trace.decided(result, status, node, decision)
 
     def _observe(self, method: str, *args: Any) -> None:
         if self.observer is not None:
@@ -762,6 +1074,10 @@ class Scheduler:
             fn = getattr(self.observer, "observe_extension_point", None)
             if fn is not None:
                 fn(point, status, seconds)
+        if self.tracer is not None:
+            trace: AttemptTrace | None = getattr(self._tls, "trace", None)
+            if trace is not None:
+                trace.point(point, status, seconds)
 
 
 def _scheduler_name(pod: Object) -> str:

@@ -73,7 +73,9 @@ def test_a_watch_that_ends_normally_is_resumed_from_the_last_version_without_rel
     assert names(store) == {"default/a": "11", "default/b": "16"}
 
 
-def test_410_on_the_watch_relists_with_an_empty_version_and_replaces_the_store() -> None:
+def test_410_on_the_watch_relists_from_the_last_version_and_replaces_the_store() -> None:
+    """As client-go: a watch's 410 does not make the last version unusable for a list, which is
+    served at least that fresh from the watch cache instead of a quorum read from etcd."""
     cluster = ScriptedCluster(
         [ListAnswer([pod("a", 5), pod("b", 6)], "10"), ListAnswer([pod("a", 30)], "40")],
         [Stream([event("ADDED", pod("c", 11)), Expired("too old resource version: 11 (25)")]), Stream(hold=True)],
@@ -81,10 +83,23 @@ def test_410_on_the_watch_relists_with_an_empty_version_and_replaces_the_store()
     store = Store()
     reflector = Reflector(list_watch(cluster), store, backoff=fast_backoff())
     run_until(reflector, cluster, lambda: len(cluster.watch_calls) == 2)
-    assert [c["resource_version"] for c in cluster.list_calls] == ["0", ""]
+    assert [c["resource_version"] for c in cluster.list_calls] == ["0", "11"]
     assert cluster.watch_calls[1]["resource_version"] == "40"
     assert names(store) == {"default/a": "30"}
     assert reflector.stats.expired == 1
+
+
+def test_410_on_the_watch_and_on_the_list_from_the_last_version_relists_from_scratch() -> None:
+    cluster = ScriptedCluster(
+        [ListAnswer([pod("a", 5)], "10"), Expired("too old resource version: 11 (25)"), ListAnswer([pod("a", 30)], "40")],
+        [Stream([event("ADDED", pod("c", 11)), Expired("too old resource version: 11 (25)")]), Stream(hold=True)],
+    )
+    store = Store()
+    reflector = Reflector(list_watch(cluster), store, backoff=fast_backoff())
+    run_until(reflector, cluster, lambda: len(cluster.watch_calls) == 2)
+    assert [c["resource_version"] for c in cluster.list_calls] == ["0", "11", ""]
+    assert names(store) == {"default/a": "30"}
+    assert reflector.stats.expired == 2
 
 
 def test_410_when_starting_the_watch_also_relists() -> None:
@@ -104,7 +119,7 @@ def test_410_when_starting_the_watch_also_relists() -> None:
     cluster.watch = watch  # type: ignore[method-assign]
     reflector = Reflector(list_watch(cluster), Store(), backoff=fast_backoff())
     run_until(reflector, cluster, lambda: len(cluster.watch_calls) == 1)
-    assert [c["resource_version"] for c in cluster.list_calls] == ["0", ""]
+    assert [c["resource_version"] for c in cluster.list_calls] == ["0", "10"]
     assert cluster.watch_calls[0]["resource_version"] == "50"
 
 

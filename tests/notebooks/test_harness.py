@@ -164,8 +164,9 @@ def test_check_fails_on_stale_checked_output(tmp_path: Path) -> None:
 
 
 def test_check_fails_when_not_normalized_and_cli_exit_code(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("CI", "true")  # committed notebooks must be clean
     path = tmp_path / "raw.ipynb"
     nb = new_notebook(
         cells=[new_code_cell(CHECKED + "print(2)", execution_count=1, outputs=[_stream("2\n")])]
@@ -177,6 +178,28 @@ def test_check_fails_when_not_normalized_and_cli_exit_code(
     assert "not normalized" in out and "FAIL" in out
     assert main(["fix", str(path)]) == 0
     assert is_normalized(path)  # (a passing check is covered above; each check starts a kernel)
+
+
+def test_a_notebook_saved_by_jupyterlab_still_passes_outside_ci(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A student runs a chapter in JupyterLab and saves it: metadata, execution counts, timings
+    and widget state change. Their `make test` must not fail for that."""
+    monkeypatch.delenv("CI", raising=False)
+    path = tmp_path / "saved.ipynb"
+    cell = new_code_cell(CHECKED + "print(2)", execution_count=7, outputs=[_stream("2\n")])
+    cell.metadata["execution"] = {"iopub.execute_input": "2026-12-01T10:00:00.000Z"}
+    cell.metadata["scrolled"] = True
+    nb = new_notebook(cells=[cell])
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+    nb.metadata["language_info"] = {"name": "python", "version": "3.11.7"}
+    nbformat.write(nb, path)
+    assert not is_normalized(path)
+    assert main(["check", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "ok" in out and "not normalized" in out and "ignored" in out
+    assert not is_normalized(path)  # the student's file is left as they saved it
+    assert not list(tmp_path.glob(".nbcheck-*"))
 
 
 def test_run_executes_against_the_backend_setting(tmp_path: Path) -> None:

@@ -29,6 +29,7 @@ from minisched.quantity import canonical, milli_value, parse_quantity, value
         ("0.5Gi", 512 * 1024**2 * 1000, 512 * 1024**2, "512Mi"),
         ("0.5Ki", 512_000, 512, "512"),  # below 1Ki: written in decimal
         ("1025Ki", 1025 * 1024 * 1000, 1025 * 1024, "1025Ki"),
+        ("1.953125Ki", 2_000_000, 2000, "2000"),  # whole bytes, not a multiple of 1Ki: no suffix, not "2k"
         ("2E", 2 * 10**21, 2 * 10**18, "2E"),
         ("1n", 1, 1, "1n"),
         ("0.1n", 1, 1, "1n"),  # finer than nano rounds up

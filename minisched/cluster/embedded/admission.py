@@ -41,12 +41,20 @@ def default_pod(pod: Object) -> None:
             c.setdefault("imagePullPolicy", "Always" if latest and "@" not in image else "IfNotPresent")
             c.setdefault("terminationMessagePath", "/dev/termination-log")
             c.setdefault("terminationMessagePolicy", "File")
+            for port in c.get("ports") or []:
+                if isinstance(port, dict):
+                    port.setdefault("protocol", "TCP")
+                    if spec.get("hostNetwork") and not port.get("hostPort"):
+                        port["hostPort"] = port.get("containerPort")
             resources = c.setdefault("resources", {})
             limits = resources.get("limits") or {}
             if limits:  # requests default to limits, per resource
                 requests = resources.setdefault("requests", {})
                 for name, value in limits.items():
                     requests.setdefault(name, value)
+    for volume in spec.get("volumes") or []:
+        if isinstance(volume, dict) and set(volume) <= {"name"}:
+            volume["emptyDir"] = {}  # SetDefaults_Volume: a volume without a source is an emptyDir
     tolerations = spec.get("tolerations") or []
     for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
         if not any(_tolerates_no_execute(t, key) for t in tolerations):
@@ -85,7 +93,7 @@ def admit_priority(pod: Object, find_class: Callable[[str], Object | None],
     from minisched.resources import PODS
 
     spec = pod.setdefault("spec", {})
-    name = (pod.get("metadata") or {}).get("name") or ""
+    name = admission_name(pod)
     class_name = spec.get("priorityClassName")
     if class_name:
         pc = find_class(class_name)
@@ -219,3 +227,141 @@ def default_pod_level_requests(pod: Object) -> None:
             requests[name] = limit
     if requests:
         resources["requests"] = requests
+# --- RuntimeClass (plugin/pkg/admission/runtimeclass) ------------------------------------------
+
+
+def admit_runtime_class(pod: Object, find_class: Callable[[str], Object | None]) -> Object | None:
+    """The RuntimeClass plugin's mutating step: the named class must exist; its overhead becomes the
+    pod's (a different one given in the pod is refused) and its scheduling constraints are merged
+    into the pod's node selector and tolerations. Returns the class, for `validate_runtime_class`."""
+    from minisched.resources import PODS
+
+    spec = pod.setdefault("spec", {})
+    class_name = spec.get("runtimeClassName")
+    if class_name is None:
+        return None
+    name = admission_name(pod)
+    rc = find_class(class_name)
+    if rc is None:
+        raise forbidden(PODS, name, f'pod rejected: RuntimeClass "{class_name}" not found')
+    overhead = (rc.get("overhead") or {}).get("podFixed")
+    if overhead is not None:
+        if spec.get("overhead") is not None and not _same_resources(spec["overhead"], overhead):
+            raise forbidden(PODS, name, "pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead")
+        spec["overhead"] = dict(overhead)
+    scheduling = rc.get("scheduling") or {}
+    if scheduling:
+        selector = dict(spec.get("nodeSelector") or {})
+        for key, value in (scheduling.get("nodeSelector") or {}).items():
+            if key in selector and selector[key] != value:
+                raise forbidden(PODS, name, (f"conflict: runtimeClass.scheduling.nodeSelector[{key}] = {value}; "
+                                             f"pod.spec.nodeSelector[{key}] = {selector[key]}"))
+            selector[key] = value
+        if selector:
+            spec["nodeSelector"] = selector
+        merged = merge_tolerations(list(spec.get("tolerations") or []), list(scheduling.get("tolerations") or []))
+        if merged:
+            spec["tolerations"] = merged
+    return rc
+
+
+def validate_runtime_class(pod: Object, rc: Object | None) -> None:
+    """The RuntimeClass plugin's validating step: an overhead only as the class defines it."""
+    from minisched.resources import PODS
+
+    spec = pod.get("spec") or {}
+    overhead = ((rc or {}).get("overhead") or {}).get("podFixed")
+    if overhead is not None:
+        if not _same_resources(spec.get("overhead"), overhead):
+            raise forbidden(PODS, admission_name(pod),
+                            "pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead")
+    elif spec.get("overhead") is not None:
+        raise forbidden(PODS, admission_name(pod),
+                        "pod rejected: Pod Overhead set without corresponding RuntimeClass defined Overhead")
+
+
+def admission_name(obj: Object) -> str:
+    """The name admission errors use: the name, else the generateName prefix (extractResourceName)."""
+    meta = obj.get("metadata") or {}
+    return str(meta.get("name") or meta.get("generateName") or "")
+
+
+def _same_resources(a: Any, b: Any) -> bool:
+    """Semantic equality of two resource lists (quantities compared by value)."""
+    if not isinstance(a, dict) or not isinstance(b, dict) or set(a) != set(b):
+        return False
+    return all(parse_quantity(a[k]) == parse_quantity(b[k]) for k in a)
+
+
+def merge_tolerations(first: list[Object], second: list[Object]) -> list[Object]:
+    """pkg/util/tolerations.MergeTolerations: both lists, minus any toleration another one covers."""
+    everything = first + second
+    merged: list[Object] = []
+    for i, t in enumerate(everything):
+        if any(_is_superset(kept, t) for kept in merged):
+            continue
+        if any(t != later and _is_superset(later, t) for later in everything[i + 1:]):
+            continue
+        merged.append(t)
+    return merged
+
+
+def _is_superset(ss: Object, t: Object) -> bool:
+    if ss == t:
+        return True
+    if t.get("key", "") != ss.get("key", "") and (ss.get("key") or ss.get("operator") != "Exists"):
+        return False
+    if t.get("effect", "") != ss.get("effect", "") and ss.get("effect"):
+        return False
+    if ss.get("effect") == "NoExecute" and ss.get("tolerationSeconds") is not None and (
+            t.get("tolerationSeconds") is None or t["tolerationSeconds"] > ss["tolerationSeconds"]):
+        return False
+    operator = ss.get("operator") or "Equal"
+    if operator == "Equal":
+        return t.get("operator") == "Equal" and t.get("value", "") == ss.get("value", "")
+    return operator == "Exists"
+
+
+# --- storage: defaults, DefaultStorageClass and StorageObjectInUseProtection --------------------
+
+PVC_PROTECTION = "kubernetes.io/pvc-protection"
+PV_PROTECTION = "kubernetes.io/pv-protection"
+DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
+
+
+def is_default_class(sc: Object) -> bool:
+    return ((sc.get("metadata") or {}).get("annotations") or {}).get(DEFAULT_CLASS_ANNOTATION) == "true"
+
+
+def admit_claim(pvc: Object, default_class: Callable[[], Object | None]) -> None:
+    """A new PersistentVolumeClaim: v1 defaults, the DefaultStorageClass plugin (a claim that names
+    no class gets the default one) and StorageObjectInUseProtection's finalizer; status Pending."""
+    spec = pvc.setdefault("spec", {})
+    spec.setdefault("volumeMode", "Filesystem")
+    annotations = (pvc.get("metadata") or {}).get("annotations") or {}
+    if spec.get("storageClassName") is None and "volume.beta.kubernetes.io/storage-class" not in annotations:
+        sc = default_class()
+        if sc is not None:
+            spec["storageClassName"] = sc["metadata"]["name"]
+    _protect(pvc, PVC_PROTECTION)
+    pvc["status"] = {"phase": "Pending"}
+
+
+def admit_volume(pv: Object, now: str) -> None:
+    """A new PersistentVolume: v1 defaults and StorageObjectInUseProtection's finalizer; Pending."""
+    spec = pv.setdefault("spec", {})
+    spec.setdefault("persistentVolumeReclaimPolicy", "Retain")
+    spec.setdefault("volumeMode", "Filesystem")
+    _protect(pv, PV_PROTECTION)
+    pv["status"] = {"phase": "Pending", "lastPhaseTransitionTime": now}
+
+
+def default_storage_class(sc: Object) -> None:
+    sc.setdefault("reclaimPolicy", "Delete")
+    sc.setdefault("volumeBindingMode", "Immediate")
+
+
+def _protect(obj: Object, finalizer: str) -> None:
+    finalizers = obj["metadata"].setdefault("finalizers", [])
+    if finalizer not in finalizers:
+        finalizers.append(finalizer)

@@ -12,18 +12,24 @@ from dataclasses import dataclass
 from minisched.resources import (
     CONFIG_MAPS,
     CRDS,
+    CSI_NODES,
     EVENTS,
     EVENTS_V1,
     LEASES,
+    LIMIT_RANGES,
     NAMESPACES,
     NODES,
+    PERSISTENT_VOLUME_CLAIMS,
+    PERSISTENT_VOLUMES,
     POD_DISRUPTION_BUDGETS,
     PODS,
     PRIORITY_CLASSES,
     REPLICA_SETS,
     REPLICATION_CONTROLLERS,
+    RUNTIME_CLASSES,
     SERVICES,
     STATEFUL_SETS,
+    STORAGE_CLASSES,
     Resource,
 )
 
@@ -53,6 +59,12 @@ BUILTIN_KINDS: dict[tuple[str, str, str], tuple[Resource, Kind]] = {
         (REPLICATION_CONTROLLERS, Kind(status_subresource=True, tracks_generation=True)),
         (REPLICA_SETS, Kind(status_subresource=True, tracks_generation=True)),
         (STATEFUL_SETS, Kind(status_subresource=True, tracks_generation=True)),
+        (RUNTIME_CLASSES, Kind()),
+        (LIMIT_RANGES, Kind()),
+        (PERSISTENT_VOLUME_CLAIMS, Kind(status_subresource=True)),
+        (PERSISTENT_VOLUMES, Kind(status_subresource=True)),
+        (STORAGE_CLASSES, Kind()),
+        (CSI_NODES, Kind()),
     )
 }
 

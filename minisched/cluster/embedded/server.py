@@ -16,6 +16,14 @@ the embedded cluster does the simpler thing, on purpose:
 - A watch's final BOOKMARK comes at its timeout (a real server sends it about 2 s earlier), and
   timeout_seconds=0 ends a watch once its backlog is delivered (a real server reads 0 as "default").
 - Watch history is a count of changes per resource (`history_window`), not etcd's compaction.
+
+Admission follows kube-apiserver's default plugins for what minisched creates, in its order
+(mutating: LimitRanger, Priority, DefaultTolerationSeconds, DefaultStorageClass,
+StorageObjectInUseProtection, RuntimeClass; then validation; then validating: LimitRanger,
+RuntimeClass), and stores quantities in canonical form. Not modelled: ResourceQuota (no quota
+objects are served), PodSecurity (the default "privileged" level admits everything anyway),
+LimitRange items of type PersistentVolumeClaim, and the many pod fields minisched never sets (their
+validation is not ported).
 """
 
 from __future__ import annotations
@@ -36,14 +44,19 @@ from minisched.errors import ApiError, BadRequest, Cause, Expired, NotFound, Tim
 from minisched.resources import (
     CRDS,
     EVENTS_V1,
+    LIMIT_RANGES,
     NAMESPACES,
+    PERSISTENT_VOLUME_CLAIMS,
+    PERSISTENT_VOLUMES,
     POD_DISRUPTION_BUDGETS,
     PODS,
     PRIORITY_CLASSES,
     REPLICA_SETS,
     REPLICATION_CONTROLLERS,
+    RUNTIME_CLASSES,
     SERVICES,
     STATEFUL_SETS,
+    STORAGE_CLASSES,
     Resource,
     ResourceLike,
     resolve,
@@ -55,7 +68,7 @@ from minisched.selectors import (
     parse_label_selector,
 )
 
-from . import admission, pods, validation
+from . import admission, limitranger, pods, quantities, validation
 from .crds import CrdRegistry
 from .events import core_to_events_v1, events_v1_to_core
 from .faults import Faults
@@ -76,6 +89,7 @@ from .store import ObjectStore, Versioner
 from .watchhub import Change, EmbeddedWatch, WatchHub
 
 _Entries = list[tuple[tuple[str, str], Object]]  # (namespace, name), object; in key order
+_Objects = list[Object]  # (the class's own `list` method shadows the builtin in annotations)
 
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg/util/rand
@@ -452,6 +466,12 @@ class EmbeddedCluster:
             raise BadRequest(f'{given_kind} in version "{given_version or r.version}" cannot be handled as a '
                              f"{r.kind}: the object's kind does not match the resource {r.group_resource}")
         if given_version and given_version != r.api_version:
+            given_group = given_version.rpartition("/")[0]
+            if given_group != r.group and (r.group, r.version, r.plural) in BUILTIN_KINDS:
+                # kube-apiserver's decoder knows no such kind in another group's version
+                raise BadRequest(f'{r.kind} in version "{r.version}" cannot be handled as a {r.kind}: no kind '
+                                 f'"{r.kind}" is registered for version "{given_version}" in scheme '
+                                 f'"pkg/runtime/scheme.go:111"')
             raise BadRequest(f"the API version in the data ({given_version}) does not match the expected API "
                              f"version ({r.api_version})")
         try:
@@ -466,6 +486,7 @@ class EmbeddedCluster:
             stored["apiVersion"] = f"{r.group}/{version}"
         else:
             stored["apiVersion"] = r.api_version
+            quantities.canonicalize(r, stored)  # decoded and encoded again, as the real server does
         stored["kind"] = r.kind
         return stored
 
@@ -535,20 +556,24 @@ class EmbeddedCluster:
         else:
             meta.pop("namespace", None)
             ns = ""
-        if not meta.get("name") and meta.get("generateName"):
-            meta["name"] = meta["generateName"] + "".join(self._random.choice(_GENERATE_ALPHABET) for _ in range(5))
-        name = meta.get("name") or ""
         for system_field in ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp",
                              "deletionGracePeriodSeconds", "generation", "managedFields", "selfLink"):
             meta.pop(system_field, None)
         kind = BUILTIN_KINDS.get((r.group, r.version, r.plural), (r, custom_kind(r)))[1]
         self._prepare_for_create(r, kind, obj)
+        # As in rest.BeforeCreate: the name is generated after mutating admission (whose errors name
+        # the generateName prefix), before validation and validating admission.
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = meta["generateName"] + "".join(self._random.choice(_GENERATE_ALPHABET) for _ in range(5))
+        name = meta.get("name") or ""
         if (r.group, r.version, r.plural) not in BUILTIN_KINDS:
             obj = self._admit_custom(r, obj, None)
             meta = obj["metadata"]
         causes = validation.metadata_causes(r, obj) + validation.kind_causes(r, obj)
         if causes:
             raise invalid(r.kind, name, causes, r.group if r.group not in ("", "events.k8s.io") else "")
+        if r == PODS:
+            self._validate_new_pod(obj)
         if self._store(r).get(ns, name) is not None:
             raise already_exists(r, name)
         meta["uid"] = str(uuid.UUID(int=self._random.getrandbits(128), version=4))
@@ -565,12 +590,23 @@ class EmbeddedCluster:
         if kind.status_subresource and r.plural != "nodes":
             obj.pop("status", None)  # status is written through the status subresource only
         if r == PODS:
+            # v1 defaults, then the mutating admission plugins in kube-apiserver's order
+            # (LimitRanger, Priority, DefaultTolerationSeconds (in default_pod), RuntimeClass).
             admission.default_pod(obj)
             admission.merge_spread_match_label_keys(obj)
             admission.default_pod_level_requests(obj)
+            limitranger.apply_defaults(obj, self._limit_ranges(obj["metadata"]["namespace"]))
             admission.admit_priority(obj, self._priority_class, self._global_default_priority_class)
-            validation.pod_causes(obj)  # malformed quantities answer 400 before anything else
+            admission.admit_runtime_class(obj, self._runtime_class)
             admission.pod_status_on_create(obj)
+        elif r == LIMIT_RANGES:
+            limitranger.default_limit_range(obj)
+        elif r == PERSISTENT_VOLUME_CLAIMS:
+            admission.admit_claim(obj, self._default_storage_class)
+        elif r == PERSISTENT_VOLUMES:
+            admission.admit_volume(obj, self._now())
+        elif r == STORAGE_CLASSES:
+            admission.default_storage_class(obj)
         elif r == NAMESPACES and obj["metadata"].get("name"):
             admission.default_namespace(obj)
         elif r == PRIORITY_CLASSES:
@@ -602,6 +638,29 @@ class EmbeddedCluster:
                                        old=None if old is None else {**old, "apiVersion": r.api_version})
         admitted["apiVersion"] = obj["apiVersion"]
         return admitted
+
+    def _validate_new_pod(self, pod: Object) -> None:
+        """The validating admission plugins, after validation (403 Forbidden, worded as kube's)."""
+        for lr in self._limit_ranges(pod["metadata"]["namespace"]):
+            errors = limitranger.violations(pod, lr)
+            if errors:
+                raise forbidden(PODS, admission.admission_name(pod),
+                                errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]")
+        class_name = pod["spec"].get("runtimeClassName")
+        admission.validate_runtime_class(pod, None if class_name is None else self._runtime_class(class_name))
+
+    def _limit_ranges(self, namespace: str) -> _Objects:
+        return [lr for _, lr in self._store(LIMIT_RANGES).items(namespace)]
+
+    def _default_storage_class(self) -> Object | None:
+        """The default StorageClass (the newest, when several are marked, as DefaultStorageClass picks)."""
+        marked = [sc for _, sc in self._store(STORAGE_CLASSES).items() if admission.is_default_class(sc)]
+        if not marked:
+            return None
+        return max(marked, key=lambda sc: (sc["metadata"]["creationTimestamp"], sc["metadata"]["name"]))
+
+    def _runtime_class(self, name: str) -> Object | None:
+        return self._store(RUNTIME_CLASSES).get("", name)
 
     def _priority_class(self, name: str) -> Object | None:
         return self._store(PRIORITY_CLASSES).get("", name)

@@ -7,6 +7,7 @@ pkg/apis/core/validation.
 
 from __future__ import annotations
 
+import math
 import re
 from fractions import Fraction
 from functools import lru_cache
@@ -15,12 +16,17 @@ from typing import Any
 from minisched.errors import BadRequest, Cause
 from minisched.resources import (
     CRDS,
+    LIMIT_RANGES,
     NAMESPACES,
+    PERSISTENT_VOLUME_CLAIMS,
+    PERSISTENT_VOLUMES,
     PODS,
     REPLICA_SETS,
     REPLICATION_CONTROLLERS,
+    RUNTIME_CLASSES,
     SERVICES,
     STATEFUL_SETS,
+    STORAGE_CLASSES,
     Resource,
 )
 from minisched.selectors import validate_label_key, validate_label_value
@@ -174,16 +180,24 @@ def pod_causes(pod: Object) -> list[Cause]:
             seen.add(cname)
             if not c.get("image"):
                 causes.append(required(f"{path}.image"))
-            res = c.get("resources") or {}
-            req_causes, requests = _resource_list_causes(f"{path}.resources.requests", res.get("requests"), "Pod")
-            lim_causes, limits = _resource_list_causes(f"{path}.resources.limits", res.get("limits"), "Pod")
-            causes += req_causes + lim_causes
-            for rname, amount in requests.items():
-                if rname in limits and amount > limits[rname]:
-                    causes.append(invalid_value(
-                        f"{path}.resources.requests", str(res["requests"][rname]),
-                        f"must be less than or equal to {rname} limit of {res['limits'][rname]}",
-                    ))
+            pull = c.get("imagePullPolicy")
+            if pull is not None and pull not in PULL_POLICIES:
+                causes.append(not_supported(f"{path}.imagePullPolicy", pull, PULL_POLICIES))
+            causes += _port_causes(f"{path}.ports", c.get("ports"))
+            if spec.get("hostNetwork"):
+                for j, port in enumerate(c.get("ports") or []):
+                    if port.get("hostPort") != port.get("containerPort"):
+                        causes.append(invalid_value(f"{path}.ports[{j}].hostPort", port.get("hostPort"),
+                                                    "must match `containerPort` when `hostNetwork` is true"))
+            if group == "initContainers":  # each init container on its own, the containers together
+                causes += _host_port_duplicates(f"spec.{group}", [(i, c)])
+            causes += resource_requirements_causes(f"{path}.resources", c.get("resources") or {})
+    causes += _host_port_duplicates("spec.containers", list(enumerate(containers)))
+    causes += _volume_causes(spec.get("volumes") or [])
+    # validateOverhead reuses the container rules with the overhead as limits (hence the path)
+    causes += resource_requirements_causes("spec.overhead", {"limits": spec.get("overhead") or {}})
+    if spec.get("resources") is not None:
+        causes += resource_requirements_causes("spec.resources", spec["resources"] or {}, pod_level=True)
     causes += _pod_level_causes(spec)
     for i, c in enumerate(spec.get("topologySpreadConstraints") or []):
         if isinstance(c, dict) and c.get("matchLabelKeys") and c.get("labelSelector") is None:
@@ -192,11 +206,35 @@ def pod_causes(pod: Object) -> list[Cause]:
     policy = spec.get("restartPolicy")
     if policy is not None and policy not in ("Always", "OnFailure", "Never"):
         causes.append(not_supported("spec.restartPolicy", policy, ["Always", "OnFailure", "Never"]))
-    for i, t in enumerate(spec.get("tolerations") or []):
-        effect = t.get("effect")
-        if effect and effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
-            causes.append(not_supported(f"spec.tolerations[{i}].effect", effect,
-                                        ["NoExecute", "NoSchedule", "PreferNoSchedule"]))
+    dns = spec.get("dnsPolicy")
+    if dns is not None and dns not in DNS_POLICIES:
+        causes.append(not_supported("spec.dnsPolicy", dns, DNS_POLICIES))
+    deadline = spec.get("activeDeadlineSeconds")
+    if deadline is not None and not 1 <= int(deadline) <= 2147483647:
+        causes.append(invalid_value("spec.activeDeadlineSeconds", deadline, "must be between 1 and 2147483647, inclusive"))
+    node_name = spec.get("nodeName")
+    if node_name:
+        problem = dns1123_subdomain_problem(str(node_name))
+        if problem:
+            causes.append(invalid_value("spec.nodeName", node_name, problem))
+    for key, value in (spec.get("nodeSelector") or {}).items():
+        problem = validate_label_key(str(key))
+        if problem:
+            causes.append(invalid_value("spec.nodeSelector", key, problem))
+        problem = validate_label_value(value) if isinstance(value, str) else "must be a string"
+        if problem:
+            causes.append(invalid_value("spec.nodeSelector", value, problem))
+    gates: set[str] = set()
+    for i, gate in enumerate(spec.get("schedulingGates") or []):
+        name = str(gate.get("name") or "")
+        problem = validate_label_key(name)
+        if problem:
+            causes.append(invalid_value(f"spec.schedulingGates[{i}]", name, problem))
+        elif name in gates:
+            causes.append(Cause(f"spec.schedulingGates[{i}]", f'Duplicate value: "{name}"', "FieldValueDuplicate"))
+        gates.add(name)
+    causes += _node_affinity_causes("spec.affinity.nodeAffinity", (spec.get("affinity") or {}).get("nodeAffinity"))
+    causes += toleration_causes("spec.tolerations", spec.get("tolerations") or [])
     return causes
 
 
@@ -252,6 +290,281 @@ def _pod_level_causes(spec: Object) -> list[Cause]:
                                         f"must be greater than or equal to aggregate container requests of "
                                         f"{aggregate.canonical()}"))
     return causes
+
+
+
+
+def toleration_causes(path: str, tolerations: list[Object]) -> list[Cause]:
+    """ValidateTolerations (the Lt/Gt operators are behind an alpha gate, so not supported)."""
+    causes: list[Cause] = []
+    for i, t in enumerate(tolerations):
+        where = f"{path}[{i}]"
+        key, operator, value = t.get("key") or "", t.get("operator") or "", t.get("value") or ""
+        effect = t.get("effect") or ""
+        if key:
+            problem = validate_label_key(key)
+            if problem:
+                causes.append(invalid_value(f"{where}.key", key, problem))
+        elif operator != "Exists":
+            causes.append(invalid_value(f"{where}.operator", operator, 'operator must be Exists when `key` is empty, '
+                                                                       'which means "match all values and all keys"'))
+        if t.get("tolerationSeconds") is not None and effect != "NoExecute":
+            causes.append(invalid_value(f"{where}.effect", effect,
+                                        "effect must be 'NoExecute' when `tolerationSeconds` is set"))
+        if operator in ("Equal", ""):
+            problem = validate_label_value(value)
+            if problem:
+                causes.append(invalid_value(f"{where}.operator", value, problem))
+        elif operator == "Exists":
+            if value:
+                causes.append(invalid_value(f"{where}.operator", value, "value must be empty when `operator` is 'Exists'"))
+        elif operator in ("Lt", "Gt"):
+            causes.append(not_supported(f"{where}.operator", operator, ["Equal", "Exists", "Lt", "Gt"]))
+        else:
+            causes.append(not_supported(f"{where}.operator", operator, ["Equal", "Exists"]))
+        if effect and effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
+            causes.append(not_supported(f"{where}.effect", effect, ["NoExecute", "NoSchedule", "PreferNoSchedule"]))
+    return causes
+
+
+def _node_affinity_causes(path: str, affinity: Any) -> list[Cause]:
+    """validateNodeAffinity: the required node selector and the preferred terms."""
+    if not isinstance(affinity, dict):
+        return []
+    causes: list[Cause] = []
+    required_selector = affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if required_selector is not None:
+        terms_path = f"{path}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+        terms = (required_selector or {}).get("nodeSelectorTerms") or []
+        if not terms:
+            causes.append(required(terms_path, "must have at least one node selector term"))
+        for i, term in enumerate(terms):
+            causes += node_selector_term_causes(f"{terms_path}[{i}]", term or {})
+    for i, pref in enumerate(affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or []):
+        where = f"{path}.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
+        weight = pref.get("weight") or 0
+        if not 1 <= int(weight) <= 100:
+            causes.append(invalid_value(f"{where}.weight", weight, "must be in the range 1-100"))
+        causes += node_selector_term_causes(f"{where}.preference", pref.get("preference") or {})
+    return causes
+
+
+def node_selector_term_causes(path: str, term: Object) -> list[Cause]:
+    """ValidateNodeSelectorTerm: each requirement's operator, values and key."""
+    causes: list[Cause] = []
+    for j, rq in enumerate(term.get("matchExpressions") or []):
+        where = f"{path}.matchExpressions[{j}]"
+        operator, values = rq.get("operator") or "", rq.get("values") or []
+        if operator in ("In", "NotIn"):
+            if not values:
+                causes.append(required(f"{where}.values", "must be specified when `operator` is 'In' or 'NotIn'"))
+        elif operator in ("Exists", "DoesNotExist"):
+            if values:
+                causes.append(forbidden_field(f"{where}.values",
+                                              "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
+        elif operator in ("Gt", "Lt"):
+            if len(values) != 1:
+                causes.append(required(f"{where}.values",
+                                       "must be specified single value when `operator` is 'Lt' or 'Gt'"))
+        else:
+            causes.append(invalid_value(f"{where}.operator", operator, "not a valid selector operator"))
+        key = rq.get("key") or ""
+        problem = validate_label_key(key)
+        if problem:
+            causes.append(invalid_value(f"{where}.key", key, problem))
+        for k, value in enumerate(values):
+            problem = validate_label_value(value) if isinstance(value, str) else "must be a string"
+            if problem:
+                causes.append(invalid_value(f"{where}.values[{k}]", value, problem))
+    for j, rq in enumerate(term.get("matchFields") or []):
+        where = f"{path}.matchFields[{j}]"
+        operator = rq.get("operator") or ""
+        if operator in ("In", "NotIn"):
+            if len(rq.get("values") or []) != 1:
+                causes.append(required(f"{where}.values", "must be only one value when `operator` is 'In' or "
+                                                          "'NotIn' for node field selector"))
+        else:
+            causes.append(invalid_value(f"{where}.operator", operator, "not a valid selector operator"))
+        if rq.get("key") != "metadata.name":
+            causes.append(invalid_value(f"{where}.key", rq.get("key") or "", "not a valid field selector key"))
+    return causes
+
+
+# Resources a container may ask for without a domain (helper.IsStandardContainerResourceName).
+_STANDARD_CONTAINER_RESOURCES = ("cpu", "memory", "ephemeral-storage")
+
+
+def is_hugepages(name: str) -> bool:
+    return name.startswith("hugepages-")
+
+
+def is_native(name: str) -> bool:
+    """helper.IsNativeResource: no domain, or a kubernetes.io one."""
+    return "/" not in name or "kubernetes.io/" in name
+
+
+def is_extended(name: str) -> bool:
+    """helper.IsExtendedResourceName: a domain outside kubernetes.io, and not a quota "requests." name."""
+    return not is_native(name) and not name.startswith("requests.")
+
+
+def overcommit_allowed(name: str) -> bool:
+    """helper.IsOvercommitAllowed: requests may sit below limits only for native, non-hugepage resources."""
+    return is_native(name) and not is_hugepages(name)
+
+
+PULL_POLICIES = ["Always", "IfNotPresent", "Never"]
+DNS_POLICIES = ["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"]
+POD_LEVEL_RESOURCES = ["cpu", "hugepages-", "memory"]
+
+
+def _host_port_duplicates(path: str, containers: list[tuple[int, Object]]) -> list[Cause]:
+    """AccumulateUniqueHostPorts: one (protocol, hostIP, hostPort) per pod (per init container)."""
+    causes: list[Cause] = []
+    seen: set[str] = set()
+    for i, c in containers:
+        for j, port in enumerate(c.get("ports") or []):
+            if not port.get("hostPort"):
+                continue
+            key = f"{port.get('protocol') or ''}/{port.get('hostIP') or ''}/{port['hostPort']}"
+            if key in seen:
+                causes.append(Cause(f"{path}[{i}].ports[{j}].hostPort", f'Duplicate value: "{key}"',
+                                    "FieldValueDuplicate"))
+            seen.add(key)
+    return causes
+
+
+def _volume_causes(volumes: list[Object]) -> list[Cause]:
+    """ValidateVolumes, in part: names (a DNS label, once each) and a claim name for a claim."""
+    causes: list[Cause] = []
+    names: set[str] = set()
+    for i, v in enumerate(volumes):
+        name = str(v.get("name") or "")
+        if not name:
+            causes.append(required(f"spec.volumes[{i}].name"))
+        else:
+            problem = dns1123_label_problem(name)
+            if problem:
+                causes.append(invalid_value(f"spec.volumes[{i}].name", name, problem))
+            elif name in names:
+                causes.append(Cause(f"spec.volumes[{i}].name", f'Duplicate value: "{name}"', "FieldValueDuplicate"))
+        names.add(name)
+        claim = v.get("persistentVolumeClaim")
+        if claim is not None and not claim.get("claimName"):
+            causes.append(required(f"spec.volumes[{i}].persistentVolumeClaim.claimName"))
+    return causes
+
+
+def resource_requirements_causes(path: str, res: Object, *, pod_level: bool = False) -> list[Cause]:
+    """validateResourceRequirements, in its order: each limit's name and value, then each request's
+    name, value and its relation to the limit (<= it; == it where overcommit is not allowed)."""
+    causes: list[Cause] = []
+    raw_requests, raw_limits = res.get("requests") or {}, res.get("limits") or {}
+    limits: dict[str, Fraction] = {}
+    names_of = _pod_resource_causes if pod_level else _container_resource_causes
+    for rname, raw in (raw_limits.items() if isinstance(raw_limits, dict) else ()):
+        limits[rname] = amount = parse_quantity(raw)
+        causes += names_of(f"{path}.limits[{rname}]", rname, amount, raw)
+        causes += _hugepage_causes(f"{path}.limits[{rname}]", rname, amount, raw)
+    for rname, raw in (raw_requests.items() if isinstance(raw_requests, dict) else ()):
+        amount = parse_quantity(raw)
+        causes += names_of(f"{path}.requests[{rname}]", rname, amount, raw)
+        if rname in limits:
+            if amount != limits[rname] and not overcommit_allowed(rname):
+                causes.append(invalid_value(f"{path}.requests", str(raw),
+                                            f"must be equal to {rname} limit of {raw_limits[rname]}"))
+            elif amount > limits[rname]:
+                causes.append(invalid_value(f"{path}.requests", str(raw),
+                                            f"must be less than or equal to {rname} limit of {raw_limits[rname]}"))
+        elif not overcommit_allowed(rname):
+            causes.append(required(f"{path}.limits", "Limit must be set for non overcommitable resources"))
+        causes += _hugepage_causes(f"{path}.requests[{rname}]", rname, amount, raw)
+    names = set(raw_limits) | set(raw_requests) if isinstance(raw_limits, dict) and isinstance(raw_requests, dict) else set()
+    if any(is_hugepages(n) for n in names) and not names & {"cpu", "memory"}:
+        causes.append(forbidden_field(path, "HugePages require cpu or memory"))
+    return causes
+
+
+def _hugepage_causes(path: str, name: str, amount: Fraction, raw: Any) -> list[Cause]:
+    """validateResourceQuantityHugePageValue: a positive whole number of pages."""
+    if not is_hugepages(name):
+        return []
+    try:
+        page = parse_quantity(name[len("hugepages-"):])
+    except BadRequest:
+        return []  # an unknown page size: the name check speaks for it
+    if amount > 0 and page > 0 and math.ceil(amount) % page == 0:
+        return []
+    return [invalid_value(path, str(raw), f"{raw} is not positive integer multiple of {name}")]
+
+
+# helper.IsStandardResourceName: names without a domain that any resource list may hold
+_STANDARD_RESOURCES = frozenset({
+    "cpu", "memory", "ephemeral-storage", "requests.cpu", "requests.memory", "requests.ephemeral-storage",
+    "limits.cpu", "limits.memory", "limits.ephemeral-storage", "pods", "resourcequotas", "services",
+    "replicationcontrollers", "secrets", "configmaps", "persistentvolumeclaims", "storage", "requests.storage",
+    "services.nodeports", "services.loadbalancers",
+})
+
+
+def _pod_resource_causes(path: str, name: str, amount: Fraction, raw: Any) -> list[Cause]:
+    """validatePodResourceName (cpu, memory and hugepages only), then ValidateResourceQuantityValue."""
+    problem = validate_label_key(name)
+    if problem:
+        return [invalid_value(path, name, problem)]
+    if name not in ("cpu", "memory") and not is_hugepages(name):
+        return [not_supported(path, name, POD_LEVEL_RESOURCES)]
+    return [invalid_value(path, str(raw), "must be greater than or equal to 0")] if amount < 0 else []
+
+
+def _container_resource_causes(path: str, name: str, amount: Fraction, raw: Any) -> list[Cause]:
+    """validateContainerResourceName, then ValidateResourceQuantityValue."""
+    causes: list[Cause] = []
+    problem = validate_label_key(name)  # IsQualifiedName, the same rule as a label key
+    if problem:
+        causes.append(invalid_value(path, name, problem))
+    elif "/" not in name and name not in _STANDARD_RESOURCES and not is_hugepages(name):
+        causes.append(invalid_value(path, name, "must be a standard resource type or fully qualified"))
+    if "/" not in name:
+        if name not in _STANDARD_CONTAINER_RESOURCES and not is_hugepages(name):
+            return causes + [invalid_value(path, name, "must be a standard resource for containers")]
+    elif not is_native(name) and not is_extended(name):
+        return causes + [invalid_value(path, name, "doesn't follow extended resource name standard")]
+    if amount < 0:
+        causes.append(invalid_value(path, str(raw), "must be greater than or equal to 0"))
+    if is_extended(name) and math.ceil(amount * 1000) % 1000 != 0:  # MilliValue()%1000
+        causes.append(invalid_value(path, str(raw), "must be an integer"))
+    return causes
+
+
+def _port_causes(path: str, ports: Any) -> list[Cause]:
+    """validateContainerPorts: port numbers in range, a supported protocol, unique names."""
+    causes: list[Cause] = []
+    names: set[str] = set()
+    for i, port in enumerate(ports or []):
+        where = f"{path}[{i}]"
+        name = port.get("name") or ""
+        if name:
+            if name in names:
+                causes.append(Cause(f"{where}.name", f'Duplicate value: "{name}"', "FieldValueDuplicate"))
+            names.add(name)
+        container_port = port.get("containerPort") or 0
+        if not container_port:
+            causes.append(required(f"{where}.containerPort"))
+        elif not 1 <= int(container_port) <= 65535:
+            causes.append(invalid_value(f"{where}.containerPort", container_port, PORT_RANGE_MSG))
+        host_port = port.get("hostPort") or 0
+        if host_port and not 1 <= int(host_port) <= 65535:
+            causes.append(invalid_value(f"{where}.hostPort", host_port, PORT_RANGE_MSG))
+        protocol = port.get("protocol")
+        if not protocol:
+            causes.append(required(f"{where}.protocol"))
+        elif protocol not in ("SCTP", "TCP", "UDP"):
+            causes.append(not_supported(f"{where}.protocol", protocol, ["SCTP", "TCP", "UDP"]))
+    return causes
+
+
+PORT_RANGE_MSG = "must be between 1 and 65535, inclusive"
 
 
 # Fields a pod update may change (ValidatePodUpdate); everything else in spec is immutable.
@@ -439,4 +752,86 @@ def kind_causes(resource: Resource, obj: Object) -> list[Cause]:
         return pdb_causes(obj)
     if resource == CRDS:
         return crd_causes(obj)
+    if resource == RUNTIME_CLASSES:
+        return runtime_class_causes(obj)
+    if resource == PERSISTENT_VOLUME_CLAIMS:
+        return claim_causes(obj)
+    if resource == PERSISTENT_VOLUMES:
+        return volume_causes(obj)
+    if resource == STORAGE_CLASSES:
+        return storage_class_causes(obj)
+    if resource == LIMIT_RANGES:
+        from .limitranger import limit_range_causes
+
+        return limit_range_causes(obj)
     return []
+
+
+ACCESS_MODES = ["ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod"]
+
+# PersistentVolumeSource's members: a PersistentVolume names exactly one
+PV_SOURCES = frozenset({
+    "gcePersistentDisk", "awsElasticBlockStore", "hostPath", "glusterfs", "nfs", "rbd", "iscsi", "cinder",
+    "cephfs", "fc", "flocker", "flexVolume", "azureFile", "vsphereVolume", "quobyte", "azureDisk",
+    "photonPersistentDisk", "portworxVolume", "scaleIO", "local", "storageos", "csi",
+})
+
+
+def _access_mode_causes(path: str, modes: Any, required_detail: str) -> list[Cause]:
+    if not modes:
+        return [required(path, required_detail)]
+    causes = [not_supported(path, m, ACCESS_MODES) for m in modes if m not in ACCESS_MODES]
+    if "ReadWriteOncePod" in modes and any(m != "ReadWriteOncePod" and m in ACCESS_MODES for m in modes):
+        causes.append(forbidden_field(path, "may not use ReadWriteOncePod with other access modes"))
+    return causes
+
+
+def claim_causes(pvc: Object) -> list[Cause]:
+    """ValidatePersistentVolumeClaimSpec: access modes, a positive storage request, the volume mode."""
+    spec = pvc.get("spec") or {}
+    causes = _access_mode_causes("spec.accessModes", spec.get("accessModes"), "at least 1 access mode is required")
+    storage = ((spec.get("resources") or {}).get("requests") or {}).get("storage")
+    if storage is None:
+        causes.append(required("spec.resources[storage]"))
+    elif parse_quantity(storage, "PersistentVolumeClaim") <= 0:
+        causes.append(invalid_value("spec.resources[storage]", str(storage), "must be greater than zero"))
+    mode = spec.get("volumeMode")
+    if mode is not None and mode not in ("Block", "Filesystem"):
+        causes.append(not_supported("spec.volumeMode", mode, ["Block", "Filesystem"]))
+    return causes
+
+
+def volume_causes(pv: Object) -> list[Cause]:
+    """ValidatePersistentVolumeSpec, in part: access modes, a storage capacity, one volume source."""
+    spec = pv.get("spec") or {}
+    causes = _access_mode_causes("spec.accessModes", spec.get("accessModes"), "")
+    capacity = spec.get("capacity") or {}
+    if "storage" not in capacity:
+        causes.append(required("spec.capacity"))
+    sources = [k for k in spec if k in PV_SOURCES]
+    if not sources:
+        causes.append(required("spec", "must specify a volume type"))
+    elif len(sources) > 1:
+        causes.append(forbidden_field(f"spec.{sources[1]}", "may not specify more than 1 volume type"))
+    return causes
+
+
+def storage_class_causes(sc: Object) -> list[Cause]:
+    causes: list[Cause] = []
+    if not sc.get("provisioner"):
+        causes.append(required("provisioner"))
+    mode = sc.get("volumeBindingMode")
+    if mode not in (None, "Immediate", "WaitForFirstConsumer"):
+        causes.append(not_supported("volumeBindingMode", mode, ["Immediate", "WaitForFirstConsumer"]))
+    return causes
+
+
+def runtime_class_causes(rc: Object) -> list[Cause]:
+    """ValidateRuntimeClass: the handler is a DNS label; overhead quantities are not negative."""
+    causes: list[Cause] = []
+    handler = rc.get("handler") or ""
+    problem = dns1123_label_problem(handler) if isinstance(handler, str) else DNS1123_LABEL_MSG
+    if problem:
+        causes.append(invalid_value("handler", handler, problem))
+    more, _ = _resource_list_causes("overhead.podFixed", (rc.get("overhead") or {}).get("podFixed"), "RuntimeClass")
+    return causes + more

@@ -49,8 +49,8 @@ class PluginSet:
     disabled: tuple[str, ...] = ()
 
 
-# kube-scheduler's default multiPoint set (apis/config/v1/default_plugins.go) minus the volume
-# and InterPodAffinity plugins minisched does not have.
+# kube-scheduler's default multiPoint set (apis/config/v1/default_plugins.go) minus
+# InterPodAffinity until it lands.
 DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
     PluginRef("SchedulingGates"),
     PluginRef("PrioritySort"),
@@ -60,6 +60,10 @@ DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
     PluginRef("NodeAffinity", 2),
     PluginRef("NodePorts"),
     PluginRef("NodeResourcesFit", 1),
+    PluginRef("VolumeRestrictions"),
+    PluginRef("NodeVolumeLimits"),
+    PluginRef("VolumeBinding"),
+    PluginRef("VolumeZone"),
     PluginRef("PodTopologySpread", 2),
     # kube 1.35 adds DynamicResources (weight 2) before DefaultPreemption; minisched's has its
     # PostFilter ("no new claims to deallocate") and refuses pods with claims (see its module)

@@ -623,11 +623,15 @@ class Framework:
 
     def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         """Reserve in order; on failure the caller runs run_unreserve (as kube's scheduler does)."""
+        t0 = time.perf_counter()
+        status = Status.success()
         for p in self.points.reserve:
             status = _call(p.name, p.reserve, state, pod, node_name)
             if not status.is_success:
-                return status.with_plugin(p.name)
-        return Status.success()
+                status = status.with_plugin(p.name)
+                break
+        self._observe("Reserve", status, t0)
+        return status
 
     def run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         for p in reversed(self.points.reserve):
@@ -635,6 +639,12 @@ class Framework:
 
     def run_permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
         """(Success|Wait|rejection, how long to wait). Any rejection wins over Wait."""
+        t0 = time.perf_counter()
+        outcome = self._permit(state, pod, node_name)
+        self._observe("Permit", outcome[0], t0)
+        return outcome
+
+    def _permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
         wait = 0.0
         for p in self.points.permit:
             try:
@@ -648,11 +658,15 @@ class Framework:
         return (Status.wait(), wait) if wait else (Status.success(), 0.0)
 
     def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        t0 = time.perf_counter()
+        status = Status.success()
         for p in self.points.pre_bind:
             status = _call(p.name, p.pre_bind, state, pod, node_name)
             if not status.is_success:
-                return status.with_plugin(p.name)
-        return Status.success()
+                status = status.with_plugin(p.name)
+                break
+        self._observe("PreBind", status, t0)
+        return status
 
     def run_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         """The first bind plugin that does not Skip decides."""
@@ -666,8 +680,10 @@ class Framework:
         return Status.from_error(RuntimeError("all bind plugins skipped the pod"))
 
     def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        t0 = time.perf_counter()
         for p in self.points.post_bind:
             p.post_bind(state, pod, node_name)
+        self._observe("PostBind", Status.success(), t0)
 
 
 _REUSE_ENTRIES = 32

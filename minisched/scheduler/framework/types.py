@@ -591,3 +591,9 @@ def _time(text: Any) -> float | None:
         return parse_rfc3339(str(text))
     except ValueError:
         return None
+
+
+def parse_node_selector_term(raw: Any, path: str) -> NodeSelectorTerm:
+    """A nodeSelectorTerm from API JSON (a pod's or a PersistentVolume's node affinity); raises
+    PodSpecError naming `path` when it is malformed."""
+    return _term(raw, path)

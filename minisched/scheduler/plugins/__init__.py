@@ -4,7 +4,10 @@ framework methods; `in_tree_registry()` maps their names to factories."""
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
+from typing import Any
 
+from minisched.scheduler.framework.interface import Handle, Plugin
 from minisched.scheduler.framework.registry import Registry
 from minisched.scheduler.plugins import (
     default_binder,
@@ -16,10 +19,14 @@ from minisched.scheduler.plugins import (
     node_resources_balanced_allocation,
     node_resources_fit,
     node_unschedulable,
+    node_volume_limits,
     pod_topology_spread,
     priority_sort,
     scheduling_gates,
     taint_toleration,
+    volume_binding,
+    volume_restrictions,
+    volume_zone,
 )
 
 _MODULES = (
@@ -31,6 +38,10 @@ _MODULES = (
     node_affinity,
     node_ports,
     node_resources_fit,
+    volume_restrictions,
+    node_volume_limits,
+    volume_binding,
+    volume_zone,
     node_resources_balanced_allocation,
     image_locality,
     default_binder,
@@ -51,4 +62,12 @@ def in_tree_registry() -> Registry:
             raise
     else:
         registry.register(preemption.NAME, preemption.new)
+    registry.register("WasmPlugin", _wasm_plugin)
     return registry
+
+
+def _wasm_plugin(args: Mapping[str, Any] | None, handle: Handle | None) -> Plugin:
+    """WasmPlugin, imported when a profile uses it (wasmtime is a heavy import)."""
+    from minisched.scheduler.plugins import wasm
+
+    return wasm.new(args, handle)

@@ -19,6 +19,11 @@ kube-scheduler's plugins/defaultpreemption and framework/preemption (preemption.
    their nomination. The preemptor is nominated to the node (status.nominatedNodeName) and waits in
    the queue; when the victims are gone it is tried again, nominated node first.
 
+PodDisruptionBudgets come from the scheduler's PDB informer (kube's pdbLister), never from a LIST on
+the scheduling loop's path. Until that informer has synced, or when it cannot be read, preemption
+fails with an error status (the pod backs off and tries again): "no PDBs known" never silently
+turns into "there are no PDBs".
+
 `select_victims_on_node` and `pick_one_node` are plain functions over PodInfos so that a chapter
 can call them on their own.
 """
@@ -206,11 +211,19 @@ def offset_and_num_candidates(
     return (rng.randrange(num_nodes) if num_nodes else 0), min(n, num_nodes)
 
 
+class PdbsUnavailable(Exception):
+    """The PodDisruptionBudgets are not known (informer not synced, or the API cannot be read)."""
+
+
 class DefaultPreemption:
-    """The PostFilter plugin. Needs from its handle: `cluster`, `snapshot()`, `event_recorder` and a
-    way to run the Filter plugins on a one-node table (`run_filter_plugins(state, pod, table)`)."""
+    """The PostFilter plugin. Needs from its handle: `cluster`, `snapshot()`, `event_recorder`, a
+    way to run the Filter plugins on a one-node table (`run_filter_plugins(state, pod, table)`),
+    and `pod_disruption_budgets()`: the PDBs from an informer's cache, raising PdbsUnavailable
+    until it has synced (a handle without it: one LIST per attempt, errors raised)."""
 
     name = NAME
+    # The Scheduler starts a PodDisruptionBudget informer for profiles with a plugin saying this.
+    uses_pod_disruption_budgets = True
 
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Any = None) -> None:
         args = dict(args or {})
@@ -244,7 +257,11 @@ class DefaultPreemption:
         ok, why = self.eligible(pod, table, statuses)
         if not ok:
             return None, Status.unschedulable(f"preemption: {why}", plugin=NAME)
-        candidates, status = self.find_candidates(state, pod, table, statuses)
+        try:
+            candidates, status = self.find_candidates(state, pod, table, statuses)
+        except PdbsUnavailable as unknown:
+            # Preempting without knowing the budgets could evict exactly the pods they protect.
+            return None, Status.from_error(unknown, plugin=NAME)
         if not candidates:
             # "": any earlier nomination is void. The message reads as kube's, e.g. "preemption:
             # 0/3 nodes are available: 1 Preemption is not helpful for scheduling, 2 No preemption
@@ -358,14 +375,17 @@ class DefaultPreemption:
         return fits
 
     def _pdbs(self) -> list[Pdb]:
-        cluster = getattr(self.handle, "cluster", None)
-        if cluster is None:
-            return []
-        try:
-            items = cluster.list(POD_DISRUPTION_BUDGETS)["items"]
-        except ApiError as err:  # no PDB API (or no permission): preempt as if there were none
-            log.debug("no PodDisruptionBudgets for preemption: %s", err)
-            return []
+        lister = getattr(self.handle, "pod_disruption_budgets", None)
+        if lister is not None:
+            items = lister()
+        else:
+            cluster = getattr(self.handle, "cluster", None)
+            if cluster is None:
+                return []  # a bare handle (unit tests of the algorithm): no PDB API at all
+            try:
+                items = cluster.list(POD_DISRUPTION_BUDGETS)["items"]
+            except ApiError as err:
+                raise PdbsUnavailable(f"cannot list PodDisruptionBudgets: {err}") from err
         return [Pdb.from_object(p) for p in items]
 
     # --- acting on the choice ---------------------------------------------------------------------

@@ -14,7 +14,7 @@ def test_default_profile_matches_kube_defaults() -> None:
     # kube's default_plugins.go order and weights (PodTopologySpread since it joined the defaults)
     assert fw.plugin_names("filter") == [
         "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
-        "PodTopologySpread"]
+        "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread"]
     assert fw.plugin_names("preFilter")[-1] == "DynamicResources"
     assert fw.weights == {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1, "PodTopologySpread": 2,
                           "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1}

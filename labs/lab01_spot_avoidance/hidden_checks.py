@@ -1,0 +1,45 @@
+"""Lab 1 hidden checks: graded after submission, left out of student copies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from labs.harness import Check
+from labs.lab01_spot_avoidance.checks import SPOT, SPOT_LABEL, pod, table_of
+from minisched.objects import make_node
+from minisched.scheduler.framework.cycle_state import CycleState
+
+
+def check_only_true_means_ok(module: Any) -> None:
+    spot = make_node("spot", labels=SPOT)
+    for value in ("false", "yes", ""):
+        got = module.node_score(pod("p", {"minisched.dev/spot-ok": value}), spot)
+        assert got == 0, f"spot-ok: {value!r} is not \"true\": expected 0 on a spot node, got {got}"
+
+
+def check_other_lifecycles(module: Any) -> None:
+    nodes = [make_node("od", labels={SPOT_LABEL: "on-demand"}), make_node("bare"), make_node("s", labels=SPOT)]
+    plugin = module.new(None, None)
+    got = [int(s) for s in plugin.score(CycleState(), pod("p"), table_of(nodes), np.arange(3, dtype=np.intp))]
+    assert got == [100, 100, 0], f"on-demand, unlabelled and spot nodes: expected [100, 100, 0], got {got}"
+
+
+def check_no_spot_anywhere(module: Any) -> None:
+    nodes = [make_node(f"n{i}") for i in range(5)]
+    plugin = module.new(None, None)
+    got = plugin.score(CycleState(), pod("p"), table_of(nodes), np.array([4, 1], dtype=np.intp))
+    assert [int(s) for s in got] == [100, 100], f"no spot node at all: expected [100, 100], got {list(got)}"
+    empty = plugin.score(CycleState(), pod("p"), table_of(nodes), np.array([], dtype=np.intp))
+    assert len(empty) == 0, f"no rows to score: expected an empty array, got {list(empty)}"
+
+
+CHECKS = [
+    Check("only spot-ok: \"true\" means spot is fine", check_only_true_means_ok,
+          "compare the annotation's value with the string \"true\"."),
+    Check("other lifecycles are not spot", check_other_lifecycles,
+          "only the value \"spot\" makes a spot node."),
+    Check("clusters without spot nodes, and empty rows", check_no_spot_anywhere,
+          "label_value_id returns None when no node carries the value."),
+]

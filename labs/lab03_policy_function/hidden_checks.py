@@ -1,0 +1,43 @@
+"""Lab 3 hidden checks: graded after submission, left out of student copies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from labs.harness import Check
+from labs.lab03_policy_function.checks import compiled, gpu_node
+from minisched.objects import make_pod
+from minisched.policy import PolicyTypeError
+
+
+def check_pod_subject(module: Any) -> None:
+    policy = compiled(module, 'labelAtLeast(.pod, "replicas", 3)')
+    node = gpu_node("0")
+    for replicas, want in (("3", True), ("2", False)):
+        got = policy.evaluate(node, make_pod("p", labels={"replicas": replicas}))
+        assert got is want, f"labelAtLeast(.pod, \"replicas\", 3) with replicas={replicas}: expected {want}, got {got}"
+
+
+def check_exact(module: Any) -> None:
+    policy = compiled(module, 'labelAtLeast("ratio", "0.3")')
+    node = gpu_node(None) | {"metadata": {"name": "r", "labels": {"ratio": "0.29999999999999999"}}}
+    got = policy.evaluate(node, make_pod("p"))
+    assert got is False, ("ratio=0.29999999999999999 is less than 0.3: expected false "
+                          "(as floats both are 0.3, so a float comparison says true)")
+
+
+def check_literal_checked(module: Any) -> None:
+    for source in ('labelAtLeast("gpu.count", "lots")', 'labelAtLeast("", 1)'):
+        try:
+            compiled(module, source)
+        except PolicyTypeError:
+            continue
+        raise AssertionError(f"{source} should be refused when compiled, not at evaluation")
+
+
+CHECKS = [
+    Check("works on the pod's labels with .pod", check_pod_subject, "Function(..., subject=\"node\")."),
+    Check("exact decimal comparison", check_exact, "use decimal.Decimal, never float()."),
+    Check("literal arguments checked at compile time", check_literal_checked,
+          "give each Param a check function returning what is wrong, or None."),
+]

@@ -1,0 +1,132 @@
+"""What the volume plugins read besides nodes and pods: PersistentVolumeClaims, PersistentVolumes,
+StorageClasses and CSINodes, through a small lister (kube's listers from the shared informer factory).
+
+`InformerStorage` reads the scheduler's informers (the plugins ask the handle's factory for them, so
+they start with the others); `StaticStorage` holds given objects (tests, notebooks). Also here: the
+claim helpers the volume plugins share (kube's storage helpers).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterable, Iterator
+from typing import Any, Protocol
+
+from minisched.resources import CSI_NODES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES
+
+Object = dict[str, Any]
+
+BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
+BETA_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
+WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
+STORAGE_RESOURCES = (PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, CSI_NODES)
+
+
+class StorageLister(Protocol):
+    def claim(self, namespace: str, name: str) -> Object | None: ...
+
+    def volume(self, name: str) -> Object | None: ...
+
+    def storage_class(self, name: str) -> Object | None: ...
+
+    def csi_node(self, name: str) -> Object | None: ...
+
+
+class StaticStorage:
+    """Storage objects given up front (or added later with `add`)."""
+
+    def __init__(self, objects: Iterable[Object] = ()) -> None:
+        self._objects: dict[tuple[str, str, str], Object] = {}
+        for obj in objects:
+            self.add(obj)
+
+    def add(self, obj: Object) -> None:
+        meta = obj["metadata"]
+        self._objects[(obj["kind"], meta.get("namespace") or "", meta["name"])] = obj
+
+    def claim(self, namespace: str, name: str) -> Object | None:
+        return self._objects.get(("PersistentVolumeClaim", namespace, name))
+
+    def volume(self, name: str) -> Object | None:
+        return self._objects.get(("PersistentVolume", "", name))
+
+    def storage_class(self, name: str) -> Object | None:
+        return self._objects.get(("StorageClass", "", name))
+
+    def csi_node(self, name: str) -> Object | None:
+        return self._objects.get(("CSINode", "", name))
+
+
+class InformerStorage:
+    """Reads the shared informers' stores; asking for the informers registers them with the factory,
+    which starts them with the scheduler's own."""
+
+    def __init__(self, factory: Any) -> None:
+        self._claims = factory.informer_for(PERSISTENT_VOLUME_CLAIMS).store
+        self._volumes = factory.informer_for(PERSISTENT_VOLUMES).store
+        self._classes = factory.informer_for(STORAGE_CLASSES).store
+        self._csi_nodes = factory.informer_for(CSI_NODES).store
+
+    def claim(self, namespace: str, name: str) -> Object | None:
+        obj: Object | None = self._claims.get_by_key(f"{namespace}/{name}")
+        return obj
+
+    def volume(self, name: str) -> Object | None:
+        obj: Object | None = self._volumes.get_by_key(name)
+        return obj
+
+    def storage_class(self, name: str) -> Object | None:
+        obj: Object | None = self._classes.get_by_key(name)
+        return obj
+
+    def csi_node(self, name: str) -> Object | None:
+        obj: Object | None = self._csi_nodes.get_by_key(name)
+        return obj
+
+
+def storage_from(handle: Any, storage: StorageLister | None = None) -> StorageLister:
+    """The lister a volume plugin uses: the one given, else one over the handle's informer factory
+    (shared by every volume plugin of that handle), else an empty one."""
+    if storage is not None:
+        return storage
+    factory = getattr(handle, "informer_factory", None)
+    if factory is None:
+        return StaticStorage()
+    shared = _SHARED.get(factory)
+    if shared is None:
+        shared = _SHARED[factory] = InformerStorage(factory)
+    return shared
+
+
+_SHARED: weakref.WeakKeyDictionary[Any, InformerStorage] = weakref.WeakKeyDictionary()
+
+
+def claim_volumes(pod: Object) -> Iterator[tuple[str, bool]]:
+    """(claim name, is ephemeral) for each volume of `pod` backed by a PersistentVolumeClaim; a
+    generic ephemeral volume's claim is named <pod>-<volume> (ephemeral.VolumeClaimName)."""
+    spec = pod.get("spec") or {}
+    pod_name = (pod.get("metadata") or {}).get("name") or ""
+    for v in spec.get("volumes") or []:
+        if v.get("persistentVolumeClaim") is not None:
+            yield str(v["persistentVolumeClaim"].get("claimName") or ""), False
+        elif v.get("ephemeral") is not None:
+            yield f"{pod_name}-{v.get('name') or ''}", True
+
+
+def claim_class(pvc: Object) -> str:
+    """storagehelpers.GetPersistentVolumeClaimClass: the beta annotation wins over the field."""
+    annotations = (pvc.get("metadata") or {}).get("annotations") or {}
+    if BETA_CLASS_ANNOTATION in annotations:
+        return str(annotations[BETA_CLASS_ANNOTATION])
+    return str((pvc.get("spec") or {}).get("storageClassName") or "")
+
+
+def fully_bound(pvc: Object) -> bool:
+    """Bound by the PV controller: a volume name and the bind-completed annotation."""
+    annotations = (pvc.get("metadata") or {}).get("annotations") or {}
+    return bool((pvc.get("spec") or {}).get("volumeName")) and BIND_COMPLETED in annotations
+
+
+def not_found(kind: str, name: str) -> str:
+    """A lister's NotFound error text ("persistentvolumeclaim \"x\" not found")."""
+    return f'{kind} "{name}" not found'

@@ -1,0 +1,157 @@
+"""VolumeZone (PreFilter, Filter): a pod whose bound PersistentVolumes carry zone or region labels
+fits only nodes in one of those zones (regions), as kube's plugin: "node(s) had no available volume
+zone". A node with none of the four topology labels is not constrained. Claims that are missing,
+unnamed, or unbound under an Immediate class stop the pod in PreFilter with kube's messages; unbound
+WaitForFirstConsumer claims are skipped (VolumeBinding speaks for them)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from minisched.scheduler.framework.cycle_state import CycleState
+from minisched.scheduler.framework.interface import FilterResult, Handle, PreFilterResult
+from minisched.scheduler.framework.status import Code, Status
+from minisched.scheduler.framework.types import PodInfo
+from minisched.scheduler.plugins.storage import (
+    WAIT_FOR_FIRST_CONSUMER,
+    StorageLister,
+    claim_class,
+    not_found,
+    storage_from,
+)
+from minisched.scheduler.snapshot import NodeTable
+
+NAME = "VolumeZone"
+REASON = "node(s) had no available volume zone"
+_STATE_KEY = "PreFilter" + NAME
+
+BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
+BETA_REGION = "failure-domain.beta.kubernetes.io/region"
+ZONE = "topology.kubernetes.io/zone"
+REGION = "topology.kubernetes.io/region"
+TOPOLOGY_LABELS = (BETA_ZONE, BETA_REGION, ZONE, REGION)
+_GA = {BETA_ZONE: ZONE, BETA_REGION: REGION}
+
+Object = dict[str, Any]
+BoolArray = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class Topology:
+    """One topology label of one volume: the node must carry `key` with one of `values`."""
+
+    volume: str
+    key: str
+    values: frozenset[str]
+
+
+def zones(value: str) -> frozenset[str]:
+    """volumehelpers.LabelZonesToSet: a multi-zone label joins zones with "__"."""
+    return frozenset(z.strip() for z in value.split("__") if z.strip())
+
+
+def topologies(pod: Object, namespace: str, storage: StorageLister) -> tuple[tuple[Topology, ...], Status]:
+    """getPVbyPod: the topology constraints of the pod's claims' volumes, or why it fits nowhere."""
+    out: list[Topology] = []
+    unresolvable = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    for v in (pod.get("spec") or {}).get("volumes") or []:
+        if v.get("persistentVolumeClaim") is None:
+            continue
+        name = str(v["persistentVolumeClaim"].get("claimName") or "")
+        if not name:
+            return (), Status(unresolvable, ("PersistentVolumeClaim had no name",), NAME)
+        pvc = storage.claim(namespace, name)
+        if pvc is None:
+            return (), Status(unresolvable, (not_found("persistentvolumeclaim", name),), NAME)
+        pv_name = str((pvc.get("spec") or {}).get("volumeName") or "")
+        if not pv_name:
+            class_name = claim_class(pvc)
+            if not class_name:
+                return (), Status(unresolvable, ("PersistentVolumeClaim had no pv name and storageClass name",), NAME)
+            sc = storage.storage_class(class_name)
+            if sc is None:
+                return (), Status(unresolvable, (not_found("storageclass.storage.k8s.io", class_name),), NAME)
+            if sc.get("volumeBindingMode") == WAIT_FOR_FIRST_CONSUMER:
+                continue
+            return (), Status(unresolvable, ("PersistentVolume had no name",), NAME)
+        pv = storage.volume(pv_name)
+        if pv is None:
+            return (), Status(unresolvable, (not_found("persistentvolume", pv_name),), NAME)
+        labels = (pv.get("metadata") or {}).get("labels") or {}
+        for key in TOPOLOGY_LABELS:
+            if key in labels:
+                out.append(Topology(pv_name, key, zones(str(labels[key]))))
+    return tuple(out), Status.success()
+
+
+def fits(constraints: tuple[Topology, ...], labels: Mapping[str, str]) -> bool:
+    """The pure rule for one node."""
+    if not any(k in labels for k in TOPOLOGY_LABELS):
+        return True
+    for t in constraints:
+        value = labels.get(t.key, labels.get(_GA.get(t.key, t.key)))
+        if value is None or value not in t.values:
+            return False
+    return True
+
+
+def _value_in(nodes: NodeTable, key: str, values: frozenset[str]) -> BoolArray:
+    col = nodes.label_column(key)
+    ids = [i for i in (nodes.label_value_id(key, v) for v in values) if i is not None]
+    if col is None or not ids:
+        return np.zeros(len(nodes), np.bool_)
+    return np.isin(col, ids)
+
+
+def _has(nodes: NodeTable, key: str) -> BoolArray:
+    col = nodes.label_column(key)
+    return col >= 0 if col is not None else np.zeros(len(nodes), np.bool_)
+
+
+class VolumeZone:
+    name = NAME
+    reads_pods = False
+    reads_other_nodes = True  # follows PVC/PV objects the node table does not version: no reuse
+
+    def __init__(self, storage: StorageLister) -> None:
+        self.storage = storage
+
+    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> tuple[PreFilterResult | None, Status]:
+        constraints, status = topologies(pod.pod, pod.namespace, self.storage)
+        if not status.is_success:
+            return None, status
+        if not constraints:
+            return None, Status.skip(NAME)
+        state.write(_STATE_KEY, constraints)
+        return None, Status.success()
+
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult:
+        n = len(nodes)
+        try:
+            constraints: tuple[Topology, ...] = state.read(_STATE_KEY)
+        except KeyError:  # a filter-only run (preemption's what-ifs): compute what PreFilter would
+            constraints, status = topologies(pod.pod, pod.namespace, self.storage)
+            if not status.is_success:
+                return FilterResult.fail_where(np.ones(n, np.bool_), status.message(), status.code)
+        constrained = np.zeros(n, np.bool_)
+        for key in TOPOLOGY_LABELS:
+            constrained |= _has(nodes, key)
+        ok = np.ones(n, np.bool_)
+        for t in constraints:
+            here = _has(nodes, t.key)
+            # the label itself where the node has it, else its GA name (translateToGALabel)
+            match = np.where(here, _value_in(nodes, t.key, t.values), _value_in(nodes, _GA.get(t.key, t.key), t.values))
+            ok &= match
+        failed = constrained & ~ok
+        if not failed.any():
+            return FilterResult.all_pass(n)
+        return FilterResult.fail_where(failed, REASON, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+
+
+def new(args: Mapping[str, Any] | None, handle: Handle | None, storage: StorageLister | None = None) -> VolumeZone:
+    return VolumeZone(storage_from(handle, storage))
