@@ -611,8 +611,9 @@ class Framework:
             if status.is_success:
                 self._observe("PostFilter", status, t0)
                 return node, status.with_plugin(p.name)
-            if status.is_error:
+            if status.is_error:  # kube stops there, and its message is the PostFilter part of the text
                 self._observe("PostFilter", status, t0)
+                diagnosis.post_filter_msg = status.message()
                 return None, status.with_plugin(p.name)
             if node == "":
                 clear = ""
