@@ -39,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--context", help="kubeconfig context (default: its current-context)")
     run.add_argument("--config", help="KubeSchedulerConfiguration YAML (kubescheduler.config.k8s.io/v1)")
     run.add_argument("--bind-workers", type=int, default=64,
-                     help="concurrent binding cycles (default 64, the real backend's connection pool)")
+                     help="concurrent binding cycles (default 64; the real backend's connection pool is sized to it + 32)")
     run.add_argument("--shutdown-timeout", type=float, default=20.0,
                      help="seconds a SIGTERM/SIGINT shutdown may take, shared by every step; what is not "
                           "done by then is abandoned and logged (default 20, inside Kubernetes' 30 s grace)")

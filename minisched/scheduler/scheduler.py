@@ -736,13 +736,15 @@ class Scheduler:
             t.join(left())
         if any(t.is_alive() and t.name == "scheduler-loop" for t in self._threads):
             report.abandoned_cycle = self._cycle_pod or "(between pods)"
-        # Bindings queued but not started: forget them (nothing was sent; the pods stay pending).
+        # Queued bindings keep running while time is left; at the deadline, those not started are
+        # forgotten (nothing was sent; the pods stay pending) and those running are left to finish.
+        finished = self.wait_for_bindings(left())
         for a in self._pool.shutdown():
             report.bindings_not_started.append(a.qpi.key)
             a.framework.run_unreserve(a.state, a.info, a.node)
             self.cache.forget_pod(a.qpi.pod)
             self._binding_done()
-        if not self.wait_for_bindings(left()):
+        if not finished:
             with self._bindings_lock:
                 report.bindings_in_flight = self._bindings_in_flight
         if self.recorder.flush(left()):
