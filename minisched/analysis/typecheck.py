@@ -11,8 +11,6 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import minisched
-
 # Two reconcilers assigned to Reconciler[MiniReplicaSet, dict]: one takes a string instead of a
 # Request and declares the wrong primary kind, the other is the real MiniReplicaSetReconciler.
 RECONCILER_CONTRACT_EXAMPLE = '''\
@@ -53,7 +51,7 @@ def check_types(source: str, name: str = "snippet.py") -> TypeCheck:
     snippet's own lines are reported)."""
     from mypy import api as mypy_api
 
-    root = str(Path(minisched.__file__).resolve().parents[1])
+    root = str(Path(__file__).resolve().parents[2])  # the checkout that holds minisched/
     previous = os.environ.get("MYPYPATH")
     with tempfile.TemporaryDirectory(prefix="minisched-typecheck-") as tmp:
         path = Path(tmp, name)
