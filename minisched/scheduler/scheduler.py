@@ -21,7 +21,8 @@ version when it is queued (as kube does), and the per-cycle snapshot is copy-on-
 Where minisched differs from kube-scheduler, and why: one handler serves both views of the pod
 informer (one listener thread instead of two); the queue moves unschedulable pods by a fixed
 plugin -> event table rather than QueueingHints; nominated pods are added to the snapshot once
-(kube filters twice, which only matters for inter-pod affinity, which minisched does not have);
+(kube filters twice, once with them added through the PreFilter extensions and once without,
+which matters for InterPodAffinity and PodTopologySpread: minisched counts them everywhere);
 a pod waiting at Permit holds one binding worker.
 
 Metrics go through `observer`, any object with some of SchedulerMetrics' methods
@@ -46,7 +47,7 @@ from minisched.cluster.base import Cluster
 from minisched.errors import ApiError, NotFound, is_conflict
 from minisched.informer import ResourceEventHandlerFuncs, SharedInformerFactory, unwrap_tombstone
 from minisched.meta import key_of
-from minisched.resources import NODES, PODS, PRIORITY_CLASSES
+from minisched.resources import NAMESPACES, NODES, PODS, PRIORITY_CLASSES
 from minisched.scheduler.cache import CacheError, SchedulerCache
 from minisched.scheduler.events import (
     POD_REASON_SCHEDULER_ERROR,
@@ -59,6 +60,7 @@ from minisched.scheduler.framework.profile import Profile, default_profile, load
 from minisched.scheduler.framework.runtime import Framework
 from minisched.scheduler.framework.status import Status
 from minisched.scheduler.framework.types import PodInfo, PodSpecError
+from minisched.scheduler.plugins.inter_pod_affinity import StoreNamespaces
 from minisched.scheduler.queue import (
     ASSIGNED_POD_DELETE,
     NODE_ADD,
@@ -131,6 +133,7 @@ class SchedulerHandle:
         self._cache = cache
         self.framework: Framework | None = None
         self.current: NodeTable | None = None
+        self.namespace_lister: Any = None  # namespace labels for namespaceSelector (InterPodAffinity)
 
     def snapshot(self) -> NodeTable:
         return self.current if self.current is not None else self._cache.snapshot()
@@ -140,6 +143,12 @@ class SchedulerHandle:
         assert self.framework is not None
         statuses = self.framework.run_filters(state, pod, nodes)
         return next(iter(statuses.values()), Status.success())
+
+    def run_pre_filter_extension_remove_pod(self, state: CycleState, pod: PodInfo, victim: PodInfo,
+                                            node_name: str) -> Status:
+        """PreFilter state as if `victim` were gone from `node_name` (preemption's dry run)."""
+        assert self.framework is not None
+        return self.framework.run_pre_filter_extension_remove_pod(state, pod, victim, node_name)
 
 
 class _WaitingPod:
@@ -398,6 +407,8 @@ class Scheduler:
         self._started = True
         pods = self.factory.informer_for(PODS)
         nodes = self.factory.informer_for(NODES)
+        # kube-scheduler watches namespaces for the namespaceSelector of pod affinity terms
+        self.handle.namespace_lister = StoreNamespaces(self.factory.informer_for(NAMESPACES, namespace=None).store)
         self._pod_informer = pods
         # One handler for both views of the pod informer (kube registers two filtered ones): one
         # listener thread instead of two, and a pending->bound transition handled in one place.

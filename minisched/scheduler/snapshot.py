@@ -34,6 +34,7 @@ from minisched.scheduler.framework.types import (
     parse_int64,
     resource_amount,
 )
+from minisched.scheduler.pod_columns import PodColumns
 
 Object = dict[str, Any]
 IntArray = npt.NDArray[np.int64]
@@ -94,6 +95,9 @@ class NodeTable:
         self.pod_version = 0
         self._pod_log: list[tuple[int, str]] = []
         self._pod_log_start = 0  # the first pod_version still in the log
+        # the assigned pods as columns (labels, namespace, affinity terms) for InterPodAffinity;
+        # None in a subset view, which builds its own from its few pods when asked
+        self._pod_columns: PodColumns | None = PodColumns()
 
     # ---------------------------------------------------------------- reading
     def __len__(self) -> int:
@@ -224,6 +228,16 @@ class NodeTable:
             (sum(1 for p in pods.values() if predicate(p)) for pods in self._pods[: self._n]), np.int64, self._n
         )
 
+    def pod_columns(self) -> PodColumns:
+        """The assigned pods as columns, to count pods matching a selector with numpy."""
+        if self._pod_columns is None:
+            columns = PodColumns()
+            for row, pods in enumerate(self._pods[: self._n]):
+                for p in pods.values():
+                    columns.add(row, p)
+            self._pod_columns = columns
+        return self._pod_columns
+
     def has_pod(self, name: str, pod_key: str) -> bool:
         row = self._index.get(name)
         return row is not None and pod_key in self._pods[row]
@@ -254,6 +268,7 @@ class NodeTable:
         snap._orphans = {}
         snap._shared = set(_GROUPS)
         snap._numeric_cache = dict(self._numeric_cache)
+        snap._pod_columns = self.pod_columns().frozen_view()
         self._shared = set(_GROUPS)
         return snap
 
@@ -290,6 +305,7 @@ class NodeTable:
         view._pod_log_start = view.pod_version + 1
         view._port_ids = dict(self._port_ids)  # the port vocabulary grows in place: a private one
         view.port_list = list(self.port_list)
+        view._pod_columns = self.pod_columns().frozen_view()  # copied by the view's first write
         for node_name, p in placed:
             if node_name in view._index:
                 view.add_pod(node_name, p)
@@ -314,6 +330,7 @@ class NodeTable:
         view._images = self._images[rows]
         view._image_counts = None
         view._pods = [dict(self._pods[r]) for r in rows]
+        view._pod_columns = None  # built from the view's own pods if asked
         view._orphans = {}
         view._shared = set()
         view._numeric_cache = {}
@@ -520,6 +537,8 @@ class NodeTable:
             self._pods[row] = self._pods[last]
             self._names[row], self._nodes[row] = self._names[last], self._nodes[last]
             self._index[self._names[row]] = row
+        if self._pod_columns is not None:
+            self._pod_columns.move_rows(row, last)
         self._pods.pop()
         self._names.pop()
         self._nodes.pop()
@@ -539,6 +558,8 @@ class NodeTable:
             return
         self._writable("req", "pods", *(("ports",) if pod.host_ports else ()))
         self._apply_pod(row, pod, +1)
+        if self._pod_columns is not None:
+            self._pod_columns.add(row, pod)
         self._log_pod_change(node_name)
         self._pods[row] = {**self._pods[row], pod.key: pod}
 
@@ -554,6 +575,8 @@ class NodeTable:
             return None
         self._writable("req", "pods", *(("ports",) if counted.host_ports else ()))
         self._apply_pod(row, counted, -1)
+        if self._pod_columns is not None:
+            self._pod_columns.remove(key)
         self._log_pod_change(node_name)
         remaining = dict(self._pods[row])
         del remaining[key]

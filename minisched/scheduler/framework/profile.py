@@ -49,8 +49,8 @@ class PluginSet:
     disabled: tuple[str, ...] = ()
 
 
-# kube-scheduler's default multiPoint set (apis/config/v1/default_plugins.go) minus the volume,
-# PodTopologySpread and InterPodAffinity plugins minisched does not have.
+# kube-scheduler's default multiPoint set (apis/config/v1/default_plugins.go) minus the volume
+# and PodTopologySpread plugins minisched does not have.
 DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
     PluginRef("SchedulingGates"),
     PluginRef("PrioritySort"),
@@ -60,6 +60,7 @@ DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
     PluginRef("NodeAffinity", 2),
     PluginRef("NodePorts"),
     PluginRef("NodeResourcesFit", 1),
+    PluginRef("InterPodAffinity", 2),
     PluginRef("DefaultPreemption"),
     PluginRef("NodeResourcesBalancedAllocation", 1),
     PluginRef("ImageLocality", 1),

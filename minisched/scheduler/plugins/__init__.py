@@ -9,6 +9,7 @@ from minisched.scheduler.framework.registry import Registry
 from minisched.scheduler.plugins import (
     default_binder,
     image_locality,
+    inter_pod_affinity,
     node_affinity,
     node_name,
     node_ports,
@@ -30,6 +31,7 @@ _MODULES = (
     node_affinity,
     node_ports,
     node_resources_fit,
+    inter_pod_affinity,
     node_resources_balanced_allocation,
     image_locality,
     default_binder,

@@ -12,8 +12,10 @@ def test_default_profile_matches_kube_defaults() -> None:
     fw = Framework(default_profile())
     assert fw.profile_name == "minisched"
     assert fw.plugin_names("filter") == [
-        "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit"]
-    assert fw.weights == {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1,
+        "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
+        "InterPodAffinity"]
+    assert fw.plugin_names("preFilter")[-1] == "InterPodAffinity"
+    assert fw.weights == {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1, "InterPodAffinity": 2,
                           "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1}
     assert fw.plugin_names("queueSort") == ["PrioritySort"]
     assert fw.plugin_names("preEnqueue") == ["SchedulingGates"]
