@@ -60,6 +60,11 @@ class PodColumns:
         self._term_ids: dict[AffinityTerm, int] = {}  # shared, append-only
         self._node_shared = False  # a snapshot holds _node: copy before writing inside its bound
         self._owner = True  # False: a view's copy of another table's columns, copied on first write
+        self._alive: BoolArray | None = None  # node_rows >= 0, kept until the next write
+        # term id -> does it match a pod of this (namespace, labels, namespace labels)? Shared by
+        # the views of one table, as the term ids are (append-only); a view that copies starts anew.
+        self.match_cache: dict[tuple[Any, ...], BoolArray] = {}
+        self.namespace_selectors = False  # does any term carry a non-empty namespaceSelector?
 
     # ------------------------------------------------------------ reading
     def __len__(self) -> int:
@@ -74,6 +79,13 @@ class PodColumns:
     def node_rows(self) -> Int32Array:
         """Node row of each slot, -1 for a pod that is gone."""
         return self._node[: self._n]
+
+    @property
+    def alive(self) -> BoolArray:
+        """Slots of pods still assigned."""
+        if self._alive is None:
+            self._alive = self._node[: self._n] >= 0
+        return self._alive
 
     @property
     def namespace_ids(self) -> Int32Array:
@@ -132,12 +144,14 @@ class PodColumns:
         view = PodColumns.__new__(PodColumns)
         view.__dict__.update(self.__dict__)
         view._owner = False
+        view._alive = None
         self._node_shared = True
         return view
 
     def _own(self, in_bounds: bool) -> None:
         """Before a write: a view takes private copies of everything it may change; the owner
         copies the node column only for a write inside a snapshot's bound (`in_bounds`)."""
+        self._alive = None
         if self._owner:
             if in_bounds and self._node_shared:
                 self._node = self._node.copy()
@@ -154,6 +168,7 @@ class PodColumns:
         self._t_kind, self._t_weight = self._t_kind[:tn].copy(), self._t_weight[:tn].copy()
         self.terms = list(self.terms)
         self._term_ids = dict(self._term_ids)
+        self.match_cache = {}
         self._owner = True
         self._node_shared = False
 
@@ -200,6 +215,8 @@ class PodColumns:
         if tid is None:
             tid = self._term_ids[term] = len(self.terms)
             self.terms.append(term)
+            if term.namespace_selector is not None and term.namespace_selector.requirements:
+                self.namespace_selectors = True
         i = self._tn
         if i >= len(self._t_slot):
             size = max(64, 2 * len(self._t_slot))
@@ -259,6 +276,7 @@ class PodColumns:
         self._n = len(keep)
         self._tn = len(self._t_slot)
         self._node_shared = False
+        self._alive = None
 
 
 def _resized(a: np.ndarray, size: int, used: int, fill: Any = 0) -> Any:

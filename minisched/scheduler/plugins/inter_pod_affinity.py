@@ -166,12 +166,12 @@ class _ScoreState:
 
 
 # ---- counting with numpy ----
-def _value_ids(nodes: NodeTable, key: str, rows: npt.NDArray[Any]) -> npt.NDArray[np.int32]:
-    """Label `key`'s value id on each node row in `rows` (-1 where the node lacks it)."""
+def _value_ids(nodes: NodeTable, key: str, rows: npt.NDArray[Any] | None = None) -> npt.NDArray[np.int32]:
+    """Label `key`'s value id on each node row in `rows` (all rows if None), -1 where absent."""
     col = nodes.label_column(key)
     if col is None:
-        return np.full(len(rows), -1, np.int32)
-    return col[rows]
+        return np.full(len(nodes) if rows is None else len(rows), -1, np.int32)
+    return col if rows is None else col[rows]
 
 
 def _domain_size(nodes: NodeTable, key: str) -> int:
@@ -200,17 +200,17 @@ def _add_counts(into: Counts, nodes: NodeTable, key: str, node_rows: npt.NDArray
 
 def _lookup(counts: IntArray | None, vids: npt.NDArray[np.int32]) -> IntArray:
     """counts[vid] per node, 0 where the node lacks the key or the count does not reach."""
-    out = np.zeros(len(vids), np.int64)
-    if counts is None or counts.size == 0:
-        return out
-    ok = (vids >= 0) & (vids < counts.size)
-    out[ok] = counts[vids[ok]]
-    return out
+    if counts is None or counts.size == 0 or vids.size == 0:
+        return np.zeros(len(vids), np.int64)
+    # a zero after the counts: vid -1 (no label) reads it
+    padded = np.zeros(max(counts.size, int(vids.max()) + 1) + 1, np.int64)
+    padded[: counts.size] = counts
+    return padded[vids]
 
 
 def _incoming_slots(pc: PodColumns, term: AffinityTerm) -> BoolArray:
     """Slots of live pods that an incoming pod's term (namespaces resolved) matches."""
-    mask = pc.selector_mask(term.selector) & (pc.node_rows >= 0)
+    mask = pc.selector_mask(term.selector) & pc.alive
     if term.all_namespaces:
         return mask
     return mask & pc.namespace_mask(term.namespaces)
@@ -252,15 +252,24 @@ class InterPodAffinity:
         slot, tid, kind, _ = pc.term_entries()
         if slot.size == 0:
             return np.zeros(0, np.intp), None
-        sel = np.isin(kind, kinds) & (pc.node_rows[slot] >= 0)
+        sel = (kind == kinds[0]) if len(kinds) == 1 else np.isin(kind, kinds)
+        sel &= pc.alive[slot]
         if not sel.any():
             return np.zeros(0, np.intp), None
-        distinct = [int(t) for t in np.unique(tid[sel])]
-        ns_labels = self._namespace_labels(pod, (pc.terms[t] for t in distinct))
-        matching = [t for t in distinct if pc.terms[t].matches(pod, ns_labels)]
-        if not matching:
-            return np.zeros(0, np.intp), ns_labels
-        sel &= np.isin(tid, matching)
+        terms = pc.terms
+        ns_labels = self.namespaces.labels_of(pod.namespace) if pc.namespace_selectors else None
+        # whether each distinct term matches the pod: judged once per pod shape, then kept
+        key = (pod.namespace, pod.labels, tuple(sorted(ns_labels.items())) if ns_labels is not None else None)
+        matched = pc.match_cache.get(key)
+        if matched is None or matched.size < len(terms):
+            known = 0 if matched is None else matched.size
+            fresh = np.fromiter((t.matches(pod, ns_labels) for t in terms[known:len(terms)]), np.bool_,
+                                len(terms) - known)
+            matched = fresh if matched is None else np.concatenate([matched, fresh])
+            if len(pc.match_cache) > 256:
+                pc.match_cache.clear()
+            pc.match_cache[key] = matched
+        sel &= matched[tid]
         return np.flatnonzero(sel), ns_labels
 
     # ------------------------------------------------------------ PreFilter
@@ -355,13 +364,12 @@ class InterPodAffinity:
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult:
         s: _FilterState = state.read(_PRE_FILTER_KEY)
         n = len(nodes)
-        every = np.arange(n, dtype=np.intp)
         affinity_fail = np.zeros(n, np.bool_)
         if s.affinity_terms:
             missing = np.zeros(n, np.bool_)
             pods_exist = np.ones(n, np.bool_)
             for t in s.affinity_terms:
-                vids = _value_ids(nodes, t.topology_key, every)
+                vids = _value_ids(nodes, t.topology_key)
                 missing |= vids < 0
                 pods_exist &= _lookup(s.affinity.get(t.topology_key), vids) > 0
             # the first pod of a group: nothing matches anywhere, and it matches its own terms
@@ -369,10 +377,10 @@ class InterPodAffinity:
             affinity_fail = missing | (~pods_exist & (not first))
         anti_fail = np.zeros(n, np.bool_)
         for t in s.anti_terms:
-            anti_fail |= _lookup(s.anti.get(t.topology_key), _value_ids(nodes, t.topology_key, every)) > 0
+            anti_fail |= _lookup(s.anti.get(t.topology_key), _value_ids(nodes, t.topology_key)) > 0
         existing_fail = np.zeros(n, np.bool_)
         for key, counts in s.existing.items():
-            existing_fail |= _lookup(counts, _value_ids(nodes, key, every)) > 0
+            existing_fail |= _lookup(counts, _value_ids(nodes, key)) > 0
         anti_fail &= ~affinity_fail
         existing_fail &= ~affinity_fail & ~anti_fail
         if not (affinity_fail.any() or anti_fail.any() or existing_fail.any()):
