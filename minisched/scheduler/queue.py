@@ -77,6 +77,9 @@ PLUGIN_EVENTS: dict[str, frozenset[ClusterEvent]] = {
     "NodeUnschedulable": frozenset({NODE_ADD, NODE_TAINT_CHANGE}),
     "NodeName": frozenset({NODE_ADD}),
     "NodePorts": frozenset({NODE_ADD, ASSIGNED_POD_DELETE}),
+    # a pod that matches (or stops matching) a term may arrive or leave anywhere in a domain
+    "InterPodAffinity": frozenset({ASSIGNED_POD_ADD, ASSIGNED_POD_UPDATE, ASSIGNED_POD_DELETE, NODE_ADD,
+                                   NODE_LABEL_CHANGE}),
 }
 
 
@@ -428,6 +431,15 @@ class SchedulingQueue:
                     moved += 1
             self._move_request_cycle = self._scheduling_cycle
             return moved
+
+    def move_if_any_interested(self, event: ClusterEvent) -> int:
+        """move_all_to_active_or_backoff for a frequent event (every pod bound is an assigned-pod
+        Add): only when a parked pod cares, so a stream of bindings does not turn every failure of
+        the moment into a quick retry (the move request sends pods in flight to backoff)."""
+        with self._lock:
+            if not any(self._interested(q, event) for q in self._unschedulable.values()):
+                return 0
+        return self.move_all_to_active_or_backoff(event)
 
     def _interested(self, qpi: QueuedPodInfo, event: ClusterEvent) -> bool:
         if event in (WILDCARD_EVENT, UNSCHEDULABLE_TIMEOUT) or not qpi.unschedulable_plugins:

@@ -62,6 +62,7 @@ from minisched.scheduler.framework.status import Status
 from minisched.scheduler.framework.types import PodInfo, PodSpecError
 from minisched.scheduler.plugins.inter_pod_affinity import StoreNamespaces
 from minisched.scheduler.queue import (
+    ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
     NODE_ADD,
     PLUGIN_EVENTS,
@@ -342,6 +343,7 @@ class Scheduler:
             self.queue.add(pod, self._parsed(pod))
         elif self._is_assigned_live(pod):
             self.cache.add_pod(pod)
+            self.queue.move_if_any_interested(ASSIGNED_POD_ADD)  # a pod some affinity term waits for
 
     def _on_pod_update(self, old: Object, new: Object) -> None:
         was_pending, now_pending = self._is_pending_for_us(old), self._is_pending_for_us(new)
@@ -357,6 +359,7 @@ class Scheduler:
             self.cache.update_pod(old, new)
         elif now_assigned:
             self.cache.add_pod(new)  # the binding landed: confirms our assumption
+            self.queue.move_if_any_interested(ASSIGNED_POD_ADD)
         elif was_assigned:
             self._assigned_gone(old)  # finished (Succeeded/Failed): its room is free
 
