@@ -154,3 +154,24 @@ def test_preemption_removes_the_pod_that_breaks_anti_affinity(
         for name in (low, high):
             with contextlib.suppress(NotFound):
                 cluster.delete(PRIORITY_CLASSES, name)
+
+
+def test_match_label_keys_are_merged_into_the_selector_on_create(env: tuple[Cluster, str, str]) -> None:
+    """kube-apiserver folds matchLabelKeys / mismatchLabelKeys into labelSelector when the pod is
+    created (the scheduler reads the selector alone); the embedded server does the same."""
+    cluster, ns, _ = env
+    term = {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": HOST,
+            "matchLabelKeys": ["pod-template-hash", "absent"], "mismatchLabelKeys": ["tenant"]}
+    affinity = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term],
+                                    "preferredDuringSchedulingIgnoredDuringExecution": [
+                                        {"weight": 10, "podAffinityTerm": {**term, "topologyKey": ZONE}}]}}
+    pod = make_pod("keys", namespace=ns, labels={"app": "web", "pod-template-hash": "abc", "tenant": "t1"},
+                   affinity=affinity, scheduler_name="nobody")
+    stored = cluster.create(PODS, pod)["spec"]["affinity"]["podAntiAffinity"]
+    merged = [{"key": "pod-template-hash", "operator": "In", "values": ["abc"]},
+              {"key": "tenant", "operator": "NotIn", "values": ["t1"]}]
+    required = stored["requiredDuringSchedulingIgnoredDuringExecution"][0]
+    assert required["labelSelector"] == {"matchLabels": {"app": "web"}, "matchExpressions": merged}
+    assert required["matchLabelKeys"] == ["pod-template-hash", "absent"]  # kept as written
+    preferred = stored["preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"]
+    assert preferred["labelSelector"]["matchExpressions"] == merged
