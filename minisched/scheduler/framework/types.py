@@ -552,10 +552,6 @@ class AffinityTerm:
     namespaces: frozenset[str] = frozenset()
     namespace_selector: LabelSelector | None = None
 
-    @property
-    def all_namespaces(self) -> bool:
-        return self.namespace_selector is not None and not self.namespace_selector.requirements
-
     def matches(self, pod: PodInfo, namespace_labels: Mapping[str, str] | None) -> bool:
         """kube's AffinityTerm.Matches: `pod` is in one of the term's namespaces (by name, or by its
         namespace's labels, `namespace_labels`) and its labels match the selector."""
@@ -582,6 +578,7 @@ class PodAffinity:
     preferred_anti_affinity: tuple[WeightedAffinityTerm, ...] = ()
 
 
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _TOPOLOGY_KEY = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
                            r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 
@@ -597,6 +594,13 @@ def _affinity_term(raw: Any, path: str, namespace: str) -> AffinityTerm:
     selector = None
     if raw.get("labelSelector") is not None:
         selector = _label_selector(raw["labelSelector"], f"{path}.labelSelector")
+        for r in selector.requirements:  # kube's LabelSelectorAsSelector refuses these
+            for v in r.values:
+                if len(v) > 63 or not _LABEL_VALUE.match(v):
+                    raise PodSpecError(
+                        f"{path}.labelSelector: values[{r.key}]: Invalid value: {v!r}: a valid label must be an empty "
+                        "string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with "
+                        "an alphanumeric character")
     ns_selector = None
     if raw.get("namespaceSelector") is not None:
         ns_selector = _label_selector(raw["namespaceSelector"], f"{path}.namespaceSelector")

@@ -127,14 +127,19 @@ class ClusterNamespaces:
 
 
 def incoming_scope(term: AffinityTerm, namespaces: Namespaces) -> AffinityTerm:
-    """kube's mergeAffinityTermNamespacesIfNotEmpty, for the incoming pod's terms: a non-empty
-    namespaceSelector becomes the names of the namespaces it selects now. The empty selector (all
-    namespaces) stays; a term without one keeps its names."""
+    """kube's mergeAffinityTermNamespacesIfNotEmpty, for the incoming pod's terms: the namespaces a
+    non-empty namespaceSelector selects now join the term's names.
+
+    kube 1.35 passes the term by value there, so its NamespaceSelector is NOT replaced by Nothing
+    as the comment intends: it stays, and the incoming pod's terms are then matched with no
+    namespace labels (Matches(pod, nil)). A selector that an empty label set satisfies (only
+    NotIn / DoesNotExist requirements) therefore lets pods of every namespace through. minisched
+    keeps the selector too and matches it against no labels, to decide as kube-scheduler does."""
     sel = term.namespace_selector
     if sel is None or not sel.requirements:
         return term
     picked = {name for name, labels in namespaces.all() if sel.matches(labels)}
-    return replace(term, namespaces=term.namespaces | picked, namespace_selector=None)
+    return replace(term, namespaces=term.namespaces | picked)
 
 
 def _matches_all(terms: Sequence[AffinityTerm], pod: PodInfo) -> bool:
@@ -211,8 +216,8 @@ def _lookup(counts: IntArray | None, vids: npt.NDArray[np.int32]) -> IntArray:
 def _incoming_slots(pc: PodColumns, term: AffinityTerm) -> BoolArray:
     """Slots of live pods that an incoming pod's term (namespaces resolved) matches."""
     mask = pc.selector_mask(term.selector) & pc.alive
-    if term.all_namespaces:
-        return mask
+    if term.namespace_selector is not None and term.namespace_selector.matches({}):
+        return mask  # the empty selector (all namespaces), or kube's no-labels quirk (incoming_scope)
     return mask & pc.namespace_mask(term.namespaces)
 
 

@@ -499,7 +499,8 @@ def random_term(rng: random.Random) -> Object:
     if roll < 0.15:
         t["namespaces"] = rng.sample(["default", "other"], rng.randint(1, 2))
     elif roll < 0.25:
-        t["namespaceSelector"] = rng.choice([{}, {"matchLabels": {"team": "a"}}])
+        t["namespaceSelector"] = rng.choice([{}, {"matchLabels": {"team": "a"}}, {"matchExpressions": [
+            {"key": "team", "operator": "NotIn", "values": ["a"]}]}])
     return t
 
 
@@ -575,3 +576,167 @@ def test_vectorised_agrees_with_the_pure_rules(seed: int) -> None:
         return
     raw = plugin.score(state, incoming, table, rows)
     assert raw.tolist() == [ipa.raw_score(by_name[table.names[r]], pure) for r in rows]
+
+
+# ---------------------------------------------------------------- more of kube 1.35's filtering_test.go
+R_CHINA, R_INDIA, R_CHINA_AZ1 = {"region": "China"}, {"region": "India"}, {"region": "China", "az": "az1"}
+AB = {"nodeA": {"region": "r1", "zone": "z1", "hostname": "nodeA"},
+      "nodeB": {"region": "r1", "zone": "z2", "hostname": "nodeB"}}
+ABC_REGIONS = {"nodeA": R_CHINA, "nodeB": R_CHINA_AZ1, "nodeC": R_INDIA}
+
+# (name, nodes, incoming, existing, expected reason per node)
+KUBE_MULTI_NODE: list[tuple[str, dict[str, dict[str, str]], PodInfo, list[tuple[str, PodInfo]], list[str | None]]] = [
+    ("first pod of a collection is not blocked when no existing pod matches all its terms",
+     {"nodeA": {"zone": "az1", "hostname": "h1"}, "nodeB": {"zone": "az2", "hostname": "h2"}},
+     pod("p", {"foo": "bar", "service": "securityscan"}, affinity=[
+         term("zone", expr("foo", "In", "bar")), term("zone", expr("service", "In", "securityscan"))]),
+     [("nodeA", pod("p1", {"foo": "bar"}))], [None, None]),
+    ("the first pod can only go to nodes with the topology keys",
+     {"nodeA": {"zoneLabel": "az1", "hostname": "h1"}, "nodeB": {"zoneLabel": "az2", "hostname": "h2"}},
+     pod("p", {"foo": "bar", "service": "securityscan"}, affinity=[
+         term("zone", expr("foo", "In", "bar")), term("zone", expr("service", "In", "securityscan"))]),
+     [("nodeA", pod("p1", {"foo": "bar"}))], [ERR_AFFINITY, ERR_AFFINITY]),
+    ("anti-affinity matches when any term matches",
+     {"nodeA": {"region": "r1", "zone": "z1", "hostname": "nodeA"}, "nodeB": {"region": "r1", "zone": "z2", "hostname": "nodeB"}},
+     pod("p", anti=[term("region", expr("foo", "In", "abc")), term("zone", expr("service", "In", "securityscan"))]),
+     [("nodeA", pod("e", {"foo": "abc", "service": "securityscan"}))], [ERR_ANTI_AFFINITY, ERR_ANTI_AFFINITY]),
+    ("a matching pod in another namespace does not count; the existing pod's term in its own namespace neither",
+     ABC_REGIONS,
+     pod("p", {"foo": "123"}, namespace="NS1", anti=[term("region", expr("foo", "In", "bar"))]),
+     [("nodeA", pod("a", {"foo": "bar"}, namespace="NS1")),
+      ("nodeC", pod("c", namespace="NS2", anti=[term("region", expr("foo", "In", "123"))]))],
+     [ERR_ANTI_AFFINITY, ERR_ANTI_AFFINITY, None]),
+    ("existing pod's term on a key no node has: skipped",
+     AB, pod("p", {"foo": ""}), [("nodeA", pod("e", anti=[term("invalid-node-label", expr("foo", "Exists"))]))],
+     [None, None]),
+    ("existing pods' terms reject the pod on all nodes",
+     AB, pod("p", {"foo": "", "bar": ""}),
+     [("nodeA", pod("e1", anti=[term("zone", expr("foo", "Exists"))])),
+      ("nodeA", pod("e2", anti=[term("region", expr("bar", "Exists"))]))],
+     [ERR_EXISTING_ANTI_AFFINITY, ERR_EXISTING_ANTI_AFFINITY]),
+    ("existing pod's terms: only the term whose key the nodes have counts",
+     AB, pod("p", {"foo": "", "bar": ""}),
+     [("nodeA", pod("e", anti=[term("invalid-node-label", expr("foo", "Exists")), term("zone", expr("bar", "Exists"))]))],
+     [ERR_EXISTING_ANTI_AFFINITY, None]),
+    ("incoming terms: only the term whose key the nodes have counts",
+     AB, pod("p", anti=[term("invalid-node-label", expr("foo", "Exists")), term("zone", expr("bar", "Exists"))]),
+     [("nodeA", pod("podA", {"foo": "", "bar": ""}))], [ERR_ANTI_AFFINITY, None]),
+    ("incoming affinity: all terms must match the same pod",
+     AB, pod("p", affinity=[term("region", expr("foo", "Exists")), term("zone", expr("bar", "Exists"))]),
+     [("nodeA", pod("a", {"foo": ""})), ("nodeB", pod("b", {"bar": ""}))], [ERR_AFFINITY, ERR_AFFINITY]),
+]
+
+
+@pytest.mark.parametrize("name,nodes,incoming,existing,want", KUBE_MULTI_NODE, ids=[c[0] for c in KUBE_MULTI_NODE])
+def test_kube_multiple_nodes(name: str, nodes: dict[str, dict[str, str]], incoming: PodInfo,
+                             existing: list[tuple[str, PodInfo]], want: list[str | None]) -> None:
+    assert run_filter(InterPodAffinity(), incoming, Cluster(dict(nodes), existing))[0] == want
+
+
+KUBE_NAMESPACES = {"subteam1.team1": {"team": "team1"}, "subteam2.team1": {"team": "team1"},
+                   "subteam1.team2": {"team": "team2"}, "subteam2.team2": {"team": "team2"}}
+TEAM1 = {"matchExpressions": [{"key": "team", "operator": "In", "values": ["team1"]}]}
+SCAN = expr("service", "In", "securityscan", "value2")
+
+
+@pytest.mark.parametrize("name,incoming,existing_ns,want", [
+    ("affinity with NamespaceSelector",
+     pod("p", S1, affinity=[term("region", SCAN, namespace_selector=TEAM1)]), "subteam1.team1", None),
+    ("affinity with non-matching NamespaceSelector",
+     pod("p", S1, affinity=[term("region", SCAN, namespace_selector=TEAM1)]), "subteam1.team2", ERR_AFFINITY),
+    ("anti-affinity with matching NamespaceSelector",
+     pod("p", S1, namespace="subteam1.team1", anti=[term("zone", SCAN, namespace_selector=TEAM1)]), "subteam2.team1",
+     ERR_ANTI_AFFINITY),
+    ("anti-affinity with matching all NamespaceSelector",
+     pod("p", S1, namespace="subteam1.team1", anti=[term("zone", SCAN, namespace_selector={})]), "subteam2.team1",
+     ERR_ANTI_AFFINITY),
+    ("anti-affinity with non-matching NamespaceSelector",
+     pod("p", S1, namespace="subteam1.team1", anti=[term("zone", SCAN, namespace_selector=TEAM1)]), "subteam1.team2",
+     None),
+    # kube 1.35 keeps an incoming term's namespaceSelector and matches it against no labels (see
+    # incoming_scope): NotIn team1 is then satisfied in every namespace, team1's too
+    ("kube 1.35: an incoming NotIn namespaceSelector lets every namespace through",
+     pod("p", S1, anti=[term("zone", SCAN, namespace_selector={
+         "matchExpressions": [{"key": "team", "operator": "NotIn", "values": ["team1"]}]})]),
+     "subteam1.team1", ERR_ANTI_AFFINITY),
+])
+def test_kube_namespace_selector(name: str, incoming: PodInfo, existing_ns: str, want: str | None) -> None:
+    plugin = InterPodAffinity(namespaces=StaticNamespaces(KUBE_NAMESPACES))
+    c = Cluster(dict(NODE1), [("machine1", pod("e", SECURITY_SCAN, namespace=existing_ns))], KUBE_NAMESPACES)
+    assert run_filter(plugin, incoming, c)[0] == [want]
+
+
+def test_invalid_selector_values_are_refused_when_parsed() -> None:
+    with pytest.raises(PodSpecError, match=r"values\[service\]: Invalid value: '\{\{.bad-value.\}\}'"):
+        pod("p", affinity=[term("region", expr("service", "In", "{{.bad-value.}}"))])
+
+
+# ---------------------------------------------------------------- kube 1.35's scoring_test.go (TestPreferredAffinity)
+AZ1, AZ2, S2 = {"az": "az1"}, {"az": "az2"}, {"security": "S2"}
+S1_IN = term("region", expr("security", "In", "S1"))
+S2_IN = term("region", expr("security", "In", "S2"))
+AFFINITY3 = [(8, term("region", expr("security", "NotIn", "S1"), expr("security", "In", "S2"))),
+             (2, term("region", expr("security", "Exists"), expr("wrongkey", "DoesNotExist")))]
+HARD = [term("region", expr("security", "In", "S1", "value2")),
+        term("region", expr("security", "Exists"), expr("wrongkey", "DoesNotExist"))]
+AWAY_S1_AZ = (5, term("az", expr("security", "In", "S1")))
+AWAY_S2_AZ = (5, term("az", expr("security", "In", "S2")))
+NS_SELECTED = (5, term("region", expr("security", "In", "S1"), namespaces=["subteam2.team2"], namespace_selector=TEAM1))
+
+
+def nodes_of(*labels: dict[str, str]) -> dict[str, dict[str, str]]:
+    return {f"node{i + 1}": dict(lab) for i, lab in enumerate(labels)}
+
+
+KUBE_SCORING: list[tuple[str, PodInfo, list[tuple[str, PodInfo]], dict[str, dict[str, str]], list[int] | None]] = [
+    ("all nodes are same priority as Affinity is nil", pod("p", S1), [],
+     nodes_of(R_CHINA, R_INDIA, AZ1), None),
+    ("pod that matches topology key & pods in nodes gets the high score",
+     pod("p", S1, preferred=[(5, S1_IN)]),
+     [("node1", pod("a", S1)), ("node2", pod("b", S2)), ("node3", pod("c", S1))],
+     nodes_of(R_CHINA, R_INDIA, AZ1), [100, 0, 0]),
+    ("nodes of the same topology value share the score",
+     pod("p", preferred=[(5, S1_IN)]), [("node1", pod("a", S1))],
+     nodes_of(R_CHINA, R_CHINA_AZ1, R_INDIA), [100, 100, 0]),
+    ("the region with more matches scores higher",
+     pod("p", S1, preferred=[(6, S2_IN)]),
+     [("node1", pod("a", S2)), ("node1", pod("b", S2)), ("node2", pod("c", S2)), ("node3", pod("d", S2)),
+      ("node4", pod("e", S2)), ("node5", pod("f", S2))],
+     nodes_of(R_CHINA, R_INDIA, R_CHINA, R_CHINA, R_INDIA), [100, 0, 100, 100, 0]),
+    ("different label operators, some match failures",
+     pod("p", S1, preferred=AFFINITY3), [("node1", pod("a", S1)), ("node2", pod("b", S2)), ("node3", pod("c", S1))],
+     nodes_of(R_CHINA, R_INDIA, AZ1), [20, 100, 0]),
+    ("symmetry: existing pods' preferred affinity",
+     pod("p", S2), [("node1", pod("a", S1, preferred=[(5, S1_IN)])), ("node2", pod("b", S2, preferred=[(6, S2_IN)]))],
+     nodes_of(R_CHINA, R_INDIA, AZ1), [0, 100, 0]),
+    ("symmetry with namespace selector",
+     pod("p", S1, namespace="subteam1.team1"),
+     [("node1", pod("a", S1, preferred=[NS_SELECTED])), ("node2", pod("b", S2, preferred=[(6, S2_IN)]))],
+     nodes_of(R_CHINA, R_INDIA, AZ1), [100, 0, 0]),
+    ("anti-affinity symmetry with namespace selector",
+     pod("p", S1, namespace="subteam1.team1"),
+     [("node1", pod("a", S1, preferred_anti=[NS_SELECTED])), ("node2", pod("b", S2, preferred=[(6, S2_IN)]))],
+     nodes_of(R_CHINA, R_INDIA, AZ1), [0, 100, 100]),
+    ("symmetry: existing pods' required affinity (hardPodAffinityWeight)",
+     pod("p", S1), [("node1", pod("a", S1, affinity=HARD)), ("node2", pod("b", S2, affinity=HARD))],
+     nodes_of(R_CHINA, R_INDIA, AZ1), [100, 100, 0]),
+    ("anti-affinity: the node without matching pods scores high",
+     pod("p", S1, preferred_anti=[AWAY_S1_AZ]), [("node1", pod("a", S1)), ("node2", pod("b", S2))],
+     nodes_of(AZ1, R_CHINA), [0, 100]),
+    ("anti-affinity: a node without the topology key scores high",
+     pod("p", S1, preferred_anti=[AWAY_S1_AZ]), [("node1", pod("a", S1)), ("node2", pod("b", S1))],
+     nodes_of(AZ1, R_CHINA), [0, 100]),
+    ("anti-affinity symmetry",
+     pod("p", S2), [("node1", pod("a", S1, preferred_anti=[AWAY_S2_AZ])), ("node2", pod("b", S2, preferred_anti=[AWAY_S1_AZ]))],
+     nodes_of(AZ1, AZ2), [0, 100]),
+    ("affinity and anti-affinity",
+     pod("p", S1, preferred=[(8, term("region", expr("security", "In", "S1")))], preferred_anti=[AWAY_S2_AZ]),
+     [("node1", pod("a", S1)), ("node2", pod("b", S1))], nodes_of(R_CHINA, AZ1), [100, 0]),
+]
+
+
+@pytest.mark.parametrize("name,incoming,existing,nodes,want", KUBE_SCORING, ids=[c[0] for c in KUBE_SCORING])
+def test_kube_preferred_affinity(name: str, incoming: PodInfo, existing: list[tuple[str, PodInfo]],
+                                 nodes: dict[str, dict[str, str]], want: list[int] | None) -> None:
+    plugin = InterPodAffinity(1, namespaces=StaticNamespaces(KUBE_NAMESPACES))
+    assert score_nodes(plugin, incoming, Cluster(nodes, existing, KUBE_NAMESPACES)) == want
