@@ -230,9 +230,14 @@ class SchedulerCache:
 
 
 def _same_requests(old: Object, new: Object) -> bool:
+    """Would the two versions of a pod parse alike? Requests, and the labels and deletion mark that
+    other pods' affinity and spreading read."""
     o, n = old.get("spec") or {}, new.get("spec") or {}
+    om, nm = old.get("metadata") or {}, new.get("metadata") or {}
     return (
         o.get("containers") == n.get("containers")
         and o.get("initContainers") == n.get("initContainers")
         and o.get("overhead") == n.get("overhead")
+        and om.get("labels") == nm.get("labels")
+        and bool(om.get("deletionTimestamp")) == bool(nm.get("deletionTimestamp"))
     )

@@ -64,6 +64,7 @@ from minisched.scheduler.plugins.inter_pod_affinity import StoreNamespaces
 from minisched.scheduler.queue import (
     ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
+    ASSIGNED_POD_UPDATE,
     NODE_ADD,
     PLUGIN_EVENTS,
     ClusterEvent,
@@ -357,6 +358,8 @@ class Scheduler:
         was_assigned, now_assigned = self._is_assigned_live(old), self._is_assigned_live(new)
         if was_assigned and now_assigned:
             self.cache.update_pod(old, new)
+            if (old.get("metadata") or {}).get("labels") != (new.get("metadata") or {}).get("labels"):
+                self.queue.move_if_any_interested(ASSIGNED_POD_UPDATE)  # a label an affinity term reads
         elif now_assigned:
             self.cache.add_pod(new)  # the binding landed: confirms our assumption
             self.queue.move_if_any_interested(ASSIGNED_POD_ADD)

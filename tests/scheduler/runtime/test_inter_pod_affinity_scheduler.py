@@ -89,6 +89,11 @@ def test_anti_affinity_spreads_replicas_one_per_node(env: tuple[Cluster, str, st
     assert failed_scheduling(cluster, sched, ns, pending) == (
         "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules. "
         "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.")
+    # a replica goes: its node is free for the pending one (assigned-pod Delete)
+    gone = next(f"web-{i}" for i in range(4) if f"web-{i}" != pending)
+    freed = node_of(cluster, ns, gone)
+    cluster.delete(PODS, gone, ns, grace_period_seconds=0)
+    wait_until(lambda: node_of(cluster, ns, pending) == freed, 30, "the pending replica on the freed node")
 
 
 def test_anti_affinity_by_zone_and_affinity_waits_for_its_target(
@@ -116,6 +121,15 @@ def test_anti_affinity_by_zone_and_affinity_waits_for_its_target(
     cluster.create(PODS, make_pod("db", namespace=ns, cpu="100m", memory="64Mi", labels={"app": f"db-{prefix}"},
                                   node_name=f"{prefix}-2"))
     wait_until(lambda: node_of(cluster, ns, "near-db") == f"{prefix}-2", 30, "near-db next to db in zone b")
+
+    # a running pod is relabelled into a target (an assigned-pod label Update, and the cache re-reads it)
+    near_cache = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": f"cache-{prefix}"}}, "topologyKey": HOST}]}}
+    cluster.create(PODS, make_pod("near-cache", namespace=ns, cpu="100m", memory="64Mi", affinity=near_cache))
+    assert failed_scheduling(cluster, sched, ns, "near-cache").startswith(
+        "0/3 nodes are available: 3 node(s) didn't match pod affinity rules.")
+    cluster.patch(PODS, "db", {"metadata": {"labels": {"app": f"cache-{prefix}"}}}, ns)
+    wait_until(lambda: node_of(cluster, ns, "near-cache") == f"{prefix}-2", 30, "near-cache on the relabelled pod's node")
 
 
 def test_preemption_removes_the_pod_that_breaks_anti_affinity(
