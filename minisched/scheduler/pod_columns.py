@@ -9,11 +9,12 @@ matching slots gives the count per node. The affinity terms that pods carry are 
 (slot, term id, kind, weight), so the terms of existing pods ("does any existing pod's
 anti-affinity reject the new pod?") are judged once per distinct term, not once per pod.
 
-Slots are append-only: a removed pod's node is set to -1, and a snapshot bounds itself by the slot
-count it was taken at. The owning table writes in place (a snapshot never reads past its bound, and
-the node column is copied before the first in-bound write after a snapshot); any other table (a
-what-if view) copies everything on its first write. Dead slots are dropped by compaction, into new
-arrays, when they outnumber the live ones.
+Slots are append-only and a snapshot bounds itself by the slot count it was taken at. A removal
+stamps the slot with a removal number, and a snapshot, which remembers the last number it saw,
+still counts pods removed after it: so the owning table writes in place, with no copy per cycle
+(only a node's removal, which moves rows, copies the node column first). Any other table (a what-if
+view) copies everything on its first write. Dead slots are dropped by compaction, into new arrays,
+when they outnumber the live ones.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ PREFERRED_AFFINITY = 2
 PREFERRED_ANTI_AFFINITY = 3
 
 _COMPACT_MIN = 1024
+_NEVER = np.iinfo(np.int64).max
 
 
 class PodColumns:
@@ -43,7 +45,9 @@ class PodColumns:
 
     def __init__(self) -> None:
         self._n = 0
-        self._node = np.zeros(0, np.int32)  # node row per slot, -1: the pod is gone
+        self._node = np.zeros(0, np.int32)  # node row per slot, -1: its node is gone
+        self._removed_at = np.zeros(0, np.int64)  # removal number of the slot's pod, _NEVER while live
+        self._removals = 0  # removals so far; a snapshot keeps the count it was taken at
         self._ns = np.zeros(0, np.int32)
         self._labels: dict[str, Int32Array] = {}
         self._value_ids: dict[str, dict[str, int]] = {}  # shared, append-only
@@ -60,7 +64,7 @@ class PodColumns:
         self._term_ids: dict[AffinityTerm, int] = {}  # shared, append-only
         self._node_shared = False  # a snapshot holds _node: copy before writing inside its bound
         self._owner = True  # False: a view's copy of another table's columns, copied on first write
-        self._alive: BoolArray | None = None  # node_rows >= 0, kept until the next write
+        self._alive: BoolArray | None = None  # kept until the next write
         # term id -> does it match a pod of this (namespace, labels, namespace labels)? Shared by
         # the views of one table, as the term ids are (append-only); a view that copies starts anew.
         self.match_cache: dict[tuple[Any, ...], BoolArray] = {}
@@ -76,7 +80,7 @@ class PodColumns:
         return self._live
 
     @property
-    def node_rows(self) -> Int32Array:
+    def node_rows(self) -> Int32Array:  # dead slots too: mask with `alive`
         """Node row of each slot, -1 for a pod that is gone."""
         return self._node[: self._n]
 
@@ -84,7 +88,8 @@ class PodColumns:
     def alive(self) -> BoolArray:
         """Slots of pods still assigned."""
         if self._alive is None:
-            self._alive = self._node[: self._n] >= 0
+            n = self._n
+            self._alive = (self._node[:n] >= 0) & (self._removed_at[:n] > self._removals)
         return self._alive
 
     @property
@@ -134,7 +139,7 @@ class PodColumns:
 
     def term_entries(self) -> tuple[Int32Array, Int32Array, npt.NDArray[np.int8], npt.NDArray[np.int64]]:
         """(slot, term id, kind, weight) of every affinity term that pods carry (dead slots too:
-        check `node_rows[slot] >= 0`)."""
+        check `alive[slot]`)."""
         tn = self._tn
         return self._t_slot[:tn], self._t_term[:tn], self._t_kind[:tn], self._t_weight[:tn]
 
@@ -159,6 +164,7 @@ class PodColumns:
             return
         n, tn = self._n, self._tn
         self._node = self._node[:n].copy()
+        self._removed_at = self._removed_at[:n].copy()
         self._ns = self._ns[:n].copy()
         self._labels = {k: c[:n].copy() for k, c in self._labels.items()}
         self._value_ids = {k: dict(v) for k, v in self._value_ids.items()}
@@ -181,6 +187,7 @@ class PodColumns:
         if slot >= len(self._node):
             self._grow(max(64, 2 * len(self._node)))
         self._node[slot] = row
+        self._removed_at[slot] = _NEVER
         ns = self._ns_ids.get(pod.namespace)
         if ns is None:
             ns = self._ns_ids[pod.namespace] = len(self._ns_ids)
@@ -231,9 +238,10 @@ class PodColumns:
         slot = self._slot.get(pod_key)
         if slot is None:
             return
-        self._own(True)
+        self._own(False)  # no copy: snapshots read the removal number against their own
         del self._slot[pod_key]
-        self._node[slot] = -1
+        self._removals += 1
+        self._removed_at[slot] = self._removals
         self._live -= 1
         if self._n - self._live > max(_COMPACT_MIN, self._live):
             self._compact()
@@ -241,12 +249,13 @@ class PodColumns:
     def move_rows(self, gone: int, moved_from: int) -> None:
         """Node row `gone` was removed and row `moved_from` took its place (NodeTable keeps rows
         dense): pods of `gone` leave, pods of `moved_from` follow their node."""
+        alive = self.alive
         self._own(True)
         node = self._node[: self._n]
         leaving = node == gone
         for key in [k for k, s in self._slot.items() if leaving[s]]:
             del self._slot[key]
-        self._live -= int(leaving.sum())
+        self._live -= int((leaving & alive).sum())
         node[leaving] = -1
         if moved_from != gone:
             node[node == moved_from] = gone
@@ -254,17 +263,19 @@ class PodColumns:
     def _grow(self, size: int) -> None:
         n = self._n
         self._node = _resized(self._node, size, n)
+        self._removed_at = _resized(self._removed_at, size, n, fill=_NEVER)
         self._ns = _resized(self._ns, size, n)
         self._labels = {k: _resized(c, size, n, fill=-1) for k, c in self._labels.items()}
         self._node_shared = False
 
     def _compact(self) -> None:
         """Drop dead slots into new arrays (snapshots keep the old ones)."""
-        n, tn = self._n, self._tn
-        alive = self._node[:n] >= 0
+        tn = self._tn
+        alive = self.alive
         new_slot = np.cumsum(alive, dtype=np.int64) - 1
         keep = np.flatnonzero(alive)
         self._node = self._node[keep].copy()
+        self._removed_at = np.full(len(keep), _NEVER, np.int64)
         self._ns = self._ns[keep].copy()
         self._labels = {k: c[keep].copy() for k, c in self._labels.items()}
         self._slot = {k: int(new_slot[s]) for k, s in self._slot.items()}
