@@ -40,6 +40,8 @@ MATCHED_PLUGINS: tuple[tuple[str, int], ...] = (
     ("NodeVolumeLimits", 0),
     ("VolumeBinding", 0),
     ("VolumeZone", 0),
+    ("PodTopologySpread", 2),
+    ("InterPodAffinity", 2),
     ("DefaultPreemption", 0),
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),
@@ -52,8 +54,8 @@ def matched_scheduler_config(
 ) -> dict[str, Any]:
     """A KubeSchedulerConfiguration (v1) both schedulers accept, with one profile `scheduler_name`.
 
-    multiPoint disables "*" (kube's defaults include PodTopologySpread, InterPodAffinity, the volume
-    and DRA plugins, which minisched does not have) and enables exactly MATCHED_PLUGINS."""
+    multiPoint disables "*" (kube's defaults include the DRA plugins,
+    which minisched does not have) and enables exactly MATCHED_PLUGINS."""
     if not 0 <= percentage_of_nodes_to_score <= 100:
         raise ValueError(f"percentage_of_nodes_to_score {percentage_of_nodes_to_score} must be 0..100")
     enabled = [{"name": n, "weight": w} if w else {"name": n} for n, w in MATCHED_PLUGINS]

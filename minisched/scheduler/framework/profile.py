@@ -49,8 +49,8 @@ class PluginSet:
     disabled: tuple[str, ...] = ()
 
 
-# kube-scheduler's default multiPoint set (apis/config/v1/default_plugins.go) minus
-# InterPodAffinity until it lands.
+# kube-scheduler's default multiPoint set (apis/config/v1/default_plugins.go) in its order, minus
+# the DRA plugins minisched does not have.
 DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
     PluginRef("SchedulingGates"),
     PluginRef("PrioritySort"),
@@ -65,6 +65,7 @@ DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
     PluginRef("VolumeBinding"),
     PluginRef("VolumeZone"),
     PluginRef("PodTopologySpread", 2),
+    PluginRef("InterPodAffinity", 2),
     PluginRef("DefaultPreemption"),
     PluginRef("NodeResourcesBalancedAllocation", 1),
     PluginRef("ImageLocality", 1),

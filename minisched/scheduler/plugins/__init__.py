@@ -12,6 +12,7 @@ from minisched.scheduler.framework.registry import Registry
 from minisched.scheduler.plugins import (
     default_binder,
     image_locality,
+    inter_pod_affinity,
     node_affinity,
     node_name,
     node_ports,
@@ -41,6 +42,7 @@ _MODULES = (
     node_volume_limits,
     volume_binding,
     volume_zone,
+    inter_pod_affinity,
     node_resources_balanced_allocation,
     image_locality,
     default_binder,
