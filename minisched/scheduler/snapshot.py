@@ -35,7 +35,6 @@ from minisched.scheduler.framework.types import (
     parse_int64,
     resource_amount,
 )
-from minisched.scheduler.pod_columns import PodColumns
 from minisched.scheduler.pod_index import PodIndex
 
 Object = dict[str, Any]
@@ -86,8 +85,9 @@ class NodeTable:
         self._images = np.zeros((0, 0), np.bool_)
         self._image_counts: IntArray | None = None  # nodes holding each image; None: recount
         self._pods: list[dict[str, PodInfo]] = []
-        # the same pods as columns, for counting label-selector matches per node with numpy;
-        # None in a subset view (a few rows: the plugins count those pods one by one)
+        # the same pods as columns (labels, namespace, affinity terms), for counting label-selector
+        # matches per node with numpy; None in a subset view (a few rows: counted one by one) until
+        # a plugin asks for it (indexed_pods)
         self.pod_index: PodIndex | None = PodIndex()
         self._orphans: dict[str, dict[str, PodInfo]] = {}  # pods seen before their node
         self._shared: set[str] = set()
@@ -100,9 +100,6 @@ class NodeTable:
         self.pod_version = 0
         self._pod_log: list[tuple[int, str]] = []
         self._pod_log_start = 0  # the first pod_version still in the log
-        # the assigned pods as columns (labels, namespace, affinity terms) for InterPodAffinity;
-        # None in a subset view, which builds its own from its few pods when asked
-        self._pod_columns: PodColumns | None = PodColumns()
 
     # ---------------------------------------------------------------- reading
     def __len__(self) -> int:
@@ -241,15 +238,16 @@ class NodeTable:
         return self.count_pods(
             lambda p: p.namespace == namespace and not p.terminating and selector.matches(dict(p.labels)))
 
-    def pod_columns(self) -> PodColumns:
-        """The assigned pods as columns, to count pods matching a selector with numpy."""
-        if self._pod_columns is None:
-            columns = PodColumns()
+    def indexed_pods(self) -> PodIndex:
+        """The assigned pods as columns (labels, namespace, affinity terms), for plugins that
+        select pods with numpy. A subset view has none until asked; then it indexes its few pods."""
+        if self.pod_index is None:
+            index = PodIndex()
             for row, pods in enumerate(self._pods[: self._n]):
                 for p in pods.values():
-                    columns.add(row, p)
-            self._pod_columns = columns
-        return self._pod_columns
+                    index.add(p, row)
+            self.pod_index = index
+        return self.pod_index
 
     def has_pod(self, name: str, pod_key: str) -> bool:
         row = self._index.get(name)
@@ -282,7 +280,6 @@ class NodeTable:
         snap._shared = set(_GROUPS)
         snap._numeric_cache = dict(self._numeric_cache)
         snap.pod_index = self.pod_index.share() if self.pod_index is not None else None
-        snap._pod_columns = self.pod_columns().frozen_view()
         self._shared = set(_GROUPS)
         return snap
 
@@ -320,7 +317,6 @@ class NodeTable:
         view._port_ids = dict(self._port_ids)  # the port vocabulary grows in place: a private one
         view.port_list = list(self.port_list)
         view.pod_index = self.pod_index.private_copy() if self.pod_index is not None else None
-        view._pod_columns = self.pod_columns().frozen_view()  # copied by the view's first write
         for node_name, p in placed:
             if node_name in view._index:
                 view.add_pod(node_name, p)
@@ -346,7 +342,6 @@ class NodeTable:
         view._image_counts = None
         view._pods = [dict(self._pods[r]) for r in rows]
         view.pod_index = None
-        view._pod_columns = None  # built from the view's own pods if asked
         view._orphans = {}
         view._shared = set()
         view._numeric_cache = {}
@@ -558,8 +553,6 @@ class NodeTable:
                 self.pod_index.move_node(list(self._pods[row]), row)
             self._names[row], self._nodes[row] = self._names[last], self._nodes[last]
             self._index[self._names[row]] = row
-        if self._pod_columns is not None:
-            self._pod_columns.move_rows(row, last)
         self._pods.pop()
         self._names.pop()
         self._nodes.pop()
@@ -579,8 +572,6 @@ class NodeTable:
             return
         self._writable("req", "pods", *(("ports",) if pod.host_ports else ()))
         self._apply_pod(row, pod, +1)
-        if self._pod_columns is not None:
-            self._pod_columns.add(row, pod)
         self._log_pod_change(node_name)
         self._pods[row] = {**self._pods[row], pod.key: pod}
         if self.pod_index is not None:
@@ -598,8 +589,6 @@ class NodeTable:
             return None
         self._writable("req", "pods", *(("ports",) if counted.host_ports else ()))
         self._apply_pod(row, counted, -1)
-        if self._pod_columns is not None:
-            self._pod_columns.remove(key)
         self._log_pod_change(node_name)
         if self.pod_index is not None:
             self.pod_index.remove(key, counted)

@@ -21,7 +21,7 @@ kube-scheduler's plugins/interpodaffinity, step by step:
 
 Term namespaces: the listed ones, those a namespaceSelector picks (the empty selector: all), or
 the pod's own. Where kube walks every pod of every node, this counts with numpy over the node
-table's pod columns (minisched/scheduler/pod_columns.py); the pure functions at the end are the
+table's pod index (minisched/scheduler/pod_index.py); the pure functions at the end are the
 per-node rules the tests hold the vectorised code to.
 """
 
@@ -39,12 +39,12 @@ from minisched.scheduler.framework.interface import MAX_NODE_SCORE, FilterResult
 from minisched.scheduler.framework.status import Code, Status
 from minisched.scheduler.framework.types import AffinityTerm, LabelSelector, PodInfo
 from minisched.scheduler.plugins.helpers import node_labels, node_name, take
-from minisched.scheduler.pod_columns import (
+from minisched.scheduler.pod_index import (
     PREFERRED_AFFINITY,
     PREFERRED_ANTI_AFFINITY,
     REQUIRED_AFFINITY,
     REQUIRED_ANTI_AFFINITY,
-    PodColumns,
+    PodIndex,
 )
 from minisched.scheduler.snapshot import NodeTable
 
@@ -213,7 +213,7 @@ def _lookup(counts: IntArray | None, vids: npt.NDArray[np.int32]) -> IntArray:
     return padded[vids]
 
 
-def _incoming_slots(pc: PodColumns, term: AffinityTerm) -> BoolArray:
+def _incoming_slots(pc: PodIndex, term: AffinityTerm) -> BoolArray:
     """Slots of live pods that an incoming pod's term (namespaces resolved) matches."""
     mask = pc.selector_mask(term.selector) & pc.alive
     if term.namespace_selector is not None and term.namespace_selector.matches({}):
@@ -251,7 +251,7 @@ class InterPodAffinity:
             return self.namespaces.labels_of(pod.namespace)
         return None
 
-    def _matching_terms(self, pc: PodColumns, kinds: Sequence[int], pod: PodInfo
+    def _matching_terms(self, pc: PodIndex, kinds: Sequence[int], pod: PodInfo
                         ) -> tuple[npt.NDArray[np.intp], Mapping[str, str] | None]:
         """Entries of existing pods' terms of `kinds` (on live pods) whose term matches `pod`."""
         slot, tid, kind, _ = pc.term_entries()
@@ -290,13 +290,13 @@ class InterPodAffinity:
         ns = self.namespaces
         affinity_terms = tuple(incoming_scope(t, ns) for t in pa.required_affinity) if pa else ()
         anti_terms = tuple(incoming_scope(t, ns) for t in pa.required_anti_affinity) if pa else ()
-        pc = nodes.pod_columns()
+        pc = nodes.indexed_pods()
         rows = pc.node_rows
         affinity: Counts = {}
         anti: Counts = {}
         existing: Counts = {}
         if affinity_terms:
-            mask = np.ones(len(pc), np.bool_)
+            mask = np.ones(pc.slots, np.bool_)
             for t in affinity_terms:
                 mask &= _incoming_slots(pc, t)
             matched = rows[mask]
@@ -403,7 +403,7 @@ class InterPodAffinity:
         has_constraints = pa is not None and bool(pa.preferred_affinity or pa.preferred_anti_affinity)
         if self.ignore_preferred_terms_of_existing_pods and not has_constraints:
             return Status.skip(NAME)
-        pc = nodes.pod_columns()
+        pc = nodes.indexed_pods()
         node_rows = pc.node_rows
         scores: Counts = {}
         touched = False
