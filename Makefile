@@ -5,14 +5,15 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: lab demo test lint typecheck unit notebooks controlplane cluster-local cluster-up cluster-down bench clean \
-	student-copy grade-course
+.PHONY: lab demo test lint typecheck unit notebooks controlplane browser cluster-local cluster-up cluster-down bench \
+	clean student-copy grade-course
 
 # The virtual environment is rebuilt only when pyproject.toml changes.
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml examples/minisched-plugin-example/pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q --no-deps -e examples/minisched-plugin-example
 	@touch $(STAMP)
 
 venv: $(STAMP)
@@ -38,12 +39,29 @@ controlplane:
 		echo "note: Go is not installed; real-cluster tests will be skipped (install Go 1.25+ to run them)"; \
 	fi
 
+# Headless Chromium for the browser test (tests/browser): Debian's package, installed with apt-get
+# when missing and running as root (Playwright drives it; its own browser downloads are not used).
+# Without it the browser test skips with a message, except in CI (CI=true), where this fails.
+browser:
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then \
+		:; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing chromium (Debian's package) for the browser test"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null \
+			|| { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; }; \
+	elif [ "$${CI:-}" = "true" ]; then \
+		echo "error: chromium is missing and cannot be installed here (needs root and apt-get) (CI=true)" >&2; exit 1; \
+	else \
+		echo "note: chromium is not installed; the browser test will be skipped (apt-get install chromium)"; \
+	fi
+
 cluster-local: $(STAMP) controlplane
 	$(BIN)/python -m minisched.controlplane up
 
 lint: $(STAMP)
 	$(BIN)/ruff check minisched tests bench labs
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-logo
 
 unit: $(STAMP)
 	$(BIN)/pytest -q
@@ -51,7 +69,7 @@ unit: $(STAMP)
 notebooks: $(STAMP)
 	$(BIN)/python -m minisched.notebooks check chapters labs
 
-test: $(STAMP) controlplane lint unit notebooks
+test: $(STAMP) controlplane browser lint unit notebooks
 
 cluster-up:
 	bash hack/kind.sh up

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import socket
 import threading
 import time
@@ -28,6 +29,7 @@ from typing import Any
 
 from minisched.clock import Clock, RealClock
 from minisched.cluster.base import Cluster
+from minisched.cluster.link import ClusterLink
 from minisched.controllers.leaderelection import LeaderElector
 from minisched.controllers.plugin_config import PluginConfigController, install_crd
 from minisched.deadline import Context, background
@@ -69,6 +71,7 @@ class SchedulerApp:
         metrics_ssl_context: Any = None,
         metrics_authorizer: Any = None,
         plugin_config: bool = False,
+        elector_rng: random.Random | None = None,
     ) -> None:
         """`metrics_ssl_context` and `metrics_authorizer` make the metrics port a secure one, as
         kube-scheduler's (see minisched.observability.auth)."""
@@ -88,13 +91,17 @@ class SchedulerApp:
         self.lost_lease = False
         self.plugin_config = plugin_config  # watch SchedulerPluginConfig objects (installing the CRD)
         self.plugin_config_controller: PluginConfigController | None = None
+        # (time on self.clock, "started leading" | "stopped leading" | "sees leader X"): the
+        # replica's own record of hand-overs, for logs and charts.
+        self.leadership: list[tuple[float, str]] = []
         self.elector: LeaderElector | None = None
         if leader_elect:
+            self.metrics.set_leader(lease_name, False)  # a candidate starts as a follower
             self.elector = LeaderElector(
                 cluster, name=lease_name, namespace=lease_namespace, identity=self.identity,
                 clock=self.clock, lease_duration=lease_duration, renew_deadline=renew_deadline,
                 retry_period=retry_period, on_started_leading=self._lead,
-                on_stopped_leading=self._stopped_leading,
+                on_stopped_leading=self._stopped_leading, on_new_leader=self._new_leader, rng=elector_rng,
             )
         self.server: HealthServer | None = None
         if metrics_port is not None:
@@ -103,6 +110,8 @@ class SchedulerApp:
             self.server.add_readiness_check("informer-sync", self._informers_synced)
             if self.elector is not None:
                 self.server.add_readiness_check("leader-election", leadership_known(self.elector))
+                # kube-scheduler's /healthz includes the elector's watchdog (client-go's HealthzAdaptor).
+                self.server.add_liveness_check("leader-election-health", self.elector.check_health)
         self._ctx: Context | None = None
 
     # -- health --------------------------------------------------------------------------------------
@@ -124,12 +133,20 @@ class SchedulerApp:
             options.setdefault("bind_guard", self.elector.holds_lease)
         return Scheduler(self.cluster, config=self.config, clock=self.clock, observer=self.metrics, **options)
 
+    def _note(self, what: str) -> None:
+        self.leadership.append((self.clock.now(), what))
+
+    def _new_leader(self, identity: str) -> None:
+        self._note(f"sees leader {identity}")
+
     def _lead(self, ctx: Context) -> None:
+        self._note("started leading")
         log.info("%s: started leading lease %s", self.identity, self.lease_name)
         self.metrics.set_leader(self.lease_name, True)
         self._schedule_until(ctx)
 
     def _stopped_leading(self) -> None:
+        self._note("stopped leading")
         self.metrics.set_leader(self.lease_name, False)
         if self._ctx is not None and not self._ctx.done():
             # Lost, not released on shutdown: stop, as kube-scheduler exits on a lost lease.
@@ -194,3 +211,74 @@ class SchedulerApp:
             ctx.cancel("stopped")
             if self.server is not None:
                 self.server.stop()
+
+
+class Replica:
+    """One scheduler process (a `SchedulerApp` with leader election) run in a thread, reaching the
+    cluster through its own `ClusterLink` so that it can be partitioned from it.
+
+    Several replicas in one Python process is how chapter 4.4 and the capstone show a hand-over;
+    `start()` after the app returned (a lost lease) is the supervisor restarting the process: a new
+    `SchedulerApp`, a candidate again. `apps` keeps every incarnation, `timeline()` their
+    leadership records together."""
+
+    def __init__(self, cluster: Cluster, identity: str, **app_options: Any) -> None:
+        self.identity = identity
+        self.link = ClusterLink(cluster)
+        self.app_options = {"leader_elect": True, "metrics_port": 0, **app_options}
+        self.apps: list[SchedulerApp] = []
+        self._started = 0  # how many of `apps` have been run
+        self._stop: threading.Event | None = None
+        self.thread: threading.Thread | None = None
+
+    @property
+    def app(self) -> SchedulerApp:
+        if not self.apps:
+            raise RuntimeError(f"{self.identity} was never started")
+        return self.apps[-1]
+
+    @property
+    def running(self) -> bool:
+        return self.thread is not None and self.thread.is_alive()
+
+    def new_app(self) -> SchedulerApp:
+        """The next incarnation, not yet running (so its checks can be read before it starts)."""
+        if self.running:
+            raise RuntimeError(f"{self.identity} is running; stop it (or let it exit) first")
+        app = SchedulerApp(self.link, identity=self.identity, **self.app_options)
+        self.apps.append(app)
+        return app
+
+    def start(self, timeout: float = 10.0) -> Replica:
+        """Run the newest incarnation not yet started (a new one if there is none) and return once
+        its health server answers."""
+        app = self.apps[-1] if len(self.apps) > self._started else self.new_app()
+        self._started = len(self.apps)
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=app.run, args=(self._stop,), name=self.identity, daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + timeout
+        while app.server is not None and not app.server.serving:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError(f"{self.identity}: the health server did not start")
+            time.sleep(0.005)
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self._stop is not None:
+            self._stop.set()
+        if self.thread is not None:
+            self.thread.join(timeout)
+        self._stop = None
+
+    def exited(self) -> bool:
+        """True once the current incarnation has returned (stopped, or its lease lost)."""
+        return self.thread is not None and not self.thread.is_alive()
+
+    def leads(self) -> bool:
+        app = self.apps[-1] if self.apps else None
+        return bool(self.running and app is not None and app.elector is not None and app.elector.is_leader())
+
+    def timeline(self, origin: float = 0.0) -> list[tuple[float, str]]:
+        """Every incarnation's leadership record, times relative to `origin`."""
+        return [(at - origin, what) for app in self.apps for at, what in app.leadership]

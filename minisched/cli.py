@@ -1,8 +1,9 @@
 """The `minisched` command.
 
     minisched run [--kubeconfig PATH] [--context NAME] [--embedded] [--config profile.yaml]
-                  [--plugin-config] [--otlp-endpoint URL [--trace-sample-ratio R] [--trace-profiles]]
+                  [--plugin-config] [--otlp-endpoint URL [--trace-sample-ratio R] [--trace-profiles DIR]]
     minisched demo [--pods N]
+    minisched reset [--namespace NS] [--all] [--kubeconfig PATH] [--context NAME]
 
 `run` schedules pods whose spec.schedulerName names one of the configured profiles (by default the
 single profile "minisched") until SIGINT or SIGTERM, then shuts down gracefully: no new scheduling
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
@@ -78,8 +80,20 @@ def _parser() -> argparse.ArgumentParser:
                           "(e.g. http://127.0.0.1:4318); OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT also enable it")
     run.add_argument("--trace-sample-ratio", type=float, default=None,
                      help="fraction of attempts traced (default: OTEL_TRACES_SAMPLER(_ARG), else 0.1 as kube)")
-    run.add_argument("--trace-profiles", action="store_true",
-                     help="run each traced scheduling cycle under cProfile, kept under its span id")
+    run.add_argument("--trace-profiles", metavar="DIR", default=None,
+                     help="run each traced scheduling cycle under cProfile and write DIR/<span id>.prof "
+                          "(the attempt span's id, attribute minisched.profile.id; the last 64 kept)")
+
+    reset = sub.add_parser("reset", help="return a cluster to the chapters' starting state (pods, leases, events, "
+                                         "workbook objects; with --all also nodes, CRDs and kind workers)")
+    reset_target = reset.add_mutually_exclusive_group()
+    reset_target.add_argument("--kubeconfig", help="kubeconfig file (default: the MINISCHED_BACKEND setting)")
+    reset_target.add_argument("--embedded", action="store_true", help=argparse.SUPPRESS)
+    reset.add_argument("--context", help="kubeconfig context")
+    reset.add_argument("--namespace", help="the namespace to empty (default: MINISCHED_NAMESPACE or default)")
+    reset.add_argument("--all", action="store_true", dest="cluster_wide",
+                       help="every non-system namespace, the nodes the chapters made, the workbook's CRDs, "
+                            "minisched's leader lease, and kind workers back to deploy/kind.yaml (instructors)")
 
     demo = sub.add_parser("demo", help="schedule a stream of pods on the embedded cluster and report")
     demo.add_argument("--pods", type=int, default=700, help="how many pods to send (default 700)")
@@ -145,8 +159,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from minisched.observability.tracing import SchedulingTracer, otlp_provider
 
     provider = otlp_provider(args.otlp_endpoint, ratio=args.trace_sample_ratio)
-    tracer = SchedulingTracer(provider, profile=args.trace_profiles) if provider is not None else None
-    if tracer is None and (args.trace_sample_ratio is not None or args.trace_profiles):
+    tracer = SchedulingTracer(provider, profile_dir=args.trace_profiles) if provider is not None else None
+    if tracer is None and (args.trace_sample_ratio is not None or args.trace_profiles is not None):
         print("minisched run: tracing options need --otlp-endpoint or OTEL_EXPORTER_OTLP_ENDPOINT", file=sys.stderr)
         return 2
     cluster = _connect(args)
@@ -199,10 +213,38 @@ def cmd_run(args: argparse.Namespace) -> int:
         s = app.scheduler.stats
         print(f"minisched: stopped; bound {s.bound}, unschedulable attempts {s.unschedulable}, "
               f"errors {s.errors}, bind conflicts {s.bind_conflicts}", file=sys.stderr)
+    code = 0
     if app.lost_lease:
         print("minisched: lost the leader lease; exiting so a supervisor restarts this replica", file=sys.stderr)
-        return 1
-    return 0
+        code = 1
+    report = app.scheduler.shutdown_report if app.scheduler is not None else None
+    if report is not None and not report.clean:
+        # The deadline abandoned work whose threads are still blocked in requests; the interpreter's
+        # teardown would wait on them past the deadline. What matters is on the API server: exit now.
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+def cmd_reset(args: argparse.Namespace) -> int:
+    from minisched.cluster import Cluster, connect
+    from minisched.workbook import reset
+
+    cluster: Cluster
+    if args.kubeconfig or args.context:
+        from minisched.cluster.real import RealCluster
+
+        cluster = RealCluster.from_kubeconfig(path=args.kubeconfig, context=args.context)
+    else:
+        cluster = connect("embedded" if args.embedded else None)
+    try:
+        report = reset(cluster, args.namespace, cluster_wide=args.cluster_wide)
+    finally:
+        cluster.close()
+    print(report)
+    return 1 if report.problems else 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -221,6 +263,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "run":
         return cmd_run(args)
+    if args.command == "reset":
+        return cmd_reset(args)
     return cmd_demo(args)
 
 

@@ -43,7 +43,7 @@ def connect(setting: str | None = None, **options: Any) -> Cluster:
     if kind == "incluster":
         return RealCluster.in_cluster(**options)
     if kind == "local":
-        from minisched.controlplane import local_kubeconfig_path
+        from minisched.cluster.local import local_kubeconfig_path
 
         return RealCluster.from_kubeconfig(path=str(local_kubeconfig_path()), **options)
     raise ValueError(

@@ -13,6 +13,7 @@ error envelope can then be compared with the predicted root magnitude ρ = max |
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from dataclasses import dataclass, field
@@ -22,8 +23,11 @@ import numpy as np
 
 from minisched.analysis import stability
 from minisched.cluster.base import Cluster
+from minisched.cluster.crds import install_crd
 from minisched.controllers import replicaset as mrs
 from minisched.controllers.controller import Controller
+from minisched.errors import NotFound
+from minisched.informer import SharedInformerFactory
 from minisched.resources import PODS
 
 
@@ -167,3 +171,43 @@ class MiniReplicaSetPlant:
             and any(ref.get("name") == self.name and ref.get("controller")
                     for ref in pod["metadata"].get("ownerReferences") or [])
         )  # fmt: skip
+
+
+class ClusterLoopLab:
+    """Chapter 2.1's set-up on a cluster: the MiniReplicaSet CRD installed (and served), one
+    MiniReplicaSet controller whose queue the plant drives, and `run()` for one loop per set.
+
+    `close()` stops the informers and deletes the sets it made (their pods were scaled to 0)."""
+
+    def __init__(self, cluster: Cluster, namespace: str = "default", sync_timeout: float = 30.0) -> None:
+        self.cluster, self.namespace = cluster, namespace
+        install_crd(cluster, mrs.crd())
+        self.factory = SharedInformerFactory(cluster, namespace=namespace)
+        reconciler = mrs.MiniReplicaSetReconciler(cluster, self.factory, namespace=namespace)
+        self.controller = Controller("minireplicaset", reconciler, self.factory, namespace=namespace)
+        self.controller.start_informers()
+        if not self.controller.wait_for_sync(sync_timeout):
+            self.factory.shutdown()
+            raise TimeoutError(f"the MiniReplicaSet controller's informers did not sync in {sync_timeout:g} s")
+        self.sets: list[str] = []
+
+    def run(self, name: str, *, alpha: float, beta: float, reference: int, max_replicas: int,
+            start: int = 0, steps: int = 25) -> LoopRun:  # fmt: skip
+        """A fresh MiniReplicaSet `name` at `start` pods, `steps` steps of the law, then scaled to 0."""
+        with contextlib.suppress(NotFound):  # a set left by an interrupted run
+            self.cluster.delete(mrs.RESOURCE, name, self.namespace)
+        self.cluster.create(mrs.RESOURCE, mrs.make_mini_replica_set(name, 0), self.namespace)
+        self.sets.append(name)
+        plant = MiniReplicaSetPlant(self.cluster, self.controller, name, self.namespace)
+        plant.actuate(start)
+        loop = GainLoop(plant, alpha=alpha, beta=beta, reference=reference, max_replicas=max_replicas)
+        run = loop.run_steps(steps)
+        plant.actuate(0)
+        return run
+
+    def close(self) -> None:
+        self.factory.shutdown()
+        for name in self.sets:
+            with contextlib.suppress(NotFound):
+                self.cluster.delete(mrs.RESOURCE, name, self.namespace)
+        self.sets.clear()

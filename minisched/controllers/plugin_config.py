@@ -35,7 +35,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
@@ -63,13 +63,33 @@ KIND = "SchedulerPluginConfig"
 PLURAL = "schedulerpluginconfigs"
 APPLIED = "Applied"
 
-PluginName = Literal[
-    "SchedulingGates", "PrioritySort", "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity",
-    "NodePorts", "NodeResourcesFit", "DefaultPreemption", "NodeResourcesBalancedAllocation", "ImageLocality",
-    "DefaultBinder", "PodTopologySpread", "WasmPlugin",
-]
-SCORE_PLUGINS = ("TaintToleration", "NodeAffinity", "NodeResourcesFit", "NodeResourcesBalancedAllocation",
-                 "ImageLocality", "PodTopologySpread", "WasmPlugin")
+
+def _registered_plugins() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(every in-tree plugin name, those that Score), from the registry itself, so the CRD's enum
+    never drifts from what the scheduler can build."""
+    from minisched.scheduler.framework.interface import ScorePlugin
+    from minisched.scheduler.plugins import in_tree_registry
+
+    names, scores = [], []
+    for name, factory in in_tree_registry().items():
+        names.append(name)
+        if name == "WasmPlugin":  # scores when its module exports score; cannot be built without one
+            scores.append(name)
+            continue
+        try:
+            plugin = factory(None, None)
+        except Exception:  # a plugin that needs a handle or args to exist: not asked about weights here
+            continue
+        if isinstance(plugin, ScorePlugin):
+            scores.append(name)
+    return tuple(names), tuple(scores)
+
+
+PLUGIN_NAMES, SCORE_PLUGINS = _registered_plugins()
+if TYPE_CHECKING:
+    PluginName = str
+else:
+    PluginName = Literal[PLUGIN_NAMES]  # the registry's names, an enum in the CRD
 MAX_WEIGHT = 100
 
 
@@ -274,25 +294,31 @@ class PluginConfigController:
         return dict(self.reconciler.applied)
 
 
-def install_crd(cluster: Cluster, timeout: float = 30.0) -> None:
-    """Create the CRD if absent and wait until the API server serves the resource."""
+def install_crd(cluster: Cluster, timeout: float = 60.0) -> None:
+    """Create the CRD if absent, and return once the API server serves the resource: the CRD is
+    Established and a list of the new resource answers (a real server's handler for a new CRD
+    lags its Established condition briefly, answering 404 or 429 meanwhile)."""
     import contextlib
     import time
 
     from minisched.errors import AlreadyExists
     from minisched.resources import CRDS
 
+    name = SCHEDULER_PLUGIN_CONFIG_CRD["metadata"]["name"]
     with contextlib.suppress(AlreadyExists):
         cluster.create(CRDS, SCHEDULER_PLUGIN_CONFIG_CRD)
     deadline = time.monotonic() + timeout
-    while True:
-        try:
-            cluster.list(SCHEDULER_PLUGIN_CONFIGS)
-            return
-        except NotFound:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        conditions = (cluster.get(CRDS, name).get("status") or {}).get("conditions") or []
+        if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
+            try:
+                cluster.list(SCHEDULER_PLUGIN_CONFIGS)
+                return
+            except ApiError as err:
+                last = err
+        time.sleep(0.1)
+    raise TimeoutError(f"CRD {name} not served within {timeout:g} s" + (f" (last: {last})" if last else ""))
 
 
 __all__ = [

@@ -9,9 +9,7 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
+from minisched.cluster.local import LOCAL_KUBECONFIG_ENV, local_kubeconfig_path
 from minisched.controlplane.binaries import (
     ETCD_VERSION,
     KUBERNETES_VERSION,
@@ -34,20 +32,8 @@ from minisched.controlplane.harness import (
 from minisched.controlplane.kwok import create_fake_nodes, fake_node, node_is_ready
 from minisched.controlplane.processes import ProcessFailed
 
-LOCAL_KUBECONFIG_ENV = "MINISCHED_LOCAL_KUBECONFIG"
-
-
-def local_kubeconfig_path() -> Path:
-    """Where `python -m minisched.controlplane up` writes the kubeconfig of the cluster it runs."""
-    configured = os.environ.get(LOCAL_KUBECONFIG_ENV)
-    if configured:
-        return Path(configured).expanduser()
-    from minisched.controlplane.binaries import cache_root
-
-    return cache_root() / "controlplane" / "local" / "kubeconfig"
-
-
 __all__ = [
+    "LOCAL_KUBECONFIG_ENV",
     "ETCD_VERSION",
     "KUBERNETES_VERSION",
     "KWOK_VERSION",

@@ -13,6 +13,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from minisched.cluster.local import CACHE_ENV, cache_root  # noqa: F401 (re-exported)
+
 # Keep in step with the defaults in hack/build-controlplane.sh (a test checks they agree).
 ETCD_VERSION = "v3.6.16"
 KUBERNETES_VERSION = "v1.35.4"
@@ -20,7 +22,6 @@ KWOK_VERSION = "v0.8.0"
 
 BIN_ENV = "MINISCHED_CONTROLPLANE_BIN"
 STAGES_ENV = "MINISCHED_KWOK_STAGES"
-CACHE_ENV = "MINISCHED_CACHE"
 
 BINARY_NAMES = ("etcd", "kube-apiserver", "kube-scheduler", "kwok")
 
@@ -35,11 +36,6 @@ def repo_root() -> Path:
 
 def build_script() -> Path:
     return repo_root() / "hack" / "build-controlplane.sh"
-
-
-def cache_root() -> Path:
-    configured = os.environ.get(CACHE_ENV)
-    return Path(configured).expanduser() if configured else Path.home() / ".cache" / "minisched"
 
 
 def cache_key(

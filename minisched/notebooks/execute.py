@@ -12,9 +12,11 @@ from nbclient import NotebookClient
 BACKEND_ENV = "MINISCHED_BACKEND"
 
 
-def notebook_env(backend: str) -> dict[str, str]:
-    """The kernel's environment: ours, with the backend set and hashing made repeatable."""
+def notebook_env(backend: str, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The kernel's environment: ours, with the backend set and hashing made repeatable (and
+    `extra`, e.g. a student's MINISCHED_NAMESPACE)."""
     env = dict(os.environ)
+    env.update(extra or {})
     env[BACKEND_ENV] = backend
     env["PYTHONHASHSEED"] = "0"
     env.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
@@ -22,7 +24,7 @@ def notebook_env(backend: str) -> dict[str, str]:
 
 
 def execute_notebook(
-    path: str | Path, *, backend: str = "embedded", cell_timeout: float = 120.0
+    path: str | Path, *, backend: str = "embedded", cell_timeout: float = 120.0, env: dict[str, str] | None = None
 ) -> tuple[nbformat.NotebookNode, float]:
     """Run every cell of `path` (cwd = its directory); returns the executed notebook and the
     seconds it took, kernel start included. A failing cell raises nbclient's CellExecutionError,
@@ -36,5 +38,5 @@ def execute_notebook(
         resources={"metadata": {"path": str(path.parent.resolve())}},
     )
     started = time.perf_counter()
-    client.execute(env=notebook_env(backend))
+    client.execute(env=notebook_env(backend, env))
     return nb, time.perf_counter() - started

@@ -9,6 +9,9 @@
   `recorder` writes each decision to it and to the JSON log.
 - `promql`: what the book's PromQL computes, computed from a scrape.
 - `heatmap`: the scheduling-latency heatmap, drawn from measured histogram buckets.
+- `runtime`: the interpreter measured beside a running scheduler (ticker lateness, GC pauses, a
+  memory watch exported as Prometheus metrics); `soak` runs rounds of pods and samples memory;
+  `profiling` reads a pyinstrument profile of the scheduling loop for its hot spots.
 
 Import the submodule you need; this package imports nothing heavy on its own.
 """

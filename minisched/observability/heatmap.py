@@ -91,21 +91,40 @@ def from_observations(
     return LatencyHeatmap(edges, upper, counts)
 
 
-def plot(data: LatencyHeatmap, *, title: str = "Scheduling latency", unit: str = "s") -> Figure:
+def plot(
+    data: LatencyHeatmap,
+    *,
+    title: str = "Scheduling latency",
+    unit: str = "s",
+    slice_labels: Sequence[str] | None = None,
+    slice_axis: str = "time since first sample (s)",
+) -> Figure:
     """Draw the heatmap: x time slices, y buckets (log), colour = observations (log scale).
 
-    Empty cells stay white; the +Inf bucket is drawn as one more row above the last bound."""
+    The y axis spans only the buckets that hold observations (one empty bucket either side), so
+    the data fills the axes. With `slice_labels` (say, one per wave) the slices are drawn side by
+    side, equally wide, and labelled, instead of on a time axis. Empty cells stay white; the +Inf
+    bucket is drawn as one more row above the last bound."""
     finite = data.bounds[np.isfinite(data.bounds)]
     lowest = finite[0] / 2 if finite.size else 1.0
     top = finite[-1] * 2 if finite.size else 2.0
     y_edges = np.array([lowest, *finite, top])
+    if slice_labels is not None and len(slice_labels) != data.counts.shape[1]:
+        raise ValueError(f"{len(slice_labels)} slice labels for {data.counts.shape[1]} slices")
+    x_edges = np.arange(data.counts.shape[1] + 1) if slice_labels is not None else data.edges
     fig = Figure(figsize=(8, 4), layout="constrained")
     ax = fig.add_subplot()
     masked = np.ma.masked_less_equal(data.counts, 0)
     vmax = max(1.0, float(data.counts.max()))
-    mesh = ax.pcolormesh(data.edges, y_edges, masked, norm=LogNorm(vmin=1, vmax=vmax), cmap="viridis", shading="flat")
+    mesh = ax.pcolormesh(x_edges, y_edges, masked, norm=LogNorm(vmin=1, vmax=vmax), cmap="viridis", shading="flat")
     ax.set_yscale("log")
-    ax.set_xlabel("time since first sample (s)")
+    used = np.nonzero(data.counts.sum(axis=1) > 0)[0]
+    if used.size:
+        first, last = max(int(used[0]) - 1, 0), min(int(used[-1]) + 1, len(y_edges) - 2)
+        ax.set_ylim(y_edges[first], y_edges[last + 1])
+    if slice_labels is not None:
+        ax.set_xticks(np.arange(len(slice_labels)) + 0.5, list(slice_labels))
+    ax.set_xlabel(slice_axis)
     ax.set_ylabel(f"latency bucket upper bound ({unit})")
     ax.set_title(f"{title}: {data.total} observations")
     fig.colorbar(mesh, ax=ax, label="observations per slice")

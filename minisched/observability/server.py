@@ -144,6 +144,10 @@ class HealthServer:
     def url(self) -> str:
         return f"{'https' if self.ssl_context else 'http'}://{self._host}:{self.port}"
 
+    @property
+    def serving(self) -> bool:
+        return self._httpd is not None
+
     def start(self) -> HealthServer:
         if self._httpd is not None:
             return self

@@ -45,6 +45,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -148,11 +149,16 @@ class SchedulingTracer:
     """The scheduler's CycleTracer (minisched.scheduler.tracing) on OpenTelemetry."""
 
     def __init__(self, provider: trace.TracerProvider | None = None, *, profile: bool = False,
-                 keep_profiles: int = 64) -> None:
+                 keep_profiles: int = 64, profile_dir: str | Path | None = None) -> None:
+        """`profile_dir`: also write each kept profile there as <span id>.prof (pstats' format, for
+        `python -m pstats` or snakeviz), the oldest files removed beyond `keep_profiles`."""
         self.provider = provider if provider is not None else trace.get_tracer_provider()
         self.tracer = self.provider.get_tracer(INSTRUMENTATION_NAME)
-        self.profile = profile
+        self.profile = profile or profile_dir is not None
         self.keep_profiles = keep_profiles
+        self.profile_dir = Path(profile_dir) if profile_dir is not None else None
+        if self.profile_dir is not None:
+            self.profile_dir.mkdir(parents=True, exist_ok=True)
         self.profiles: collections.OrderedDict[str, ProfileEntry] = collections.OrderedDict()
         self._lock = threading.Lock()
 
@@ -166,10 +172,15 @@ class SchedulingTracer:
         return _Attempt(self, span, pod)
 
     def keep_profile(self, entry: ProfileEntry) -> None:
+        evicted = []
         with self._lock:
             self.profiles[entry.span_id] = entry
             while len(self.profiles) > self.keep_profiles:
-                self.profiles.popitem(last=False)
+                evicted.append(self.profiles.popitem(last=False)[0])
+        if self.profile_dir is not None:
+            entry.stats.dump_stats(str(self.profile_dir / f"{entry.span_id}.prof"))
+            for span_id in evicted:
+                (self.profile_dir / f"{span_id}.prof").unlink(missing_ok=True)
 
     def profile_for(self, span: ReadableSpan | str) -> ProfileEntry | None:
         """The profile of the attempt a span belongs to: the attempt span, any span of its trace,

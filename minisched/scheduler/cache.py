@@ -33,6 +33,7 @@ from typing import Any
 from minisched.clock import Clock, RealClock
 from minisched.meta import key_of
 from minisched.scheduler.framework.types import PodInfo
+from minisched.scheduler.lifecycle import CACHE_TRANSITIONS, CacheEvent, CacheState, IllegalTransition, step
 from minisched.scheduler.snapshot import NodeTable
 
 Object = dict[str, Any]
@@ -109,15 +110,26 @@ class SchedulerCache:
         with self._lock:
             return list(self._nodes)
 
-    # --- pods: assume / forget / confirm ------------------------------------------------------------
+    # --- pods: assume / forget / confirm (each decided by CACHE_TRANSITIONS) ---------------------------
+
+    @staticmethod
+    def _state(state: _PodState | None) -> CacheState:
+        if state is None:
+            return CacheState.ABSENT
+        return CacheState.ASSUMED if state.assumed else CacheState.BOUND
+
+    def _step(self, key: str, state: _PodState | None, event: CacheEvent) -> CacheState:
+        return step("SchedulerCache", CACHE_TRANSITIONS, self._state(state), event, key)
 
     def assume_pod(self, pod: Object, node_name: str, info: PodInfo | None = None) -> None:
         """Count `pod` on `node_name` now, before the binding is done."""
         key = key_of(pod)
         with self._lock:
-            if key in self._pods:
+            try:
+                self._step(key, self._pods.get(key), CacheEvent.ASSUME)
+            except IllegalTransition as err:
                 raise CacheError(f"pod {key} is already in the cache (on {self._pods[key].node_name}); "
-                                 "it cannot be assumed again")
+                                 "it cannot be assumed again") from err
             state = _PodState(pod, info or self._pod_info(pod), node_name, assumed=True)
             self._pods[key] = state
             self._add_to_node(state)
@@ -127,7 +139,8 @@ class SchedulerCache:
         key = key_of(pod)
         with self._lock:
             state = self._pods.get(key)
-            if state is not None and state.assumed:
+            if state is not None and self._step(key, state, CacheEvent.FINISH_BINDING) is CacheState.ASSUMED \
+                    and state.assumed:
                 state.binding_finished = True
                 state.deadline = self.clock.monotonic() + self.assumed_ttl
 
@@ -136,7 +149,7 @@ class SchedulerCache:
         key = key_of(pod)
         with self._lock:
             state = self._pods.get(key)
-            if state is None or not state.assumed:
+            if self._step(key, state, CacheEvent.FORGET) is not CacheState.ABSENT or state is None:
                 return  # already confirmed by the informer (someone bound it) or never assumed
             del self._pods[key]
             self._remove_from_node(state)
@@ -157,6 +170,7 @@ class SchedulerCache:
                 if s.assumed and s.binding_finished and s.deadline is not None and now >= s.deadline
             ]
             for key in expired:
+                self._step(key, self._pods[key], CacheEvent.EXPIRE)
                 self._remove_from_node(self._pods.pop(key))
             self.expired_total += len(expired)
             return len(expired)
@@ -169,6 +183,7 @@ class SchedulerCache:
         node_name = (pod.get("spec") or {}).get("nodeName") or ""
         with self._lock:
             state = self._pods.get(key)
+            self._step(key, state, CacheEvent.INFORMER_ADD)  # always BOUND: the server's word
             if state is not None:
                 if state.assumed and state.node_name == node_name:
                     state.assumed = False  # confirmed; the assumed PodInfo stays (same pod)
@@ -194,8 +209,9 @@ class SchedulerCache:
     def remove_pod(self, pod: Object) -> None:
         key = key_of(pod)
         with self._lock:
-            state = self._pods.pop(key, None)
-            if state is not None:
+            state = self._pods.get(key)
+            if self._step(key, state, CacheEvent.REMOVE) is CacheState.ABSENT and state is not None:
+                del self._pods[key]
                 self._remove_from_node(state)
 
     def pod_node(self, key: str) -> str | None:

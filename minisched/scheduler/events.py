@@ -44,6 +44,7 @@ REASON_PREEMPTED = "Preempted"
 # PodScheduled=False reasons (v1.PodReasonUnschedulable, v1.PodReasonSchedulerError).
 POD_REASON_UNSCHEDULABLE = "Unschedulable"
 POD_REASON_SCHEDULER_ERROR = "SchedulerError"
+POD_REASON_SCHEDULING_GATED = "SchedulingGated"  # held at PreEnqueue (kube: spec.schedulingGates)
 
 DECISION_ANNOTATION = "minisched.io/decision"
 
@@ -77,7 +78,10 @@ class EventRecorder:
         api: str = "v1",
         asynchronous: bool = True,
         max_pending: int = 10_000,
+        max_correlated: int = _MAX_CORRELATED,
     ) -> None:
+        if max_correlated < 1:
+            raise ValueError(f"max_correlated must be at least 1, got {max_correlated}")
         if api not in ("v1", "events.k8s.io/v1"):
             raise ValueError(f"unknown events API {api!r}: use 'v1' or 'events.k8s.io/v1'")
         self.cluster = cluster
@@ -87,6 +91,8 @@ class EventRecorder:
         self.api = api
         self.asynchronous = asynchronous
         self.max_pending = max_pending
+        # how many recent events to remember for counting repeats (client-go's LRU keeps 4,096)
+        self.max_correlated = max_correlated
         self.written = 0
         self.dropped = 0
         self.failed = 0
@@ -262,7 +268,7 @@ class EventRecorder:
                                                              action, when), namespace)
         self.written += 1
         self._correlated[corr_key] = [name, namespace, 1]
-        if len(self._correlated) > _MAX_CORRELATED:
+        if len(self._correlated) > self.max_correlated:
             self._correlated.popitem(last=False)
 
     def _resource(self) -> Any:

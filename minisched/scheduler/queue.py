@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 from minisched.clock import Clock, RealClock
 from minisched.meta import key_of
 from minisched.scheduler.events import DECISION_ANNOTATION
+from minisched.scheduler.lifecycle import QUEUE_TRANSITIONS, QueueEvent, QueueState, Verdict, step
 
 Object = dict[str, Any]
 
@@ -84,6 +85,8 @@ PLUGIN_EVENTS: dict[str, frozenset[ClusterEvent]] = {
     # a pod that matches (or stops matching) a term may arrive or leave anywhere in a domain
     "InterPodAffinity": frozenset({ASSIGNED_POD_ADD, ASSIGNED_POD_UPDATE, ASSIGNED_POD_DELETE, NODE_ADD,
                                    NODE_LABEL_CHANGE}),
+    # PreEnqueue plugins listed here also have the pods they gate asked again on these events
+    "PodDependencies": frozenset({ASSIGNED_POD_ADD}),
 }
 
 
@@ -229,6 +232,7 @@ class SchedulingQueue:
         max_in_unschedulable: float = DEFAULT_MAX_IN_UNSCHEDULABLE,
         plugin_events: dict[str, frozenset[ClusterEvent]] | None = None,
         priority_of: PriorityOf = spec_priority,
+        transitions: dict[tuple[QueueState, QueueEvent], QueueState | Verdict] | None = None,
     ) -> None:
         if initial_backoff <= 0 or max_backoff < initial_backoff:
             raise ValueError(
@@ -242,6 +246,8 @@ class SchedulingQueue:
         self.max_backoff = max_backoff
         self.max_in_unschedulable = max_in_unschedulable
         self._plugin_events = PLUGIN_EVENTS if plugin_events is None else plugin_events
+        # where a pod goes on each event (minisched.scheduler.lifecycle); a test may plant a bug here
+        self._transitions = QUEUE_TRANSITIONS if transitions is None else transitions
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._active = _Heap(less)
@@ -278,6 +284,53 @@ class SchedulingQueue:
     def _is_backing_off(self, qpi: QueuedPodInfo) -> bool:
         return qpi.attempts > 0 and self.backoff_expiry(qpi) > self.clock.monotonic()
 
+    # --- the transition table at work -------------------------------------------------------------
+
+    def _state_locked(self, key: str) -> QueueState:
+        """Where the pod is: its state is the container that holds it, nothing kept beside."""
+        if key in self._in_flight:
+            return QueueState.IN_FLIGHT
+        if key in self._active:
+            return QueueState.ACTIVE
+        if key in self._backoff:
+            return QueueState.BACKOFF
+        if key in self._unschedulable:
+            return QueueState.UNSCHEDULABLE
+        if key in self._gated:
+            return QueueState.GATED
+        return QueueState.ABSENT
+
+    def _fire(self, qpi: QueuedPodInfo, event: QueueEvent, source: QueueState | None = None) -> QueueState:
+        """Move the pod as QUEUE_TRANSITIONS says for `event` in its current state (IllegalTransition
+        when the table refuses it: a bug in the caller). Returns the new state."""
+        key = qpi.key
+        state = self._state_locked(key) if source is None else source
+        target = step("SchedulingQueue", self._transitions, state, event, key)
+        if target is state:
+            return state
+        if state is QueueState.IN_FLIGHT:
+            del self._in_flight[key]
+        elif state is QueueState.ACTIVE:
+            self._active.remove(key)
+        elif state is QueueState.BACKOFF:
+            self._backoff.remove(key)
+        elif state is QueueState.UNSCHEDULABLE:
+            del self._unschedulable[key]
+        elif state is QueueState.GATED:
+            del self._gated[key]
+        if target is QueueState.IN_FLIGHT:
+            self._in_flight[key] = qpi
+        elif target is QueueState.ACTIVE:
+            self._active.push(qpi)
+            self._cond.notify()
+        elif target is QueueState.BACKOFF:
+            self._backoff.push(qpi)
+        elif target is QueueState.UNSCHEDULABLE:
+            self._unschedulable[key] = qpi
+        elif target is QueueState.GATED:
+            self._gated[key] = qpi
+        return target
+
     # --- pods arriving and changing ------------------------------------------------------------
 
     def add(self, pod: Object, info: Any = None) -> None:
@@ -297,13 +350,8 @@ class SchedulingQueue:
 
     def _enqueue_new(self, qpi: QueuedPodInfo) -> None:
         gate = self._gate(qpi.pod)
-        if gate is not None:
-            qpi.gated_by = gate
-            self._gated[qpi.key] = qpi
-            return
-        qpi.gated_by = None
-        self._active.push(qpi)
-        self._cond.notify()
+        qpi.gated_by = gate
+        self._fire(qpi, QueueEvent.ARRIVE_READY if gate is None else QueueEvent.ARRIVE_GATED)
 
     def _gate(self, pod: Object) -> str | None:
         for check in self._pre_enqueue:
@@ -341,9 +389,12 @@ class SchedulingQueue:
         if qpi is not None:
             qpi.pod = new
             qpi.pod_info = info
-            if self._gate(new) is None:
-                del self._gated[key]
-                self._enqueue_new(qpi)
+            gate = self._gate(new)
+            if gate is None:
+                qpi.gated_by = None
+                self._fire(qpi, QueueEvent.GATE_OPENED)
+            else:
+                qpi.gated_by = gate
             return
         qpi = self._unschedulable.get(key)
         if qpi is not None:
@@ -351,18 +402,40 @@ class SchedulingQueue:
             qpi.pod = new
             qpi.pod_info = info
             if changed:
-                del self._unschedulable[key]
                 self._requeue_moved(qpi)
+
+    def move_gated(self, event: ClusterEvent) -> int:
+        """Ask PreEnqueue again about the gated pods whose gating plugin registered for `event`
+        (kube keeps gated pods with the unschedulable ones, and a cluster event requeues them
+        through their gating plugin's hints); those that pass go to activeQ. Pods gated by a
+        plugin that registered no events (SchedulingGates) wait for their own update."""
+        if not self._gated:  # the common case, without the lock
+            return 0
+        with self._lock:
+            moved = 0
+            for qpi in list(self._gated.values()):
+                events = self._plugin_events.get(qpi.gated_by or "")
+                if not events or (event not in events and WILDCARD_EVENT not in events):
+                    continue
+                gate = self._gate(qpi.pod)
+                if gate is None:
+                    qpi.gated_by = None
+                    self._fire(qpi, QueueEvent.GATE_OPENED, QueueState.GATED)
+                    moved += 1
+                else:
+                    qpi.gated_by = gate
+            return moved
 
     def delete(self, pod: Object) -> None:
         """The pod is gone, or no longer ours to schedule (bound, or deleted)."""
         key = key_of(pod)
         with self._lock:
-            self._active.remove(key)
-            self._backoff.remove(key)
-            self._unschedulable.pop(key, None)
-            self._gated.pop(key, None)
-            self._in_flight.pop(key, None)
+            state = self._state_locked(key)
+            if state is not QueueState.ABSENT:
+                held = self._in_flight.get(key) or self._active.get(key) or self._backoff.get(key) \
+                    or self._unschedulable.get(key) or self._gated.get(key)
+                assert held is not None
+                self._fire(held, QueueEvent.DELETE, state)
             self._delete_nominated_locked(key)
 
     # --- the scheduling loop's side --------------------------------------------------------------
@@ -379,47 +452,49 @@ class SchedulingQueue:
                 if remaining is not None and remaining <= 0:
                     return None
                 self.clock.wait(self._cond, remaining)
-            qpi = self._active.pop()
+            qpi = self._active.peek()
             assert qpi is not None
+            self._fire(qpi, QueueEvent.POP, QueueState.ACTIVE)
             self._scheduling_cycle += 1
             qpi.scheduling_cycle = self._scheduling_cycle
             qpi.attempts += 1
             if qpi.initial_attempt_timestamp is None:
                 qpi.initial_attempt_timestamp = self.clock.monotonic()
-            self._in_flight[qpi.key] = qpi
             return qpi
 
     def done(self, key: str) -> None:
         """The attempt on `key` ended with the pod assumed on a node: it leaves the queue."""
         with self._lock:
-            self._in_flight.pop(key, None)
+            qpi = self._in_flight.get(key)
+            if qpi is not None:
+                self._fire(qpi, QueueEvent.DONE, QueueState.IN_FLIGHT)
 
     def add_unschedulable(self, qpi: QueuedPodInfo, *, rejected_by: Iterable[str] = (), error: bool = False) -> None:
         """The attempt failed. Plugin rejections (`rejected_by`) park the pod as unschedulable unless
         a move request came during its attempt; errors (`error=True`) send it to backoff."""
         with self._lock:
-            # Not in flight any more: deleted during its attempt (or the queue closed) -> drop it.
-            if self._in_flight.pop(qpi.key, None) is None or self._closed:
+            # Not in flight any more: deleted during its attempt -> dropped (the table's ABSENT row).
+            if self._closed:
+                self._in_flight.pop(qpi.key, None)
                 return
             qpi.timestamp = self.clock.monotonic()
             qpi.unschedulable_plugins = set(rejected_by)
-            if error or self._move_request_cycle >= qpi.scheduling_cycle:
-                self._backoff.push(qpi)
-            else:
-                self._unschedulable[qpi.key] = qpi
+            retry = error or self._move_request_cycle >= qpi.scheduling_cycle
+            state = QueueState.IN_FLIGHT if self._in_flight.get(qpi.key) is qpi else QueueState.ABSENT
+            self._fire(qpi, QueueEvent.RETRY if retry else QueueEvent.REJECT, state)
 
     def requeue_after_bind_failure(self, qpi: QueuedPodInfo, *, rejected_by: Iterable[str] | None = None) -> None:
         """The binding cycle failed after the pod left the queue. An error (the default) backs it
         off to be tried again; `rejected_by` (a Permit rejection) parks it as unschedulable."""
         with self._lock:
-            if self._closed or qpi.key in self._in_flight or self._where(qpi.key) is not None:
-                return  # already back (an update re-added it)
+            if self._closed:
+                return
+            state = self._state_locked(qpi.key)
+            if state is not QueueState.ABSENT:
+                return  # already back (an update re-added it): the table's IGNORE
             qpi.timestamp = self.clock.monotonic()
             qpi.unschedulable_plugins = set(rejected_by or ())
-            if rejected_by is None:
-                self._backoff.push(qpi)
-            else:
-                self._unschedulable[qpi.key] = qpi
+            self._fire(qpi, QueueEvent.BIND_FAILED if rejected_by is None else QueueEvent.BIND_REJECTED, state)
 
     # --- cluster events ---------------------------------------------------------------------------
 
@@ -428,9 +503,8 @@ class SchedulingQueue:
         MoveAllToActiveOrBackoffQueue). Returns how many moved."""
         with self._lock:
             moved = 0
-            for key, qpi in list(self._unschedulable.items()):
+            for qpi in list(self._unschedulable.values()):
                 if self._interested(qpi, event):
-                    del self._unschedulable[key]
                     self._requeue_moved(qpi)
                     moved += 1
             self._move_request_cycle = self._scheduling_cycle
@@ -446,11 +520,9 @@ class SchedulingQueue:
         return False
 
     def _requeue_moved(self, qpi: QueuedPodInfo) -> None:
-        if self._is_backing_off(qpi):
-            self._backoff.push(qpi)
-        else:
-            self._active.push(qpi)
-            self._cond.notify()
+        """An unschedulable pod moves: to backoffQ while its backoff lasts, else to activeQ."""
+        event = QueueEvent.MOVE_BACKING_OFF if self._is_backing_off(qpi) else QueueEvent.MOVE_READY
+        self._fire(qpi, event, QueueState.UNSCHEDULABLE)
 
     def flush_backoff_completed(self) -> int:
         """Move every pod whose backoff has expired to activeQ (run every second)."""
@@ -461,8 +533,7 @@ class SchedulingQueue:
                 qpi = self._backoff.peek()
                 if qpi is None or self.backoff_expiry(qpi) > now:
                     break
-                self._backoff.pop()
-                self._active.push(qpi)
+                self._fire(qpi, QueueEvent.BACKOFF_EXPIRED, QueueState.BACKOFF)
                 moved += 1
             if moved:
                 self._cond.notify_all()
@@ -473,9 +544,8 @@ class SchedulingQueue:
         with self._lock:
             now = self.clock.monotonic()
             moved = 0
-            for key, qpi in list(self._unschedulable.items()):
+            for qpi in list(self._unschedulable.values()):
                 if now - qpi.timestamp >= self.max_in_unschedulable:
-                    del self._unschedulable[key]
                     self._requeue_moved(qpi)
                     moved += 1
             return moved

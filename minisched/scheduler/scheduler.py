@@ -69,6 +69,7 @@ from minisched.resources import (
 from minisched.scheduler.cache import CacheError, SchedulerCache
 from minisched.scheduler.events import (
     POD_REASON_SCHEDULER_ERROR,
+    POD_REASON_SCHEDULING_GATED,
     POD_REASON_UNSCHEDULABLE,
     EventRecorder,
 )
@@ -254,9 +255,28 @@ class SchedulerHandle:
         self._cache = cache
         self.framework: Framework | None = None
         self.current: NodeTable | None = None
+        self.waiting: dict[str, _WaitingPod] = {}  # the scheduler's pods held at Permit, by key
         self.informer_factory: SharedInformerFactory | None = None
         self.pdb_informer: Any = None  # set by Scheduler.start when a plugin reads PDBs
         self.namespace_lister: Any = None  # namespace labels for namespaceSelector (InterPodAffinity)
+
+    def waiting_pods(self) -> list[tuple[str, Object]]:
+        """(key, pod) of every pod waiting at Permit (kube's IterateOverWaitingPods)."""
+        return [(key, w.pod) for key, w in list(self.waiting.items()) if not w.done.is_set()]
+
+    def allow_waiting_pod(self, key: str) -> bool:
+        waiting = self.waiting.get(key)
+        if waiting is None:
+            return False
+        waiting.allow()
+        return True
+
+    def reject_waiting_pod(self, key: str, plugin: str, message: str) -> bool:
+        waiting = self.waiting.get(key)
+        if waiting is None:
+            return False
+        waiting.reject(plugin, message)
+        return True
 
     def pod_disruption_budgets(self) -> list[Object]:
         """The PodDisruptionBudgets in the informer's cache (kube's pdbLister.List). Without an
@@ -278,6 +298,13 @@ class SchedulerHandle:
     def snapshot(self) -> NodeTable:
         return self.current if self.current is not None else self._cache.snapshot()
 
+    def bound_node(self, key: str) -> str | None:
+        """The node a pod ("namespace/name") is bound to, as the informer reports it; None while it
+        is pending or only assumed (its binding may still fail)."""
+        if self._cache.is_assumed(key):
+            return None
+        return self._cache.pod_node(key)
+
     def run_filter_plugins(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> Status:
         """The verdict of every Filter plugin on a one-node table."""
         assert self.framework is not None
@@ -292,20 +319,26 @@ class SchedulerHandle:
 
 
 class _WaitingPod:
-    """A pod held by a Permit plugin (kube's waitingPod) until allowed, rejected or `deadline`."""
+    """A pod held by a Permit plugin (kube's waitingPod) until allowed, rejected or `deadline`.
+    The first verdict stands: a late allow or reject (another group member's) changes nothing."""
 
-    def __init__(self, deadline: float, timeout: float) -> None:
+    def __init__(self, deadline: float, timeout: float, pod: Object | None = None) -> None:
         self.done = threading.Event()
         self.status = Status.success()
         self.deadline = deadline
         self.timeout = timeout
+        self.pod: Object = pod or {}
+        self._lock = threading.Lock()
 
     def allow(self) -> None:
-        self.done.set()
+        with self._lock:
+            self.done.set()
 
     def reject(self, plugin: str, message: str) -> None:
-        self.status = Status.unschedulable(message, plugin=plugin)
-        self.done.set()
+        with self._lock:
+            if not self.done.is_set():
+                self.status = Status.unschedulable(message, plugin=plugin)
+                self.done.set()
 
 
 @dataclass
@@ -403,7 +436,7 @@ class Scheduler:
             pre_enqueue=[self._pre_enqueue],
             clock=self.clock,
             priority_of=self._priority_of,
-            plugin_events={**PLUGIN_EVENTS, INVALID_POD: frozenset()},
+            plugin_events={**PLUGIN_EVENTS, **self._plugin_events(), INVALID_POD: frozenset()},
         )
         for fwk in self.frameworks.values():
             self._wire(fwk)
@@ -423,7 +456,7 @@ class Scheduler:
         self._bindings_lock = threading.Lock()
         self._bindings_in_flight = 0
         self._bindings_idle = threading.Condition(self._bindings_lock)
-        self._waiting: dict[str, _WaitingPod] = {}
+        self._waiting: dict[str, _WaitingPod] = self.handle.waiting
         self._stop = threading.Event()
         self._wake = threading.Condition()
         self._threads: list[threading.Thread] = []
@@ -470,6 +503,16 @@ class Scheduler:
         with self._swaps_lock:
             swaps, self._swaps = self._swaps, {}
         self.frameworks.update(swaps)
+
+    def _plugin_events(self) -> dict[str, frozenset[ClusterEvent]]:
+        """The events plugins register themselves (kube's EnqueueExtensions.EventsToRegister)."""
+        out: dict[str, frozenset[ClusterEvent]] = {}
+        for fwk in self.frameworks.values():
+            for name, plugin in fwk.plugins.items():
+                events = getattr(plugin, "events_to_register", None)
+                if events is not None:
+                    out[name] = frozenset(events())
+        return out
 
     # --- which pods are ours ----------------------------------------------------------------------
 
@@ -522,7 +565,12 @@ class Scheduler:
         if fwk is None or not fwk.points.pre_enqueue:
             return None
         status = fwk.run_pre_enqueue(pod)
-        return None if status.is_success else (status.plugin or "PreEnqueue")
+        if status.is_success:
+            return None
+        if status.plugin != "SchedulingGates":  # for spec.schedulingGates the API server says it
+            # the pod shows why it waits, as a gated pod does (recorded asynchronously: we hold the queue's lock)
+            self.recorder.pod_scheduled_false(pod, POD_REASON_SCHEDULING_GATED, status.message())
+        return status.plugin or "PreEnqueue"
 
     # --- informer handlers (kube's eventhandlers.go) ----------------------------------------------------
 
@@ -540,6 +588,7 @@ class Scheduler:
         elif self._is_assigned_live(pod):
             self.cache.add_pod(pod)
             self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_ADD)  # a spread count rose; an affinity target came
+            self.queue.move_gated(ASSIGNED_POD_ADD)
 
     def _on_pod_update(self, old: Object, new: Object) -> None:
         was_pending, now_pending = self._is_pending_for_us(old), self._is_pending_for_us(new)
@@ -558,6 +607,7 @@ class Scheduler:
         elif now_assigned:
             self.cache.add_pod(new)  # the binding landed: confirms our assumption
             self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_ADD)
+            self.queue.move_gated(ASSIGNED_POD_ADD)  # pods gated until it was bound may go now
         elif was_assigned:
             self._assigned_gone(old)  # finished (Succeeded/Failed): its room is free
 
@@ -572,6 +622,11 @@ class Scheduler:
 
     def _pending_gone(self, pod: Object) -> None:
         self.queue.delete(pod)
+        fwk = self.frameworks.get(_scheduler_name(pod))
+        for plugin in fwk.points.pre_enqueue if fwk is not None else ():
+            forget = getattr(plugin, "forget", None)  # PreEnqueue plugins that remember pods they hold
+            if forget is not None:
+                forget(key_of(pod))
         waiting = self._waiting.get(key_of(pod))
         if waiting is not None:
             waiting.reject("", "pod deleted while waiting on permit")
@@ -613,6 +668,10 @@ class Scheduler:
 
             informer.add_event_handler(ResourceEventHandlerFuncs(moved("Add"), moved("Update"), moved("Delete")))
 
+    def _requeue(self, event: ClusterEvent) -> int:
+        """A plugin saw `event` on something it watches: re-check the pods it may help."""
+        return self.queue.move_gated(event) + self.queue.move_all_to_active_or_backoff(event)
+
     def move(self, event: ClusterEvent) -> int:
         """Tell the queue about a cluster event by hand (what the handlers do)."""
         return self.queue.move_all_to_active_or_backoff(event)
@@ -638,6 +697,11 @@ class Scheduler:
             self.handle.pdb_informer = self.factory.informer_for(POD_DISRUPTION_BUDGETS)
         # kube-scheduler watches namespaces for the namespaceSelector of pod affinity terms
         self.handle.namespace_lister = StoreNamespaces(self.factory.informer_for(NAMESPACES, namespace=None).store)
+        for fwk in self.frameworks.values():
+            for plugin in fwk.plugins.values():
+                register = getattr(plugin, "register_informers", None)  # plugins that watch more kinds
+                if register is not None:
+                    register(self.factory, self._requeue)
         self.factory.start()
         synced = self.factory.wait_for_cache_sync(sync_timeout)
         if not all(synced.values()):
@@ -916,7 +980,7 @@ class Scheduler:
         status, wait = fwk.run_permit(state, info, node)
         waiting: _WaitingPod | None = None
         if status.is_wait:
-            waiting = _WaitingPod(self.clock.monotonic() + wait, wait)
+            waiting = _WaitingPod(self.clock.monotonic() + wait, wait, qpi.pod)
             self._waiting[qpi.key] = waiting
         elif not status.is_success:
             fwk.run_unreserve(state, info, node)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from minisched.validation.model import ResourceModel
+from pydantic import BaseModel
 
 Schema = dict[str, Any]
 
@@ -30,7 +30,7 @@ class SchemaNotStructural(ValueError):
     """The model uses a JSON Schema construct the API server's structural schemas forbid."""
 
 
-def structural_schema(model: type[ResourceModel]) -> Schema:
+def structural_schema(model: type[BaseModel]) -> Schema:
     """The model's JSON schema (by alias) rewritten as a structural OpenAPI v3.0 schema."""
     raw = model.model_json_schema(by_alias=True, mode="validation")
     defs: dict[str, Schema] = raw.get("$defs", {})
@@ -91,7 +91,7 @@ def _convert(node: Schema, defs: dict[str, Schema], where: str, depth: int = 0) 
 
 
 def crd_for(
-    spec: type[ResourceModel],
+    spec: type[BaseModel],
     *,
     group: str,
     version: str,
@@ -100,7 +100,7 @@ def crd_for(
     singular: str | None = None,
     short_names: list[str] | None = None,
     scope: str = "Namespaced",
-    status: type[ResourceModel] | None = None,
+    status: type[BaseModel] | None = None,
     printer_columns: list[dict[str, str]] | None = None,
     description: str = "",
 ) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from minisched.errors import Cause, Invalid
 from minisched.validation.cel import CelError, CelUnsupported, compile_rule, compiled
+from minisched.validation.crd import structural_schema
 from minisched.validation.openapi import (
     BLOCKING,
     INVALID,
@@ -99,8 +100,6 @@ def _rules_of(model: type[BaseModel]) -> list[dict[str, Any]]:
 
 @lru_cache(maxsize=64)
 def _schema_of(model: type[ResourceModel]) -> dict[str, Any]:
-    from minisched.validation.crd import structural_schema  # crd builds on this module
-
     return structural_schema(model)
 
 

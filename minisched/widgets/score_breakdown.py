@@ -70,13 +70,19 @@ def _short(plugin: str) -> str:
     return plugin if len(plugin) <= 18 else plugin[:17] + "…"
 
 
+def total_header(view: str) -> str:
+    """The total is always the weighted sum (what the scheduler compares); say so where the other
+    columns are not weighted."""
+    return "total" if view == "weighted" else "total (weighted)"
+
+
 def breakdown_text(decision: Decision, view: str = "weighted", *, max_nodes: int = 20) -> str:
     """A plain-text table (for print() and checked notebook cells)."""
     view = _check_view(view)
     rows = breakdown_rows(decision, view)[:max_nodes]
     plugins = plugins_of(decision)
     weights = weights_of(decision)
-    headers = ["node"] + [f"{_short(p)} (x{weights[p]})" for p in plugins] + ["total"]
+    headers = ["node"] + [f"{_short(p)} (x{weights[p]})" for p in plugins] + [total_header(view)]
     body = [[("* " if r["chosen"] else "  ") + r["node"]] + [str(r[p]) for p in plugins] + [str(r["total"])]
             for r in rows]
     widths = [max(len(h), *(len(line[i]) for line in body)) if body else len(h) for i, h in enumerate(headers)]
@@ -103,7 +109,7 @@ def breakdown_html(decision: Decision, view: str = "weighted", *, max_nodes: int
     weights = weights_of(decision)
     top = max([1] + [int(r[p]) for r in rows for p in plugins])
     head = "".join(f"<th title='{html.escape(p)}'>{html.escape(_short(p))}<br>x{weights[p]}</th>" for p in plugins)
-    out = [f"<table class='minisched-scores'><tr><th>node</th>{head}<th>total</th></tr>"]
+    out = [f"<table class='minisched-scores'><tr><th>node</th>{head}<th>{total_header(view)}</th></tr>"]
     for r in rows:
         style = " style='font-weight:bold'" if r["chosen"] else ""
         cells = "".join(
@@ -140,7 +146,7 @@ def plot_breakdown(decision: Decision, ax: Any = None, *, max_nodes: int = 20) -
     rows = breakdown_rows(decision, "weighted")[:max_nodes]
     plugins: Sequence[str] = plugins_of(decision)
     if ax is None:
-        _, ax = plt.subplots(figsize=(8, 0.4 * len(rows) + 1.2))
+        _, ax = plt.subplots(figsize=(9, 0.4 * len(rows) + 1.4), layout="constrained")
     names = [("* " if r["chosen"] else "") + r["node"] for r in rows][::-1]
     left = [0] * len(rows)
     for plugin in plugins:
@@ -149,5 +155,6 @@ def plot_breakdown(decision: Decision, ax: Any = None, *, max_nodes: int = 20) -
         left = [a + b for a, b in zip(left, values, strict=True)]
     ax.set_xlabel("weighted score (sum = total)")
     ax.set_title(f"{decision.pod} → {decision.chosen}")
-    ax.legend(loc="lower right", fontsize="small")
+    # Outside the axes: inside, it covers the longest bars, and the chosen node's is one of them.
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", title="plugin (weight)")
     return ax

@@ -150,3 +150,17 @@ def test_plot_has_one_bar_series_per_plugin() -> None:
     ax = plot_breakdown(_decision())
     assert len(ax.containers) == 2
     assert filtered_nodes(_decision()) == [("n4", "TaintToleration", "node(s) had untolerated taint {gpu: }")]
+
+
+def test_unweighted_views_say_their_total_is_weighted_and_the_legend_leaves_the_bars_free() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    d = _decision()
+    assert "total (weighted)" in breakdown_text(d, "raw") and "total (weighted)" in breakdown_html(d, "normalized")
+    assert "total (weighted)" not in breakdown_text(d, "weighted")
+    ax = plot_breakdown(d)
+    ax.figure.canvas.draw()
+    legend = ax.get_legend().get_window_extent()
+    axes = ax.get_window_extent()
+    assert legend.x0 >= axes.x1, "the legend must sit outside the bars"

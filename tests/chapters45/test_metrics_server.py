@@ -137,3 +137,19 @@ def test_a_crashing_check_fails_with_its_message_and_names_are_checked() -> None
         server.add_liveness_check("etcd", lambda: None)
     with pytest.raises(ValueError, match="loopback"):
         HealthServer(host="10.1.2.3")  # a single non-loopback interface
+
+
+def test_recording_metrics_keep_exactly_what_the_histogram_counted() -> None:
+    from minisched.observability.metrics import RecordingSchedulerMetrics
+    from minisched.observability.promql import parse
+
+    m = RecordingSchedulerMetrics()
+    for seconds in (0.0005, 0.003, 0.003, 0.2):
+        m.observe_attempt("scheduled", seconds)
+    m.observe_attempt("unschedulable", 0.01)
+    with pytest.raises(ValueError):
+        m.observe_attempt("lost", 0.1)
+    assert m.attempt_seconds["scheduled"] == [0.0005, 0.003, 0.003, 0.2]
+    assert sorted(m.all_attempt_seconds()) == [0.0005, 0.003, 0.003, 0.01, 0.2]
+    counted = parse(m.exposition(), at=0.0).select("scheduler_scheduling_attempt_duration_seconds_count")
+    assert sum(counted.values()) == len(m.all_attempt_seconds())

@@ -93,3 +93,16 @@ def test_heatmap_from_scrapes_equals_heatmap_from_the_same_observations() -> Non
         heatmap.from_scrapes(scrapes[:1], H)
     with pytest.raises(ValueError, match="no series"):
         heatmap.from_scrapes(scrapes, "scheduler_nothing")
+
+
+def test_the_plot_fills_its_axes_with_used_buckets_and_labels_slices() -> None:
+    bounds = [0.001 * 2**i for i in range(15)] + [math.inf]
+    data = heatmap.from_observations([0.1, 0.2, 1.1, 2.5], [0.003, 0.005, 0.02, 0.004], bounds=bounds, slice_seconds=1.0)
+    ax = heatmap.plot(data, slice_labels=["50 nodes", "150", "400"], slice_axis="wave").axes[0]
+    low, high = ax.get_ylim()
+    # buckets used: (0.002, 0.004] .. (0.016, 0.032]; one empty bucket either side
+    assert low == pytest.approx(0.001) and high == pytest.approx(0.064)
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["50 nodes", "150", "400"]
+    assert ax.get_xlabel() == "wave"
+    with pytest.raises(ValueError, match="2 slice labels for 3 slices"):
+        heatmap.plot(data, slice_labels=["a", "b"])

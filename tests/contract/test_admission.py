@@ -349,3 +349,136 @@ def test_invalid_tolerations(cluster: Cluster, ns: str, toleration: Object, fiel
     path = f"spec.tolerations[0].{field}"
     refused(lambda: cluster.create(PODS, pod_with(ns, tolerations=[toleration])), 422, "Invalid",
             f'Pod "x" is invalid: {path}: {message}', [path])
+
+
+@pytest.mark.parametrize(("resources", "message"), [
+    ({"limits": {"hugepages-2Mi": "2Mi"}}, "spec.containers[0].resources: Forbidden: HugePages require cpu or memory"),
+    ({"limits": {"hugepages-2Mi": "3Mi", "memory": "1Gi"}},
+     '[spec.containers[0].resources.limits[hugepages-2Mi]: Invalid value: "3Mi": 3Mi is not positive integer '
+     'multiple of hugepages-2Mi, spec.containers[0].resources.requests[hugepages-2Mi]: Invalid value: "3Mi": 3Mi is '
+     "not positive integer multiple of hugepages-2Mi]"),  # the request defaulted from the limit
+])
+def test_hugepages(cluster: Cluster, ns: str, resources: Object, message: str) -> None:
+    pod = pod_with(ns)
+    pod["spec"]["containers"][0]["resources"] = resources
+    refused(lambda: cluster.create(PODS, pod), 422, "Invalid", f'Pod "x" is invalid: {message}')
+
+
+@pytest.mark.parametrize(("items", "message"), [
+    ([{"type": "Container", "min": {"cpu": "2"}, "max": {"cpu": "1"}}],
+     '[spec.limits[0].min[cpu]: Invalid value: "2": min value 2 is greater than max value 1, '
+     'spec.limits[0].defaultRequest[cpu]: Invalid value: "1": min value 2 is greater than default request value 1, '
+     'spec.limits[0].default[cpu]: Invalid value: "2": min value 2 is greater than default value 1]'),
+    ([{"type": "Bad", "max": {"cpu": "1"}}],
+     'spec.limits[0].type: Invalid value: "Bad": must be a standard limit type or fully qualified'),
+    ([{"type": "Pod", "default": {"cpu": "1"}}],
+     "spec.limits[0].default: Forbidden: may not be specified when `type` is 'Pod'"),
+    ([{"type": "Container", "maxLimitRequestRatio": {"cpu": "500m"}}],
+     'spec.limits[0].maxLimitRequestRatio[cpu]: Invalid value: "500m": ratio 500m is less than 1'),
+    ([{"type": "Container", "default": {EXAMPLE: "2"}, "defaultRequest": {EXAMPLE: "1"}}],
+     f'spec.limits[0].defaultRequest[{EXAMPLE}]: Invalid value: "1": default value 2 must equal to defaultRequest '
+     f"value 1 in {EXAMPLE}"),
+])
+def test_limit_range_validation(cluster: Cluster, ns: str, items: list[Object], message: str) -> None:
+    refused(lambda: cluster.create(LIMIT_RANGES, limit_range("lr", *items), ns), 422, "Invalid",
+            f'LimitRange "lr" is invalid: {message}')
+
+
+# --- more of the pod spec: each refusal as the real server words it ---------------------------
+
+LABEL_VALUE = ("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and "
+               "must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex "
+               "used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
+NAME_PART = ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+             "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+             "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+
+
+def _main(pod: Object) -> Object:
+    return pod["spec"]["containers"][0]
+
+
+SPEC_CASES: list[tuple[str, Callable[[Object], Any], str]] = [
+    ("node-selector-value", lambda p: p["spec"].update(nodeSelector={"a": "-bad-"}),
+     f'spec.nodeSelector: Invalid value: "-bad-": {LABEL_VALUE}'),
+    ("node-selector-key", lambda p: p["spec"].update(nodeSelector={"-a": "b"}),
+     f'spec.nodeSelector: Invalid value: "-a": {NAME_PART}'),
+    ("pull-policy", lambda p: _main(p).update(imagePullPolicy="Sometimes"),
+     'spec.containers[0].imagePullPolicy: Unsupported value: "Sometimes": supported values: "Always", '
+     '"IfNotPresent", "Never"'),
+    ("gate-name", lambda p: p["spec"].update(schedulingGates=[{"name": "Bad Gate"}]),
+     f'spec.schedulingGates[0]: Invalid value: "Bad Gate": {NAME_PART}'),
+    ("gate-twice", lambda p: p["spec"].update(schedulingGates=[{"name": "a"}, {"name": "a"}]),
+     'spec.schedulingGates[1]: Duplicate value: "a"'),
+    ("volume-twice", lambda p: p["spec"].update(volumes=[{"name": "v", "emptyDir": {}}, {"name": "v", "emptyDir": {}}]),
+     'spec.volumes[1].name: Duplicate value: "v"'),
+    ("claim-without-name", lambda p: p["spec"].update(volumes=[{"name": "v", "persistentVolumeClaim": {
+        "claimName": ""}}]), "spec.volumes[0].persistentVolumeClaim.claimName: Required value"),
+    ("volume-name", lambda p: p["spec"].update(volumes=[{"name": "V_1", "emptyDir": {}}]),
+     "spec.volumes[0].name: Invalid value: \"V_1\": a lowercase RFC 1123 label must consist of lower case "
+     "alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or "
+     "'123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"),
+    ("pod-level-extended", lambda p: p["spec"].update(resources={"requests": {EXAMPLE: "1"}}),
+     f'[spec.resources.requests[{EXAMPLE}]: Unsupported value: "{EXAMPLE}": supported values: "cpu", "hugepages-", '
+     '"memory", spec.resources.limits: Required value: Limit must be set for non overcommitable resources]'),
+    ("host-network-port", lambda p: (p["spec"].update(hostNetwork=True),
+                                     _main(p).update(ports=[{"containerPort": 80, "hostPort": 81}])),
+     "spec.containers[0].ports[0].hostPort: Invalid value: 81: must match `containerPort` when `hostNetwork` is true"),
+    ("host-port-twice", lambda p: _main(p).update(ports=[{"containerPort": 80, "hostPort": 8080},
+                                                         {"containerPort": 81, "hostPort": 8080}]),
+     'spec.containers[0].ports[1].hostPort: Duplicate value: "TCP//8080"'),
+    ("active-deadline", lambda p: p["spec"].update(activeDeadlineSeconds=0),
+     "spec.activeDeadlineSeconds: Invalid value: 0: must be between 1 and 2147483647, inclusive"),
+    ("dns-policy", lambda p: p["spec"].update(dnsPolicy="Weird"),
+     'spec.dnsPolicy: Unsupported value: "Weird": supported values: "ClusterFirstWithHostNet", "ClusterFirst", '
+     '"Default", "None"'),
+    ("node-name", lambda p: p["spec"].update(nodeName="Bad_Node"),
+     "spec.nodeName: Invalid value: \"Bad_Node\": a lowercase RFC 1123 subdomain must consist of lower case "
+     "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. "
+     "'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"),
+]
+
+
+@pytest.mark.parametrize(("change", "message"), [c[1:] for c in SPEC_CASES], ids=[c[0] for c in SPEC_CASES])
+def test_invalid_pod_spec(cluster: Cluster, ns: str, change: Callable[[Object], Any], message: str) -> None:
+    pod = pod_with(ns)
+    change(pod)
+    refused(lambda: cluster.create(PODS, pod), 422, "Invalid", f'Pod "x" is invalid: {message}')
+
+
+def test_a_volume_without_a_source_is_an_empty_dir(cluster: Cluster, ns: str) -> None:
+    pod = cluster.create(PODS, pod_with(ns, volumes=[{"name": "scratch"}]))
+    assert pod["spec"]["volumes"] == [{"name": "scratch", "emptyDir": {}}]
+
+
+# --- pods/binding in 1.35: PodTopologyLabels and ClearingNominatedNodeNameAfterBinding (beta, on) ----
+
+
+def labelled_node(cluster: Cluster) -> str:
+    name = unique("zoned")
+    cluster.create(NODES, make_node(name, labels={"topology.kubernetes.io/zone": "z1",
+                                                  "topology.kubernetes.io/region": "r1", "disk": "ssd"}))
+    return name
+
+
+def test_binding_copies_the_nodes_topology_labels_and_clears_the_nomination(cluster: Cluster, ns: str) -> None:
+    node = labelled_node(cluster)
+    cluster.create(PODS, make_pod("b", namespace=ns, labels={"app": "web", "topology.kubernetes.io/zone": "old"}))
+    cluster.patch(PODS, "b", {"status": {"nominatedNodeName": node}}, ns, subresource="status")
+    cluster.bind(ns, "b", node)
+    pod = cluster.get(PODS, "b", ns)
+    assert pod["metadata"]["labels"] == {"app": "web", "topology.kubernetes.io/zone": "z1",
+                                         "topology.kubernetes.io/region": "r1"}
+    assert "nominatedNodeName" not in pod["status"]
+
+
+def test_a_pod_created_on_a_node_gets_its_topology_labels(cluster: Cluster, ns: str) -> None:
+    node = labelled_node(cluster)
+    pod = cluster.create(PODS, make_pod("on", namespace=ns, node_name=node))
+    assert pod["metadata"]["labels"] == {"topology.kubernetes.io/zone": "z1", "topology.kubernetes.io/region": "r1"}
+
+
+def test_a_gated_pod_cannot_be_bound(cluster: Cluster, ns: str) -> None:
+    cluster.create(PODS, make_pod("g", namespace=ns, scheduling_gates=["example.com/wait"]))
+    refused(lambda: cluster.bind(ns, "g", "node-1"), 409, "Conflict",
+            'Operation cannot be fulfilled on pods/binding "g": pod g has non-empty .spec.schedulingGates')

@@ -20,7 +20,9 @@ pytestmark = pytest.mark.realcluster
 def test_deploy_manifests_pass_server_side_dry_run(real_cluster: RealCluster) -> None:
     objects = load_manifests("rbac.yaml", "deployment.yaml")
     kinds = [o["kind"] for o in objects]
-    assert kinds == ["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Deployment"]
+    # The last binding and role: secure serving's auth-delegator binding and the metrics-reader role.
+    assert kinds == ["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding",
+                     "ClusterRole", "Deployment"]
     namespace = objects[0]
     answered = apply(real_cluster, namespace, dry_run=True)
     assert answered["metadata"]["name"] == "minisched-system"

@@ -9,10 +9,12 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
 from minisched.controlplane.observe import PodObserver
+from minisched.controlplane.processes import _die_with_parent, free_port
 from minisched.errors import AlreadyExists, ApiError
 from minisched.objects import make_node, make_pod
 
@@ -24,15 +26,34 @@ class MinischedProcess:
 
     def __init__(self, kubeconfig: Path, log_path: Path, *args: str) -> None:
         self.log_path = log_path
-        self.argv = [sys.executable, "-m", "minisched.cli", "-v", "run", "--kubeconfig", str(kubeconfig), *args]
+        self.metrics_port = free_port()
+        self.argv = [sys.executable, "-m", "minisched.cli", "-v", "run", "--kubeconfig", str(kubeconfig),
+                     "--metrics-port", str(self.metrics_port), *args]
         self._log = open(log_path, "ab")  # noqa: SIM115 - closed in wait()
         env = dict(os.environ, PYTHONUNBUFFERED="1")
+        # Killed with the test process if that dies first (PR_SET_PDEATHSIG), like the control plane.
         self.popen = subprocess.Popen(self.argv, stdout=self._log, stderr=subprocess.STDOUT, cwd=REPO, env=env,
-                                      start_new_session=True)
+                                      start_new_session=True, preexec_fn=_die_with_parent)
 
     @property
     def pid(self) -> int:
         return self.popen.pid
+
+    def wait_ready(self, timeout: float = 60) -> float:
+        """Until /readyz answers 200 (informers synced; with leader election, leadership known)."""
+        began = time.monotonic()
+        while self.running() and time.monotonic() - began < timeout:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/readyz", timeout=2) as answer:
+                    if answer.status == 200:
+                        return time.monotonic() - began
+            except OSError:
+                pass
+            time.sleep(0.1)
+        exited = not self.running()
+        self.kill()
+        raise AssertionError(f"minisched {'exited before it was' if exited else 'not'} ready in {timeout:g} s:\n"
+                             f"{self.tail()}")
 
     def running(self) -> bool:
         return self.popen.poll() is None
@@ -85,6 +106,14 @@ class PodCreator:
     def join(self, timeout: float = 120) -> None:
         self._thread.join(timeout)
         assert not self._thread.is_alive(), f"the pod creator is still creating after {timeout:g} s"
+
+    def wait_created(self, n: int, timeout: float = 60) -> None:
+        """Until `n` pods exist: a fault injected then lands mid-drain, with pods still to come
+        (an observer's count of bound pods can lag seconds behind on a loaded machine)."""
+        deadline = time.monotonic() + timeout
+        while self.created < n:
+            assert time.monotonic() < deadline, f"only {self.created} of {n} pods created in {timeout:g} s"
+            time.sleep(0.02)
 
     def names(self) -> list[str]:
         return [f"{self.prefix}-{i}" for i in range(self.n)]

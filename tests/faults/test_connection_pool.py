@@ -5,6 +5,7 @@ dozens of times per run (each a wasted TLS handshake). And retry warnings are ra
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import uuid
 from typing import Any
@@ -34,6 +35,44 @@ def test_rate_limit_filter_lets_one_line_per_interval_through_and_counts_the_res
     assert limiter.suppressed_total == 1000
     logger = logging.getLogger("test.ratelimit")
     assert install(logger, match="x") is install(logger, match="x")
+
+
+@pytest.mark.realcluster
+def test_binding_workers_events_and_watches_at_once_discard_no_connection(
+    real_cluster: Any, control_plane: Any, real_namespace: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """minisched run's load shape, all at once: 64 binding workers, the event writer, the scheduling
+    loop and a lease renewal making requests while the informers' watches stream. Before, the
+    watches held connections of the same 64-connection pool and this discarded some every run."""
+    cluster = RealCluster.from_kubeconfig(path=str(control_plane.kubeconfig))
+    watches = [cluster.watch(r, None, resource_version="0", timeout_seconds=60)
+               for r in ("pods", "nodes", "poddisruptionbudgets.policy")]
+    callers = 64 + 3
+    start = threading.Barrier(callers)
+    errors: list[BaseException] = []
+
+    def caller() -> None:
+        try:
+            start.wait(30)
+            for _ in range(15):
+                cluster.get("namespaces", real_namespace)
+        except BaseException as err:  # noqa: BLE001 - reported below
+            errors.append(err)
+
+    try:
+        with caplog.at_level(logging.WARNING, logger="urllib3.connectionpool"):
+            threads = [threading.Thread(target=caller) for _ in range(callers)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(120)
+    finally:
+        for w in watches:
+            w.stop()
+        cluster.close()
+    assert not errors, errors[:3]
+    discarded = [r.getMessage() for r in caplog.records if "Connection pool is full" in r.getMessage()]
+    assert not discarded, f"{len(discarded)} connections discarded, e.g. {discarded[0]}"
 
 
 @pytest.mark.realcluster

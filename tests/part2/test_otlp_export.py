@@ -64,5 +64,5 @@ def test_run_refuses_bad_tracing_options(capsys: pytest.CaptureFixture[str], mon
     monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", raising=False)
     assert main(["run", "--embedded", "--otlp-endpoint", "http://127.0.0.1:1", "--trace-sample-ratio", "2"]) == 2
     assert "--trace-sample-ratio must be in [0, 1]" in capsys.readouterr().err
-    assert main(["run", "--embedded", "--trace-profiles"]) == 2
+    assert main(["run", "--embedded", "--trace-profiles", "/tmp/never-written"]) == 2
     assert "need --otlp-endpoint" in capsys.readouterr().err

@@ -12,9 +12,10 @@ import pytest
 from minisched.cluster import Cluster
 from minisched.cluster.embedded import EmbeddedCluster
 from minisched.controllers.plugin_config import (
+    SCHEDULER_PLUGIN_CONFIG_CRD,
     SCHEDULER_PLUGIN_CONFIGS,
+    SCORE_PLUGINS,
     PluginConfigController,
-    PluginName,
     install_crd,
     make_plugin_config,
     profile_from_object,
@@ -33,7 +34,11 @@ CONFIG_B = [{"name": "TaintToleration", "enabled": False}, {"name": "ImageLocali
 
 
 def test_the_crd_enumerates_exactly_the_registered_plugins() -> None:
-    assert set(PluginName.__args__) == set(in_tree_registry())  # type: ignore[attr-defined]
+    enum = SCHEDULER_PLUGIN_CONFIG_CRD["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"][
+        "properties"]["plugins"]["items"]["properties"]["name"]["enum"]
+    assert set(enum) == set(in_tree_registry())
+    assert {"NodeResourcesFit", "ImageLocality", "TaintToleration", "WasmPlugin"} <= set(SCORE_PLUGINS)
+    assert not {"NodePorts", "PrioritySort", "DefaultBinder", "NodeName"} & set(SCORE_PLUGINS)
 
 
 @pytest.mark.parametrize("plugins, field, words", [

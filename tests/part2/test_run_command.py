@@ -20,13 +20,14 @@ from tests.scheduler.runtime.helpers import wait_until
 
 
 @pytest.mark.realcluster
-def test_run_exports_spans_and_follows_plugin_configs(real_cluster: Any, control_plane: Any) -> None:
+def test_run_exports_spans_and_follows_plugin_configs(real_cluster: Any, control_plane: Any, tmp_path: Any) -> None:
     real_cluster.create(NODES, make_node("run-n1", cpu="8"))
     real_cluster.create(NODES, make_node("run-n2", cpu="2"))  # two feasible nodes: the scores run
     with OtlpReceiver() as receiver:
         proc = subprocess.Popen(
             [sys.executable, "-m", "minisched.cli", "-v", "run", "--kubeconfig", str(control_plane.kubeconfig),
-             "--plugin-config", "--otlp-endpoint", receiver.endpoint, "--trace-sample-ratio", "1"],
+             "--plugin-config", "--otlp-endpoint", receiver.endpoint, "--trace-sample-ratio", "1",
+             "--trace-profiles", str(tmp_path)],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             wait_until(lambda: _served(real_cluster), timeout=60, what="the CRD installed by minisched run")
@@ -48,6 +49,8 @@ def test_run_exports_spans_and_follows_plugin_configs(real_cluster: Any, control
         assert root.attributes["minisched.node"] == "run-n1"
         scores = root.attributes["minisched.score.plugins"]
         assert "NodeResourcesFit" in scores and "ImageLocality" not in scores
+        assert root.attributes["minisched.profile.id"] == root.span_id
+        assert (tmp_path / f"{root.span_id}.prof").exists()  # the cycle's profile, under its span id
 
 
 def _served(cluster: Any) -> bool:

@@ -155,9 +155,11 @@ def test_without_a_tracer_the_framework_is_not_timed(cluster: EmbeddedCluster) -
     assert all(f.observer is not None for f in traced.frameworks.values())
 
 
-def test_a_planted_slow_plugin_is_found_from_the_slowest_span_to_its_profile(cluster: EmbeddedCluster) -> None:
+def test_a_planted_slow_plugin_is_found_from_the_slowest_span_to_its_profile(
+        cluster: EmbeddedCluster, tmp_path: Any) -> None:
     exporter = InMemorySpanExporter()
-    tracer = SchedulingTracer(tracer_provider(ratio=1.0, exporter=exporter, batch=False), profile=True)
+    tracer = SchedulingTracer(tracer_provider(ratio=1.0, exporter=exporter, batch=False), profile_dir=tmp_path,
+                              keep_profiles=5)
     pods = [make_pod(f"fast{i}") for i in range(4)] + [make_pod("slow0")] + [make_pod(f"fast{i}") for i in range(4, 6)]
     sched = _run(cluster, tracer, pods, extra=("Sluggish", "slow"))
     try:
@@ -175,3 +177,10 @@ def test_a_planted_slow_plugin_is_found_from_the_slowest_span_to_its_profile(clu
     top_function = entry.top(1)[0][0]
     assert "planted_slow_work" in top_function
     assert "planted_slow_work" in entry.text(5)
+    # the same profile on disk under the span id (as `minisched run --trace-profiles DIR` writes it)
+    assert sorted(p.stem for p in tmp_path.glob("*.prof")) == sorted(tracer.profiles)
+    assert len(tracer.profiles) == 5
+    import pstats
+
+    on_disk = pstats.Stats(str(tmp_path / f"{entry.span_id}.prof"))
+    assert any(func == "planted_slow_work" for (_f, _l, func) in on_disk.stats)  # type: ignore[attr-defined]

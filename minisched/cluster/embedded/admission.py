@@ -52,6 +52,9 @@ def default_pod(pod: Object) -> None:
                 requests = resources.setdefault("requests", {})
                 for name, value in limits.items():
                     requests.setdefault(name, value)
+    for volume in spec.get("volumes") or []:
+        if isinstance(volume, dict) and set(volume) <= {"name"}:
+            volume["emptyDir"] = {}  # SetDefaults_Volume: a volume without a source is an emptyDir
     tolerations = spec.get("tolerations") or []
     for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
         if not any(_tolerates_no_execute(t, key) for t in tolerations):

@@ -15,6 +15,7 @@ from minisched.errors import Cause
 from minisched.quantity import Quantity, canonical, parse_quantity
 from minisched.selectors import validate_label_key
 
+from .resource_names import overcommit_allowed
 from .statuses import invalid_value, required
 
 Object = dict[str, Any]
@@ -45,7 +46,6 @@ def default_limit_range(lr: Object) -> None:
 def limit_range_causes(lr: Object) -> list[Cause]:
     """ValidateLimitRange: known item types, each once; then per resource min <= defaultRequest <=
     default <= max, ratios >= 1, and default == defaultRequest where overcommit is not allowed."""
-    from .validation import overcommit_allowed
 
     causes: list[Cause] = []
     seen: set[str] = set()

@@ -38,7 +38,24 @@ def binding_error(pod: Object) -> ApiError | None:
     node = (pod.get("spec") or {}).get("nodeName")
     if node:
         return conflict("pods/binding", name, f'pod {name} is already assigned to node "{node}"')
+    if (pod.get("spec") or {}).get("schedulingGates"):
+        return conflict("pods/binding", name, f"pod {name} has non-empty .spec.schedulingGates")
     return None
+
+
+# Node labels the PodTopologyLabels admission plugin (beta, on by default in 1.35) copies onto a pod
+# bound to (or created on) that node.
+TOPOLOGY_LABELS = ("topology.kubernetes.io/zone", "topology.kubernetes.io/region")
+
+
+def topology_labels(node: Object | None) -> dict[str, str]:
+    labels = ((node or {}).get("metadata") or {}).get("labels") or {}
+    return {k: labels[k] for k in TOPOLOGY_LABELS if k in labels}
+
+
+def copy_labels(pod: Object, labels: dict[str, str]) -> None:
+    if labels:
+        pod["metadata"]["labels"] = {**(pod["metadata"].get("labels") or {}), **labels}
 
 
 def set_condition(pod: Object, condition: Object, now: str) -> None:
@@ -52,9 +69,14 @@ def set_condition(pod: Object, condition: Object, now: str) -> None:
     conditions.append({**condition, "lastProbeTime": None, "lastTransitionTime": now})
 
 
-def bind(pod: Object, node_name: str, now: str) -> None:
-    """What a successful pods/binding writes: spec.nodeName and PodScheduled=True."""
+def bind(pod: Object, node_name: str, now: str, node: Object | None = None) -> None:
+    """What a successful pods/binding writes (setPodNodeAndMetadata): spec.nodeName, the node's
+    topology labels, no nominatedNodeName (ClearingNominatedNodeNameAfterBinding, on by default in
+    1.35) and PodScheduled=True."""
     pod["spec"]["nodeName"] = node_name
+    copy_labels(pod, topology_labels(node))
+    status = pod.setdefault("status", {})
+    status.pop("nominatedNodeName", None)
     set_condition(pod, {"type": "PodScheduled", "status": "True"}, now)
 
 

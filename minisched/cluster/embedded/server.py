@@ -19,8 +19,8 @@ the embedded cluster does the simpler thing, on purpose:
 
 Admission follows kube-apiserver's default plugins for what minisched creates, in its order
 (mutating: LimitRanger, Priority, DefaultTolerationSeconds, DefaultStorageClass,
-StorageObjectInUseProtection, RuntimeClass; then validation; then validating: LimitRanger,
-RuntimeClass), and stores quantities in canonical form. Not modelled: ResourceQuota (no quota
+StorageObjectInUseProtection, RuntimeClass, PodTopologyLabels; then validation; then validating:
+LimitRanger, RuntimeClass), and stores quantities in canonical form. Not modelled: ResourceQuota (no quota
 objects are served), PodSecurity (the default "privileged" level admits everything anyway),
 LimitRange items of type PersistentVolumeClaim, and the many pod fields minisched never sets (their
 validation is not ported).
@@ -46,6 +46,7 @@ from minisched.resources import (
     EVENTS_V1,
     LIMIT_RANGES,
     NAMESPACES,
+    NODES,
     PERSISTENT_VOLUME_CLAIMS,
     PERSISTENT_VOLUMES,
     POD_DISRUPTION_BUDGETS,
@@ -364,7 +365,7 @@ class EmbeddedCluster:
             if error is not None:
                 raise error
             pod = self._copy(existing)
-            pods.bind(pod, node_name, self._now())
+            pods.bind(pod, node_name, self._now(), self._store(NODES).get("", node_name))
             self._commit(PODS, "MODIFIED", pod, existing)
 
     def evict(self, namespace: str, name: str, *, grace_period_seconds: int | None = None) -> None:
@@ -466,6 +467,12 @@ class EmbeddedCluster:
             raise BadRequest(f'{given_kind} in version "{given_version or r.version}" cannot be handled as a '
                              f"{r.kind}: the object's kind does not match the resource {r.group_resource}")
         if given_version and given_version != r.api_version:
+            given_group = given_version.rpartition("/")[0]
+            if given_group != r.group and (r.group, r.version, r.plural) in BUILTIN_KINDS:
+                # kube-apiserver's decoder knows no such kind in another group's version
+                raise BadRequest(f'{r.kind} in version "{r.version}" cannot be handled as a {r.kind}: no kind '
+                                 f'"{r.kind}" is registered for version "{given_version}" in scheme '
+                                 f'"pkg/runtime/scheme.go:111"')
             raise BadRequest(f"the API version in the data ({given_version}) does not match the expected API "
                              f"version ({r.api_version})")
         try:
@@ -592,6 +599,8 @@ class EmbeddedCluster:
             limitranger.apply_defaults(obj, self._limit_ranges(obj["metadata"]["namespace"]))
             admission.admit_priority(obj, self._priority_class, self._global_default_priority_class)
             admission.admit_runtime_class(obj, self._runtime_class)
+            if obj["spec"].get("nodeName"):  # PodTopologyLabels, for a pod created on a node
+                pods.copy_labels(obj, pods.topology_labels(self._store(NODES).get("", obj["spec"]["nodeName"])))
             admission.pod_status_on_create(obj)
         elif r == LIMIT_RANGES:
             limitranger.default_limit_range(obj)

@@ -31,6 +31,7 @@ from minisched.resources import (
 )
 from minisched.selectors import validate_label_key, validate_label_value
 
+from .resource_names import is_extended, is_hugepages, is_native, overcommit_allowed
 from .statuses import forbidden_field, invalid_value, not_supported, required
 
 Object = dict[str, Any]
@@ -180,10 +181,24 @@ def pod_causes(pod: Object) -> list[Cause]:
             seen.add(cname)
             if not c.get("image"):
                 causes.append(required(f"{path}.image"))
+            pull = c.get("imagePullPolicy")
+            if pull is not None and pull not in PULL_POLICIES:
+                causes.append(not_supported(f"{path}.imagePullPolicy", pull, PULL_POLICIES))
             causes += _port_causes(f"{path}.ports", c.get("ports"))
+            if spec.get("hostNetwork"):
+                for j, port in enumerate(c.get("ports") or []):
+                    if port.get("hostPort") != port.get("containerPort"):
+                        causes.append(invalid_value(f"{path}.ports[{j}].hostPort", port.get("hostPort"),
+                                                    "must match `containerPort` when `hostNetwork` is true"))
+            if group == "initContainers":  # each init container on its own, the containers together
+                causes += _host_port_duplicates(f"spec.{group}", [(i, c)])
             causes += resource_requirements_causes(f"{path}.resources", c.get("resources") or {})
+    causes += _host_port_duplicates("spec.containers", list(enumerate(containers)))
+    causes += _volume_causes(spec.get("volumes") or [])
     # validateOverhead reuses the container rules with the overhead as limits (hence the path)
     causes += resource_requirements_causes("spec.overhead", {"limits": spec.get("overhead") or {}})
+    if spec.get("resources") is not None:
+        causes += resource_requirements_causes("spec.resources", spec["resources"] or {}, pod_level=True)
     causes += _pod_level_causes(spec)
     for i, c in enumerate(spec.get("topologySpreadConstraints") or []):
         if isinstance(c, dict) and c.get("matchLabelKeys") and c.get("labelSelector") is None:
@@ -192,6 +207,33 @@ def pod_causes(pod: Object) -> list[Cause]:
     policy = spec.get("restartPolicy")
     if policy is not None and policy not in ("Always", "OnFailure", "Never"):
         causes.append(not_supported("spec.restartPolicy", policy, ["Always", "OnFailure", "Never"]))
+    dns = spec.get("dnsPolicy")
+    if dns is not None and dns not in DNS_POLICIES:
+        causes.append(not_supported("spec.dnsPolicy", dns, DNS_POLICIES))
+    deadline = spec.get("activeDeadlineSeconds")
+    if deadline is not None and not 1 <= int(deadline) <= 2147483647:
+        causes.append(invalid_value("spec.activeDeadlineSeconds", deadline, "must be between 1 and 2147483647, inclusive"))
+    node_name = spec.get("nodeName")
+    if node_name:
+        problem = dns1123_subdomain_problem(str(node_name))
+        if problem:
+            causes.append(invalid_value("spec.nodeName", node_name, problem))
+    for key, value in (spec.get("nodeSelector") or {}).items():
+        problem = validate_label_key(str(key))
+        if problem:
+            causes.append(invalid_value("spec.nodeSelector", key, problem))
+        problem = validate_label_value(value) if isinstance(value, str) else "must be a string"
+        if problem:
+            causes.append(invalid_value("spec.nodeSelector", value, problem))
+    gates: set[str] = set()
+    for i, gate in enumerate(spec.get("schedulingGates") or []):
+        name = str(gate.get("name") or "")
+        problem = validate_label_key(name)
+        if problem:
+            causes.append(invalid_value(f"spec.schedulingGates[{i}]", name, problem))
+        elif name in gates:
+            causes.append(Cause(f"spec.schedulingGates[{i}]", f'Duplicate value: "{name}"', "FieldValueDuplicate"))
+        gates.add(name)
     causes += _node_affinity_causes("spec.affinity.nodeAffinity", (spec.get("affinity") or {}).get("nodeAffinity"))
     causes += toleration_causes("spec.tolerations", spec.get("tolerations") or [])
     return causes
@@ -353,37 +395,62 @@ def node_selector_term_causes(path: str, term: Object) -> list[Cause]:
 _STANDARD_CONTAINER_RESOURCES = ("cpu", "memory", "ephemeral-storage")
 
 
-def is_hugepages(name: str) -> bool:
-    return name.startswith("hugepages-")
+PULL_POLICIES = ["Always", "IfNotPresent", "Never"]
+DNS_POLICIES = ["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"]
+POD_LEVEL_RESOURCES = ["cpu", "hugepages-", "memory"]
 
 
-def is_native(name: str) -> bool:
-    """helper.IsNativeResource: no domain, or a kubernetes.io one."""
-    return "/" not in name or "kubernetes.io/" in name
+def _host_port_duplicates(path: str, containers: list[tuple[int, Object]]) -> list[Cause]:
+    """AccumulateUniqueHostPorts: one (protocol, hostIP, hostPort) per pod (per init container)."""
+    causes: list[Cause] = []
+    seen: set[str] = set()
+    for i, c in containers:
+        for j, port in enumerate(c.get("ports") or []):
+            if not port.get("hostPort"):
+                continue
+            key = f"{port.get('protocol') or ''}/{port.get('hostIP') or ''}/{port['hostPort']}"
+            if key in seen:
+                causes.append(Cause(f"{path}[{i}].ports[{j}].hostPort", f'Duplicate value: "{key}"',
+                                    "FieldValueDuplicate"))
+            seen.add(key)
+    return causes
 
 
-def is_extended(name: str) -> bool:
-    """helper.IsExtendedResourceName: a domain outside kubernetes.io, and not a quota "requests." name."""
-    return not is_native(name) and not name.startswith("requests.")
+def _volume_causes(volumes: list[Object]) -> list[Cause]:
+    """ValidateVolumes, in part: names (a DNS label, once each) and a claim name for a claim."""
+    causes: list[Cause] = []
+    names: set[str] = set()
+    for i, v in enumerate(volumes):
+        name = str(v.get("name") or "")
+        if not name:
+            causes.append(required(f"spec.volumes[{i}].name"))
+        else:
+            problem = dns1123_label_problem(name)
+            if problem:
+                causes.append(invalid_value(f"spec.volumes[{i}].name", name, problem))
+            elif name in names:
+                causes.append(Cause(f"spec.volumes[{i}].name", f'Duplicate value: "{name}"', "FieldValueDuplicate"))
+        names.add(name)
+        claim = v.get("persistentVolumeClaim")
+        if claim is not None and not claim.get("claimName"):
+            causes.append(required(f"spec.volumes[{i}].persistentVolumeClaim.claimName"))
+    return causes
 
 
-def overcommit_allowed(name: str) -> bool:
-    """helper.IsOvercommitAllowed: requests may sit below limits only for native, non-hugepage resources."""
-    return is_native(name) and not is_hugepages(name)
-
-
-def resource_requirements_causes(path: str, res: Object) -> list[Cause]:
+def resource_requirements_causes(path: str, res: Object, *, pod_level: bool = False) -> list[Cause]:
     """validateResourceRequirements, in its order: each limit's name and value, then each request's
     name, value and its relation to the limit (<= it; == it where overcommit is not allowed)."""
     causes: list[Cause] = []
     raw_requests, raw_limits = res.get("requests") or {}, res.get("limits") or {}
     limits: dict[str, Fraction] = {}
+    names_of = _pod_resource_causes if pod_level else _container_resource_causes
     for rname, raw in (raw_limits.items() if isinstance(raw_limits, dict) else ()):
         limits[rname] = amount = parse_quantity(raw)
-        causes += _container_resource_causes(f"{path}.limits[{rname}]", rname, amount, raw)
+        causes += names_of(f"{path}.limits[{rname}]", rname, amount, raw)
+        causes += _hugepage_causes(f"{path}.limits[{rname}]", rname, amount, raw)
     for rname, raw in (raw_requests.items() if isinstance(raw_requests, dict) else ()):
         amount = parse_quantity(raw)
-        causes += _container_resource_causes(f"{path}.requests[{rname}]", rname, amount, raw)
+        causes += names_of(f"{path}.requests[{rname}]", rname, amount, raw)
         if rname in limits:
             if amount != limits[rname] and not overcommit_allowed(rname):
                 causes.append(invalid_value(f"{path}.requests", str(raw),
@@ -393,7 +460,24 @@ def resource_requirements_causes(path: str, res: Object) -> list[Cause]:
                                             f"must be less than or equal to {rname} limit of {raw_limits[rname]}"))
         elif not overcommit_allowed(rname):
             causes.append(required(f"{path}.limits", "Limit must be set for non overcommitable resources"))
+        causes += _hugepage_causes(f"{path}.requests[{rname}]", rname, amount, raw)
+    names = set(raw_limits) | set(raw_requests) if isinstance(raw_limits, dict) and isinstance(raw_requests, dict) else set()
+    if any(is_hugepages(n) for n in names) and not names & {"cpu", "memory"}:
+        causes.append(forbidden_field(path, "HugePages require cpu or memory"))
     return causes
+
+
+def _hugepage_causes(path: str, name: str, amount: Fraction, raw: Any) -> list[Cause]:
+    """validateResourceQuantityHugePageValue: a positive whole number of pages."""
+    if not is_hugepages(name):
+        return []
+    try:
+        page = parse_quantity(name[len("hugepages-"):])
+    except BadRequest:
+        return []  # an unknown page size: the name check speaks for it
+    if amount > 0 and page > 0 and math.ceil(amount) % page == 0:
+        return []
+    return [invalid_value(path, str(raw), f"{raw} is not positive integer multiple of {name}")]
 
 
 # helper.IsStandardResourceName: names without a domain that any resource list may hold
@@ -403,6 +487,16 @@ _STANDARD_RESOURCES = frozenset({
     "replicationcontrollers", "secrets", "configmaps", "persistentvolumeclaims", "storage", "requests.storage",
     "services.nodeports", "services.loadbalancers",
 })
+
+
+def _pod_resource_causes(path: str, name: str, amount: Fraction, raw: Any) -> list[Cause]:
+    """validatePodResourceName (cpu, memory and hugepages only), then ValidateResourceQuantityValue."""
+    problem = validate_label_key(name)
+    if problem:
+        return [invalid_value(path, name, problem)]
+    if name not in ("cpu", "memory") and not is_hugepages(name):
+        return [not_supported(path, name, POD_LEVEL_RESOURCES)]
+    return [invalid_value(path, str(raw), "must be greater than or equal to 0")] if amount < 0 else []
 
 
 def _container_resource_causes(path: str, name: str, amount: Fraction, raw: Any) -> list[Cause]:

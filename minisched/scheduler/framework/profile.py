@@ -49,8 +49,8 @@ class PluginSet:
     disabled: tuple[str, ...] = ()
 
 
-# kube-scheduler's default multiPoint set (apis/config/v1/default_plugins.go) in its order, minus
-# the DRA plugins minisched does not have.
+# kube-scheduler's default multiPoint set (apis/config/v1/default_plugins.go, with the
+# DynamicResources its applyFeatureGates adds), in its order.
 DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
     PluginRef("SchedulingGates"),
     PluginRef("PrioritySort"),
@@ -66,6 +66,9 @@ DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
     PluginRef("VolumeZone"),
     PluginRef("PodTopologySpread", 2),
     PluginRef("InterPodAffinity", 2),
+    # kube 1.35 adds DynamicResources (weight 2) before DefaultPreemption; minisched's has its
+    # PostFilter ("no new claims to deallocate") and refuses pods with claims (see its module)
+    PluginRef("DynamicResources", 2),
     PluginRef("DefaultPreemption"),
     PluginRef("NodeResourcesBalancedAllocation", 1),
     PluginRef("ImageLocality", 1),

@@ -165,9 +165,9 @@ class Framework:
         reuse_min_nodes: int = REUSE_MIN_NODES,
     ) -> None:
         if registry is None:
-            from minisched.scheduler.plugins import in_tree_registry  # plugins build on this module
+            from minisched.scheduler.plugins import default_registry  # plugins build on this module
 
-            registry = in_tree_registry()
+            registry = default_registry()
         reg = registry if isinstance(registry, Registry) else Registry(registry)
         self.profile = profile or default_profile()
         self.handle = handle

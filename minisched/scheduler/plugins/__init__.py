@@ -1,5 +1,6 @@
 """The default plugins, one a module, each with its NAME, a pure per-node rule and the vectorised
-framework methods; `in_tree_registry()` maps their names to factories."""
+framework methods; `in_tree_registry()` maps their names to factories, and `default_registry()`
+adds the out-of-tree plugins installed as entry points (group `minisched.plugins`)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from minisched.scheduler.framework.interface import Handle, Plugin
-from minisched.scheduler.framework.registry import Registry
+from minisched.scheduler.framework.registry import ENTRY_POINT_GROUP, Registry, entry_point_registry
 from minisched.scheduler.plugins import (
+    constraints,
+    coscheduling,
     default_binder,
+    dynamic_resources,
     image_locality,
     inter_pod_affinity,
     node_affinity,
@@ -20,6 +24,7 @@ from minisched.scheduler.plugins import (
     node_resources_fit,
     node_unschedulable,
     node_volume_limits,
+    pod_dependencies,
     pod_topology_spread,
     priority_sort,
     scheduling_gates,
@@ -47,6 +52,10 @@ _MODULES = (
     image_locality,
     default_binder,
     pod_topology_spread,
+    dynamic_resources,
+    pod_dependencies,  # registered, not in the default profile (see its module)
+    coscheduling,  # registered, not in the default profile (see its module)
+    constraints,  # registered, not in the default profile (see its module)
 )
 
 
@@ -71,3 +80,9 @@ def _wasm_plugin(args: Mapping[str, Any] | None, handle: Handle | None) -> Plugi
     from minisched.scheduler.plugins import wasm
 
     return wasm.new(args, handle)
+
+
+def default_registry(group: str = ENTRY_POINT_GROUP) -> Registry:
+    """The in-tree plugins plus every plugin installed under the entry-point `group` (kube's
+    scheduler binary built with out-of-tree plugins: app.WithPlugin). A name clash is an error."""
+    return in_tree_registry().merged(entry_point_registry(group))

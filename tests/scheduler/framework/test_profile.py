@@ -16,14 +16,15 @@ def test_default_profile_matches_kube_defaults() -> None:
         "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
         "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread",
         "InterPodAffinity"]
-    assert fw.plugin_names("preFilter")[-1] == "InterPodAffinity"
+    assert fw.plugin_names("preFilter")[-2:] == ["InterPodAffinity", "DynamicResources"]
     assert fw.weights == {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1, "PodTopologySpread": 2,
                           "InterPodAffinity": 2,
                           "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1}
     assert fw.plugin_names("queueSort") == ["PrioritySort"]
     assert fw.plugin_names("preEnqueue") == ["SchedulingGates"]
     assert fw.plugin_names("bind") == ["DefaultBinder"]
-    assert fw.plugin_names("postFilter") == ["DefaultPreemption"]
+    # kube 1.35: DynamicResources' PostFilter runs first (it would free idle claims before evicting)
+    assert fw.plugin_names("postFilter") == ["DynamicResources", "DefaultPreemption"]
     assert fw.percentage_of_nodes_to_score == 0
 
 
@@ -62,7 +63,7 @@ profiles:
     fw = Framework(p)
     assert fw.weights["TaintToleration"] == 1
     assert fw.plugin_names("filter").index("TaintToleration") == 2
-    assert fw.plugin_names("postFilter") == []
+    assert fw.plugin_names("postFilter") == ["DynamicResources"]
 
 
 def test_star_disables_every_default_at_a_point() -> None:

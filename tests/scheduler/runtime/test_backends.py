@@ -24,8 +24,10 @@ def test_binds_what_fits_and_explains_what_does_not(cluster: Cluster) -> None:
         sched.recorder.flush()
         (failed,) = wait_until(lambda: events_for(cluster, big, "FailedScheduling"), timeout=30,
                                what="FailedScheduling")
+        # kube 1.35's DynamicResources PostFilter speaks first ("no new claims to deallocate")
         assert failed["message"] == (
-            "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: "
+            "0/2 nodes are available: 2 Insufficient cpu. no new claims to deallocate, preemption: "
+            "0/2 nodes are available: "
             "2 No preemption victims found for incoming pod."
         )
         scheduled = events_for(cluster, cluster.get(PODS, "fits-a", "default"), "Scheduled")

@@ -88,7 +88,7 @@ def test_anti_affinity_spreads_replicas_one_per_node(env: tuple[Cluster, str, st
     pending = next(f"web-{i}" for i in range(4) if not node_of(cluster, ns, f"web-{i}"))
     assert failed_scheduling(cluster, sched, ns, pending) == (
         "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules. "
-        "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.")
+        "no new claims to deallocate, preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.")
     # a replica goes: its node is free for the pending one (assigned-pod Delete)
     gone = next(f"web-{i}" for i in range(4) if f"web-{i}" != pending)
     freed = node_of(cluster, ns, gone)
@@ -116,7 +116,7 @@ def test_anti_affinity_by_zone_and_affinity_waits_for_its_target(
     cluster.create(PODS, make_pod("near-db", namespace=ns, cpu="100m", memory="64Mi", affinity=near))
     assert failed_scheduling(cluster, sched, ns, "near-db") == (
         "0/3 nodes are available: 3 node(s) didn't match pod affinity rules. "
-        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.")
+        "no new claims to deallocate, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.")
     # the target arrives in zone b: the assigned-pod Add moves the waiting pod, which follows it
     cluster.create(PODS, make_pod("db", namespace=ns, cpu="100m", memory="64Mi", labels={"app": f"db-{prefix}"},
                                   node_name=f"{prefix}-2"))

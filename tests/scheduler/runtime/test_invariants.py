@@ -62,7 +62,8 @@ def test_5000_pods_on_500_nodes_bound_once_never_overcommitted_failures_explaine
                 pod = make_pod(name, cpu="16", memory="1Gi")
                 expected_unschedulable[name] = (
                     f"0/{NODES_TOTAL} nodes are available: {NODES_TOTAL - TAINTED} Insufficient cpu, "
-                    f"{TAINTED} node(s) had untolerated taint {{dedicated: infra}}. preemption: "
+                    f"{TAINTED} node(s) had untolerated taint {{dedicated: infra}}. no new claims to deallocate, "
+                    "preemption: "
                     f"0/{NODES_TOTAL} nodes are available: {NODES_TOTAL - TAINTED} No preemption victims "
                     f"found for incoming pod, {TAINTED} Preemption is not helpful for scheduling."
                 )
@@ -72,7 +73,8 @@ def test_5000_pods_on_500_nodes_bound_once_never_overcommitted_failures_explaine
                 expected_unschedulable[name] = (
                     f"0/{NODES_TOTAL} nodes are available: {NODES_TOTAL - TAINTED} node(s) didn't match Pod's "
                     f"node affinity/selector, {TAINTED} node(s) had untolerated taint {{dedicated: infra}}. "
-                    f"preemption: 0/{NODES_TOTAL} nodes are available: {NODES_TOTAL} Preemption is not "
+                    f"no new claims to deallocate, preemption: 0/{NODES_TOTAL} nodes are available: "
+                    f"{NODES_TOTAL} Preemption is not "
                     "helpful for scheduling."
                 )
             else:

@@ -135,13 +135,14 @@ def test_equal_priority_and_preemption_policy_never_do_not_preempt(
         assert not _terminating(cluster)
         (polite_event,) = events_for(cluster, polite, "FailedScheduling")
         # kube v1.35 appends PostFilter's message after a space only: one period (1.31 and older wrote "..")
-        assert polite_event["message"].endswith(" preemption: not eligible due to preemptionPolicy=Never.")
+        assert polite_event["message"].endswith(
+            ". no new claims to deallocate, preemption: not eligible due to preemptionPolicy=Never.")
         # Evicting the only lower-priority pod ("other", no cpu) would not make room: the dry run
         # reports what still fails, as kube's does.
         (equal_event,) = events_for(cluster, peer, "FailedScheduling")
         assert equal_event["message"] == (
-            "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: "
-            "1 Insufficient cpu."
+            "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, preemption: "
+            "0/1 nodes are available: 1 Insufficient cpu."
         )
     finally:
         sched.stop()

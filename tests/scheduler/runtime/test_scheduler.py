@@ -60,6 +60,8 @@ def test_unschedulable_pod_gets_failed_scheduling_and_waits_for_a_node(
     assert event["type"] == "Warning"
     expected = (
         "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint {dedicated: gpu}. "
+        # kube 1.35's DynamicResources PostFilter speaks before DefaultPreemption
+        "no new claims to deallocate, "
         "preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, "
         "1 Preemption is not helpful for scheduling."
     )

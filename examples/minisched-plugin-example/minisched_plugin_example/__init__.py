@@ -1,0 +1,1 @@
+"""An out-of-tree minisched plugin package (see README.md)."""

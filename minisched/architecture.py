@@ -1,0 +1,136 @@
+"""minisched's layers, read from the code: the import contract, the import graph, and a check.
+
+The contract lives in `.importlinter` at the repository root (import-linter's format) and
+`lint-imports` enforces it in `make lint`. This module reads the same file and builds the same
+graph (grimp, the library under import-linter), so the picture a notebook draws is computed
+from the code, not drawn by hand; `check_copy` runs the linter on a copy of the package with one
+import planted, to show what a broken contract looks like.
+"""
+
+from __future__ import annotations
+
+import configparser
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+PACKAGE = "minisched"
+CONFIG_NAME = ".importlinter"
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # import-linter colours its report
+
+
+def repo_root() -> Path:
+    return Path(__file__).resolve().parents[1]
+
+
+def contract_layers(config: Path | None = None) -> list[list[str]]:
+    """The layers contract, top layer first; each layer is its sibling modules."""
+    parser = configparser.ConfigParser()
+    path = config or repo_root() / CONFIG_NAME
+    if not parser.read(path):
+        raise FileNotFoundError(f"no import contract at {path}")
+    for section in parser.sections():
+        if parser.get(section, "type", fallback="") == "layers":
+            lines = [ln.strip() for ln in parser.get(section, "layers").splitlines()]
+            return [[m.strip() for m in ln.replace(":", "|").split("|")] for ln in lines
+                    if ln and not ln.startswith("#")]
+    raise ValueError(f"{path} has no layers contract")
+
+
+def package_imports(package: str = PACKAGE, depth: int = 2) -> dict[tuple[str, str], int]:
+    """(importer, imported) -> number of module-level imports between the packages `depth` dots
+    deep (minisched.cluster, minisched.scheduler, ...), function-level imports included."""
+    import grimp
+
+    graph = grimp.build_graph(package, include_external_packages=False)
+    counts: dict[tuple[str, str], int] = {}
+    for module in graph.modules:
+        for imported in graph.find_modules_directly_imported_by(module):
+            a, b = _prefix(module, depth), _prefix(imported, depth)
+            if a != b:
+                counts[a, b] = counts.get((a, b), 0) + 1
+    return counts
+
+
+def _prefix(module: str, depth: int) -> str:
+    return ".".join(module.split(".")[:depth])
+
+
+def layer_of(layers: Sequence[Sequence[str]]) -> dict[str, int]:
+    """module -> layer number, 0 at the bottom."""
+    top = len(layers) - 1
+    return {m: top - i for i, layer in enumerate(layers) for m in layer}
+
+
+def upward_imports(layers: Sequence[Sequence[str]], edges: Mapping[tuple[str, str], int]) -> list[tuple[str, str]]:
+    """Direct imports that point from a lower layer to a higher one (or between siblings)."""
+    where = layer_of(layers)
+    return sorted((a, b) for a, b in edges if a in where and b in where and where[a] <= where[b])
+
+
+@dataclass(frozen=True)
+class LintResult:
+    ok: bool
+    output: str  # lint-imports' report, box art removed
+
+
+def lint(root: Path | None = None) -> LintResult:
+    """Run `lint-imports` on the package under `root` (default: this repository)."""
+    root = root or repo_root()
+    exe = Path(sys.executable).with_name("lint-imports")
+    env = {**os.environ, "PYTHONPATH": str(root)}  # the copy's package shadows the installed one
+    proc = subprocess.run([str(exe), "--no-cache", "--no-logo", str(root / CONFIG_NAME)], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=120)
+    text = _ANSI.sub("", proc.stdout + proc.stderr)
+    start = text.find("Contracts")
+    return LintResult(proc.returncode == 0, text[start - 10:].strip() if start >= 10 else text)
+
+
+def check_copy(workdir: Path, plant: Mapping[str, str], root: Path | None = None) -> LintResult:
+    """Copy the package and its contract to `workdir`, append each planted line to its module
+    (path relative to the package, e.g. {"cluster/base.py": "import minisched.observability"}),
+    and lint the copy."""
+    root = root or repo_root()
+    target = workdir / PACKAGE
+    shutil.copytree(root / PACKAGE, target, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(root / CONFIG_NAME, workdir / CONFIG_NAME)
+    for relative, line in plant.items():
+        path = target / relative
+        if not path.is_file():
+            raise FileNotFoundError(f"no module {relative} in {target}")
+        path.write_text(path.read_text() + f"\n{line}  # planted\n")
+    return lint(workdir)
+
+
+def draw_layers(layers: Sequence[Sequence[str]], edges: Mapping[tuple[str, str], int], ax: Any = None) -> Any:
+    """The layers as rows (top layer at the top) with an arrow per package import; arrows that
+    point up (a broken contract) are red."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(11, 0.55 * len(layers) + 1))
+    where = layer_of(layers)
+    pos: dict[str, tuple[float, float]] = {}
+    for layer in layers:
+        y = float(where[layer[0]])
+        for j, module in enumerate(layer):
+            pos[module] = ((j + 1) / (len(layer) + 1), y)
+    for (a, b), _n in sorted(edges.items()):
+        if a in pos and b in pos:
+            up = where[a] <= where[b]
+            ax.annotate("", xy=pos[b], xytext=pos[a],
+                        arrowprops={"arrowstyle": "->", "color": "red" if up else "0.75", "lw": 1.6 if up else 0.6,
+                                    "shrinkA": 9, "shrinkB": 9})
+    for module, (x, y) in pos.items():
+        ax.text(x, y, module.removeprefix(PACKAGE + "."), ha="center", va="center", fontsize=8,
+                bbox={"boxstyle": "round", "fc": "white", "ec": "0.4"})
+    ax.set_ylim(-0.7, len(layers) - 0.3)
+    ax.set_xlim(0, 1)
+    ax.axis("off")
+    return ax

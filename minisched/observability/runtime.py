@@ -1,0 +1,517 @@
+"""The interpreter's own behaviour, measured beside a running scheduler (Part II §1, §2.4–2.5).
+
+Go exports its runtime's health as `go_gc_duration_seconds`, `go_memstats_*` and the
+`/sched/latencies:seconds` histogram of runtime/metrics. CPython has no such runtime metrics, so
+these recorders take the same measurements from the outside:
+
+- `TickerLateness`: a thread that wakes on absolute deadlines (every `period`) and records how late
+  each wake-up was. A pure-Python thread holding the GIL delays it by up to the interpreter's switch
+  interval (`sys.getswitchinterval()`, 5 ms by default); a GC pause or a long C call delays it too.
+- `GCPauseRecorder`: `gc.callbacks` timing every collection, by generation.
+- `MemoryWatch`: RSS, pymalloc's allocated blocks, tracemalloc's traced bytes and top differences
+  against a baseline, and the GC pauses, exported as Prometheus metrics on the scheduler's registry
+  (prometheus_client's own ProcessCollector supplies `process_resident_memory_bytes`, the name
+  Go's client exports too).
+
+Nothing here assumes the GIL: the recorders use locks where threads share state, so they run
+unchanged on a free-threaded build (`sysconfig.get_config_var("Py_GIL_DISABLED") == 1`).
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import gc
+import os
+import resource
+import sys
+import sysconfig
+import threading
+import time
+import tracemalloc
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from prometheus_client import CollectorRegistry, Histogram, ProcessCollector
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from minisched.observability.metrics import exponential_buckets
+
+__all__ = [
+    "CpuHog",
+    "GCPauseRecorder",
+    "MemorySample",
+    "MemoryWatch",
+    "TickerLateness",
+    "TopDifference",
+    "allocation_bytes",
+    "gil_disabled",
+    "live_type_counts",
+    "rss_bytes",
+]
+
+FloatArray = npt.NDArray[np.float64]
+
+
+def gil_disabled() -> bool:
+    """True on a free-threaded build (3.13t and later), whose threads run Python in parallel."""
+    return bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+
+
+# --------------------------------------------------------------------------------------- lateness
+
+
+class TickerLateness:
+    """A ticker thread on absolute deadlines (start + k·period), recording each wake-up's lateness.
+
+    Like Go's time.Ticker it does not catch up on missed ticks: after a stall longer than a period
+    it skips to the next deadline still ahead (the skipped ticks are counted in `missed`). The
+    lateness of a wake-up is how long after its deadline the thread ran Python again, which needs
+    the GIL on a default build. Use as a context manager around the work to observe.
+    """
+
+    def __init__(self, period: float = 0.01, *, histogram: Histogram | None = None) -> None:
+        if period <= 0:
+            raise ValueError(f"a ticker period must be positive, got {period}")
+        self.period = period
+        self.histogram = histogram
+        self.missed = 0
+        self._lateness: list[float] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> TickerLateness:
+        if self._thread is not None:
+            raise RuntimeError("this ticker is already running")
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="ticker-lateness", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def __enter__(self) -> TickerLateness:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _run(self) -> None:
+        start = time.perf_counter()
+        tick = 1
+        while not self._stop.is_set():
+            deadline = start + tick * self.period
+            delay = deadline - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+            late = time.perf_counter() - deadline
+            with self._lock:
+                self._lateness.append(late)
+            if self.histogram is not None:
+                self.histogram.observe(late)
+            # the next deadline still ahead: a stall skips ticks instead of bunching them up
+            behind = int(late // self.period)
+            self.missed += behind
+            tick += 1 + behind
+
+    @property
+    def lateness(self) -> FloatArray:
+        """Every wake-up's lateness so far, in seconds."""
+        with self._lock:
+            return np.array(self._lateness, dtype=np.float64)
+
+    def percentiles(self, qs: Iterable[float] = (50, 99, 100)) -> dict[float, float]:
+        data = self.lateness
+        if data.size == 0:
+            raise ValueError("no ticks recorded yet: run the ticker for longer than one period")
+        return {q: float(np.percentile(data, q)) for q in qs}
+
+
+class CpuHog:
+    """A thread running pure-Python arithmetic until stopped: the neighbour that holds the GIL.
+
+    On a free-threaded build it runs in parallel instead, and a ticker beside it is not delayed.
+    """
+
+    def __init__(self, threads: int = 1) -> None:
+        if threads < 1:
+            raise ValueError(f"a CPU hog needs at least one thread, got {threads}")
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._spin, name=f"cpu-hog-{i}", daemon=True) for i in range(threads)]
+        self.iterations = 0
+
+    def _spin(self) -> None:
+        count = 0
+        while not self._stop.is_set():
+            for i in range(10_000):
+                count += i & 7
+        self.iterations += count  # (a rough total; the number itself is not the point)
+
+    def __enter__(self) -> CpuHog:
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join()
+
+
+# --------------------------------------------------------------------------------------- GC pauses
+
+
+@dataclass(frozen=True)
+class GCPause:
+    generation: int
+    seconds: float
+    collected: int
+    uncollectable: int
+
+
+class GCPauseRecorder:
+    """Times every garbage collection through `gc.callbacks` ("start" and "stop" of one collection
+    run in the thread that triggered it, with the world stopped on either kind of build).
+
+    The newest `keep` pauses are kept in preallocated numpy arrays (a ring), so a recorder on a
+    long-running scheduler allocates nothing per collection and its memory never grows."""
+
+    def __init__(self, histogram: Histogram | None = None, *, keep: int = 10_000) -> None:
+        if keep < 1:
+            raise ValueError(f"keep at least one pause, got keep={keep}")
+        self.histogram = histogram
+        self.keep = keep
+        self._seconds = np.zeros(keep, np.float64)
+        self._generation = np.zeros(keep, np.int8)
+        self._collected = np.zeros(keep, np.int64)
+        self._uncollectable = np.zeros(keep, np.int64)
+        self._total = 0  # collections recorded since install (or clear)
+        self._counts = [0, 0, 0]
+        self._lock = threading.Lock()
+        self._started: float | None = None
+        self._installed = False
+
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+            return
+        if self._started is None:  # installed in the middle of a collection
+            return
+        seconds = time.perf_counter() - self._started
+        self._started = None
+        generation = info["generation"]
+        with self._lock:
+            i = self._total % self.keep
+            self._seconds[i] = seconds
+            self._generation[i] = generation
+            self._collected[i] = info.get("collected", 0)
+            self._uncollectable[i] = info.get("uncollectable", 0)
+            self._total += 1
+            self._counts[generation] += 1
+        if self.histogram is not None:
+            self.histogram.labels(generation=str(generation)).observe(seconds)
+
+    def install(self) -> GCPauseRecorder:
+        if not self._installed:
+            gc.callbacks.append(self._callback)
+            self._installed = True
+        return self
+
+    def uninstall(self) -> None:
+        if self._installed:
+            gc.callbacks.remove(self._callback)
+            self._installed = False
+
+    def __enter__(self) -> GCPauseRecorder:
+        return self.install()
+
+    def __exit__(self, *exc: object) -> None:
+        self.uninstall()
+
+    def _order(self) -> npt.NDArray[np.intp]:
+        n = min(self._total, self.keep)
+        start = self._total - n
+        return (np.arange(start, start + n) % self.keep).astype(np.intp)
+
+    @property
+    def pauses(self) -> list[GCPause]:
+        """The kept pauses, oldest first."""
+        with self._lock:
+            order = self._order()
+            return [
+                GCPause(int(self._generation[i]), float(self._seconds[i]), int(self._collected[i]),
+                        int(self._uncollectable[i]))
+                for i in order
+            ]  # fmt: skip
+
+    def clear(self) -> None:
+        with self._lock:
+            self._total = 0
+            self._counts = [0, 0, 0]
+
+    def seconds(self, generation: int | None = None) -> FloatArray:
+        """Kept pause lengths in seconds, oldest first, of one generation or of all."""
+        with self._lock:
+            order = self._order()
+            kept = self._seconds[order]
+            if generation is not None:
+                kept = kept[self._generation[order] == generation]
+            return kept.copy()
+
+    def counts(self) -> dict[int, int]:
+        """Collections per generation since install (or clear), including pauses no longer kept."""
+        with self._lock:
+            return dict(enumerate(self._counts))
+
+
+# --------------------------------------------------------------------------------------- memory
+
+
+def rss_bytes() -> int:
+    """The process's resident set size now (Linux: /proc/self/statm). Elsewhere, the peak RSS
+    from getrusage, which never goes down: say so when you print it."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            resident_pages = int(f.read().split()[1])
+        return resident_pages * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return int(peak if sys.platform == "darwin" else peak * 1024)  # macOS: bytes, Linux: KiB
+
+
+def allocation_bytes(build: Callable[[], Any]) -> int:
+    """Bytes that tracemalloc sees allocated by `build()` and still held by what it returns.
+
+    tracemalloc counts the sizes asked of the allocator (not pymalloc's pool overhead), and numpy
+    reports its data buffers to it, so for a fixed build these numbers are the same on every run of
+    the same interpreter and library versions."""
+    was_tracing = tracemalloc.is_tracing()
+    if not was_tracing:
+        tracemalloc.start()
+    try:
+        # the measurement's own few bytes (the ints it reads, the call), measured the same way
+        return _held_by(build) - _held_by(_nothing)
+    finally:
+        if not was_tracing:
+            tracemalloc.stop()
+
+
+def _nothing() -> None:
+    return None
+
+
+def _held_by(build: Callable[[], Any]) -> int:
+    gc.collect()
+    before = tracemalloc.get_traced_memory()[0]
+    held = build()
+    after = tracemalloc.get_traced_memory()[0]
+    del held
+    return after - before
+
+
+def live_type_counts(module_prefix: str = "minisched") -> collections.Counter[str]:
+    """Live instances per class, for classes defined in modules under `module_prefix`, after a
+    full collection. Cheap enough between soak rounds (no tracemalloc needed), and a class whose
+    count grows with the pods processed is a leak with a name."""
+    gc.collect()
+    counts: collections.Counter[str] = collections.Counter()
+    for obj in gc.get_objects():
+        cls = type(obj)
+        module = cls.__dict__.get("__module__")  # (a metaclass's instances answer a descriptor)
+        if isinstance(module, str) and module.startswith(module_prefix):
+            counts[f"{cls.__module__}.{cls.__qualname__}"] += 1
+    return counts
+
+
+@dataclass(frozen=True)
+class MemorySample:
+    label: str
+    rss_bytes: int
+    allocated_blocks: int  # sys.getallocatedblocks(): pymalloc blocks in use, cheap and exact
+    traced_bytes: int  # 0 when tracemalloc is off
+    gc_objects: int  # objects the collector tracks (len(gc.get_objects()))
+
+
+@dataclass(frozen=True)
+class TopDifference:
+    location: str  # "path/to/file.py:123"
+    size_diff: int
+    count_diff: int
+
+    @property
+    def in_minisched(self) -> bool:
+        return f"{os.sep}minisched{os.sep}" in self.location
+
+
+class MemoryWatch(Collector):
+    """RSS, allocated blocks, traced bytes, tracemalloc's top differences and GC pauses; a
+    Prometheus collector on the registry it is given (the scheduler's, so /metrics shows both).
+
+    `sample()` takes a measurement (call it between rounds of work, or let `start_sampling` call
+    it on a thread); a scrape reports the latest sample, so scraping stays cheap. tracemalloc slows
+    allocation by roughly 2x: `trace=True` turns it on from `start()`, else top differences are
+    unavailable and traced bytes read 0.
+    """
+
+    def __init__(
+        self, registry: CollectorRegistry | None = None, *, trace: bool = False, frames: int = 1, top: int = 10
+    ) -> None:
+        self.trace = trace
+        self.frames = frames
+        self.top = top
+        self.samples: list[MemorySample] = []
+        self.gc_pause_histogram: Histogram | None = None
+        self._started_tracing = False
+        self._baseline: tracemalloc.Snapshot | None = None
+        self._last_top: list[TopDifference] = []
+        self._sampler: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        if registry is not None:
+            self.gc_pause_histogram = Histogram(
+                "minisched_gc_pause_seconds",
+                "Time the interpreter spent in one garbage collection, by generation "
+                "(the analogue of Go's go_gc_duration_seconds).",
+                ["generation"],
+                buckets=exponential_buckets(1e-5, 2, 16),  # 10 µs .. 0.33 s
+                registry=registry,
+            )
+            with contextlib.suppress(ValueError):  # the registry already has process_* metrics
+                ProcessCollector(registry=registry)
+            registry.register(self)
+        self.gc = GCPauseRecorder(self.gc_pause_histogram)
+
+    # -- life cycle
+    def start(self) -> MemoryWatch:
+        self.gc.install()
+        if self.trace and not tracemalloc.is_tracing():
+            tracemalloc.start(self.frames)
+            self._started_tracing = True
+        self.rebaseline()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._sampler is not None:
+            self._sampler.join()
+            self._sampler = None
+        self.gc.uninstall()
+        if self._started_tracing:
+            tracemalloc.stop()
+            self._started_tracing = False
+
+    def __enter__(self) -> MemoryWatch:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def start_tracing(self) -> None:
+        """Turn tracemalloc on now (if it is off) and take the baseline: for a watch that ran
+        untraced through a warm-up, at full speed."""
+        if not tracemalloc.is_tracing():
+            tracemalloc.start(self.frames)
+            self._started_tracing = True
+        self.rebaseline()
+
+    def stop_tracing(self) -> None:
+        """Turn tracemalloc off again if this watch turned it on (top differences end here)."""
+        if self._started_tracing:
+            tracemalloc.stop()
+            self._started_tracing = False
+        self._baseline = None
+
+    def start_sampling(self, interval: float) -> None:
+        """Sample every `interval` seconds on a daemon thread until stop()."""
+        if interval <= 0:
+            raise ValueError(f"a sampling interval must be positive, got {interval}")
+        self._stop.clear()
+
+        def loop() -> None:
+            while not self._stop.wait(interval):
+                self.sample("periodic")
+
+        self._sampler = threading.Thread(target=loop, name="memory-watch", daemon=True)
+        self._sampler.start()
+
+    # -- measuring
+    def rebaseline(self) -> None:
+        """Top differences are measured from here on (call after warm-up)."""
+        self._baseline = self._snapshot() if tracemalloc.is_tracing() else None
+
+    def sample(self, label: str = "", *, collect: bool = False) -> MemorySample:
+        """One measurement. `collect=True` runs a full collection first, so what remains is held,
+        not garbage waiting for the collector (a leak survives a collection)."""
+        if collect:
+            gc.collect()
+        traced = tracemalloc.get_traced_memory()[0] if tracemalloc.is_tracing() else 0
+        s = MemorySample(label, rss_bytes(), sys.getallocatedblocks(), traced, len(gc.get_objects()))
+        with self._lock:
+            self.samples.append(s)
+        return s
+
+    def top_differences(self, limit: int | None = None) -> list[TopDifference]:
+        """The lines whose held memory changed most since the baseline, largest growth first."""
+        if self._baseline is None:
+            raise RuntimeError("no tracemalloc baseline: construct with trace=True and call start()")
+        now = self._snapshot()
+        stats = now.compare_to(self._baseline, "lineno")
+        out = []
+        for st in stats[: limit or self.top]:
+            frame = st.traceback[0]
+            out.append(TopDifference(f"{frame.filename}:{frame.lineno}", st.size_diff, st.count_diff))
+        with self._lock:
+            self._last_top = out
+        return out
+
+    @staticmethod
+    def _snapshot() -> tracemalloc.Snapshot:
+        return tracemalloc.take_snapshot().filter_traces(
+            (
+                tracemalloc.Filter(False, tracemalloc.__file__),
+                tracemalloc.Filter(False, "<frozen importlib._bootstrap>"),
+                tracemalloc.Filter(False, "<unknown>"),
+            )
+        )
+
+    def curve(self, field_name: str = "rss_bytes") -> npt.NDArray[np.int64]:
+        with self._lock:
+            return np.array([getattr(s, field_name) for s in self.samples], dtype=np.int64)
+
+    # -- Prometheus
+    def collect(self) -> Iterator[Metric]:
+        with self._lock:
+            last = self.samples[-1] if self.samples else None
+            top = list(self._last_top)
+        if last is not None:
+            yield GaugeMetricFamily(
+                "minisched_pymalloc_allocated_blocks", "Memory blocks pymalloc holds (sys.getallocatedblocks()).",
+                value=last.allocated_blocks,
+            )
+            yield GaugeMetricFamily(
+                "minisched_tracemalloc_traced_bytes", "Bytes tracemalloc traces as held (0 when it is off).",
+                value=last.traced_bytes,
+            )
+            yield GaugeMetricFamily(
+                "minisched_gc_tracked_objects", "Objects the garbage collector tracks.", value=last.gc_objects
+            )
+        diff = GaugeMetricFamily(
+            "minisched_tracemalloc_top_difference_bytes",
+            "Growth of held memory since the baseline, for the source lines that grew most.",
+            labels=["location"],
+        )
+        for t in top:
+            diff.add_metric([t.location], t.size_diff)
+        yield diff

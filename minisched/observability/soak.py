@@ -1,0 +1,125 @@
+"""A soak: rounds of pods created, bound and deleted through a running scheduler, with memory
+sampled after every round (Part II §2.4–2.5).
+
+A long-running scheduler must hold its memory flat: every pod it learns about it must also forget
+(the informer's store, the scheduler's cache, the queue, decision records), and bounded buffers
+must actually be bounded. After a warm-up (the embedded server's watch history and the scheduler's
+bounded logs fill up, allocator pools and caches reach their working size), what the process holds
+after a full collection should stop growing; `SoakResult.growth_after_warmup` measures it.
+
+Events the scheduler writes ("Scheduled") are deleted at the end of each round when
+`expire_events` is set: the API server drops events after an hour (--event-ttl), a soak does not
+run that long, and on the embedded cluster they would otherwise live in our own process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from minisched.cluster.base import Cluster
+from minisched.errors import NotFound
+from minisched.objects import make_pod
+from minisched.observability.runtime import MemorySample, MemoryWatch
+from minisched.resources import EVENTS, PODS
+from minisched.scheduler.scheduler import Scheduler
+
+__all__ = ["SoakResult", "run_soak"]
+
+
+@dataclass
+class SoakResult:
+    rounds: int
+    pods_per_round: int
+    samples: list[MemorySample] = field(default_factory=list)
+    round_seconds: list[float] = field(default_factory=list)
+
+    @property
+    def pods(self) -> int:
+        return self.rounds * self.pods_per_round
+
+    def series(self, name: str) -> np.ndarray:
+        return np.array([getattr(s, name) for s in self.samples], dtype=np.int64)
+
+    def growth_after_warmup(self, warmup: int, name: str = "allocated_blocks") -> int:
+        """How much `name` grew from the end of round `warmup` to the last round (may be < 0)."""
+        if not 0 < warmup < len(self.samples):
+            raise ValueError(f"warm-up must leave rounds to compare: {warmup} of {len(self.samples)}")
+        values = self.series(name)
+        return int(values[-1] - values[warmup - 1])
+
+    def slope_after_warmup(self, warmup: int, name: str = "allocated_blocks") -> float:
+        """Least-squares growth per round of `name` after the warm-up (a leak is a steady slope)."""
+        values = self.series(name)[warmup - 1 :].astype(np.float64)
+        if values.size < 2:
+            raise ValueError("need at least two rounds after the warm-up to fit a slope")
+        return float(np.polyfit(np.arange(values.size), values, 1)[0])
+
+
+def _wait(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"soak: {what} within {timeout:.0f} s")
+        time.sleep(0.005)
+
+
+def run_soak(
+    cluster: Cluster,
+    scheduler: Scheduler,
+    watch: MemoryWatch,
+    *,
+    rounds: int,
+    pods_per_round: int,
+    namespace: str = "default",
+    prefix: str = "soak",
+    expire_events: bool = True,
+    round_timeout: float = 120.0,
+    budget_seconds: float | None = None,
+    min_rounds: int = 1,
+    on_round: Callable[[int, MemorySample], None] | None = None,
+) -> SoakResult:
+    """Run `rounds` rounds on a started `scheduler`: create `pods_per_round` small pods, wait
+    until the scheduler has bound them all, delete them (grace period 0), wait until its cache has
+    forgotten them, then `watch.sample(collect=True)`. The cluster needs nodes with room for one
+    round of pods (100m CPU, 64Mi each).
+
+    With `budget_seconds`, rounds after the first `min_rounds` start only while the budget lasts
+    (a notebook on a loaded machine does fewer rounds; `SoakResult.rounds` says how many ran)."""
+    if rounds < 1 or pods_per_round < 1:
+        raise ValueError(f"a soak needs at least one round of one pod, got {rounds} x {pods_per_round}")
+    result = SoakResult(0, pods_per_round)
+    soak_started = time.perf_counter()
+    for r in range(rounds):
+        if budget_seconds is not None and r >= min_rounds and time.perf_counter() - soak_started > budget_seconds:
+            break
+        started = time.perf_counter()
+        names = [f"{prefix}-{r}-{i}" for i in range(pods_per_round)]
+        baseline_pods = scheduler.cache.pod_count()
+        bound_before = scheduler.stats.bound
+        for name in names:
+            cluster.create(PODS, make_pod(name, namespace=namespace, cpu="100m", memory="64Mi"), namespace)
+        _wait(lambda b=bound_before: scheduler.stats.bound - b >= pods_per_round, round_timeout,  # type: ignore[misc]
+              f"round {r}: {pods_per_round} pods bound")  # fmt: skip
+        scheduler.wait_for_bindings(round_timeout)
+        for name in names:
+            with contextlib.suppress(NotFound):
+                cluster.delete(PODS, name, namespace, grace_period_seconds=0)
+        _wait(lambda b=baseline_pods: scheduler.cache.pod_count() <= b, round_timeout,  # type: ignore[misc]
+              f"round {r}: the scheduler's cache forgets the deleted pods")  # fmt: skip
+        if expire_events:
+            for event in cluster.list(EVENTS, namespace)["items"]:
+                if event["involvedObject"].get("name", "").startswith(f"{prefix}-"):
+                    with contextlib.suppress(NotFound):
+                        cluster.delete(EVENTS, event["metadata"]["name"], namespace)
+        result.round_seconds.append(time.perf_counter() - started)
+        sample = watch.sample(f"round {r}", collect=True)
+        result.samples.append(sample)
+        result.rounds += 1
+        if on_round is not None:
+            on_round(r, sample)
+    return result

@@ -1,0 +1,240 @@
+"""The chapters' charts: each takes what a chapter measured and returns a matplotlib Figure.
+
+They build `Chart`s, matplotlib Figures made without pyplot (no global state) that render
+themselves as PNG for IPython: a notebook shows one by ending a cell with it, whatever the
+matplotlib backend, and tests draw them headless.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+from matplotlib.figure import Figure
+
+if TYPE_CHECKING:  # for the annotations only: importing them pulls in sympy, seconds a notebook would wait
+    from minisched.concurrency.throughput import Measurement
+    from minisched.controllers.gain_loop import LoopRun
+
+LEADING = "started leading"
+STOPPED = "stopped leading"
+
+
+class Chart(Figure):
+    """A Figure that IPython displays by itself (no pyplot, no inline-backend set-up needed)."""
+
+    def _repr_png_(self) -> bytes:
+        buf = io.BytesIO()
+        self.savefig(buf, format="png", dpi=90)
+        return buf.getvalue()
+
+
+# -- chapter 1 -------------------------------------------------------------------------------------------
+
+
+def placements(layouts: Mapping[str, Mapping[str, int]], nodes: Sequence[str], *, capacity: int | None = None) -> Figure:
+    """Pods per node, one group of bars per node and one bar per layout (say, score vs first fit)."""
+    fig = Chart(figsize=(7, 3.2), layout="constrained")
+    ax = fig.add_subplot()
+    width = 0.8 / max(1, len(layouts))
+    x = np.arange(len(nodes))
+    for i, (label, counts) in enumerate(layouts.items()):
+        bars = ax.bar(x + (i - (len(layouts) - 1) / 2) * width, [counts.get(n, 0) for n in nodes], width, label=label)
+        ax.bar_label(bars)
+    if capacity is not None:
+        ax.axhline(capacity, color="grey", linestyle=":", linewidth=1)
+        ax.annotate("node full", (len(nodes) - 0.5, capacity), ha="right", va="bottom", color="grey")
+    ax.set_xticks(x, list(nodes))
+    ax.set_ylabel("pods on the node")
+    ax.legend(loc="upper right", fontsize="small")
+    ax.margins(y=0.2)
+    return fig
+
+
+# -- chapter 2 -------------------------------------------------------------------------------------------
+
+
+def gain_runs(runs: Mapping[str, LoopRun], models: Mapping[str, Sequence[int]]) -> Figure:
+    """One panel per loop: pods counted on the cluster (dots) over the quantized model (line), the
+    reference (dashed) and the actuator's limits (grey)."""
+    cols = min(3, len(runs))
+    rows = -(-len(runs) // cols)
+    fig = Chart(figsize=(4.2 * cols, 2.8 * rows), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False)
+    for ax, (label, run) in zip(axes.flat, runs.items(), strict=False):
+        steps = np.arange(len(run.observed))
+        ax.plot(steps, models[label], color="tab:blue", linewidth=1.2, label="model")
+        ax.plot(steps, run.observed, "o", color="tab:orange", markersize=3.5, label="cluster")
+        ax.axhline(run.reference, color="black", linestyle="--", linewidth=0.8, label="reference r")
+        ax.axhspan(run.max_replicas, run.max_replicas * 1.15, color="grey", alpha=0.15)
+        ax.axhspan(-0.15 * run.max_replicas, 0, color="grey", alpha=0.15)
+        ax.set_ylim(-0.1 * run.max_replicas, run.max_replicas * 1.1)
+        ax.set_title(f"{label}\nρ = {run.predicted_radius:.3f}", fontsize="medium")
+        ax.set_xlabel("step k")
+        ax.set_ylabel("pods")
+    for ax in list(axes.flat)[len(runs):]:
+        ax.set_visible(False)
+    axes.flat[0].legend(fontsize="small", loc="lower right")
+    return fig
+
+
+def startup_cost(points: Sequence[tuple[int, float]], *, backend: str) -> Figure:
+    """Informer start-up (start → synced and handled) against the number of objects listed."""
+    objects = np.array([n for n, _ in points], dtype=float)
+    millis = np.array([s for _, s in points], dtype=float) * 1e3
+    fig = Chart(figsize=(8, 3.2), layout="constrained")
+    total, per_object = fig.subplots(1, 2)
+    total.plot(objects, millis, "o-")
+    total.set_xlabel("objects listed")
+    total.set_ylabel("start-up (ms)")
+    total.set_title(f"informer start-up, {backend} backend")
+    total.set_ylim(bottom=0)
+    per_object.plot(objects, millis * 1e3 / objects, "o-", color="tab:green")
+    per_object.set_xlabel("objects listed")
+    per_object.set_ylabel("µs per object")
+    per_object.set_title("cost per object")
+    per_object.set_ylim(bottom=0)
+    return fig
+
+
+def queue_throughput(results: Mapping[str, Measurement]) -> Figure:
+    """Median items per second for each queue, with the slowest and fastest run as whiskers."""
+    kinds = list(results)
+    medians = np.array([results[k].median_rate for k in kinds])
+    slow = np.array([results[k].spread[0] for k in kinds])
+    fast = np.array([results[k].spread[1] for k in kinds])
+    fig = Chart(figsize=(8, 0.5 * len(kinds) + 1.4), layout="constrained")
+    ax = fig.add_subplot()
+    y = np.arange(len(kinds))[::-1]
+    ax.barh(y, medians / 1e6, xerr=[(medians - slow) / 1e6, (fast - medians) / 1e6], capsize=4, color="tab:blue")
+    ax.set_yticks(y, kinds)
+    ax.set_xlabel("million items per second (median; whiskers: slowest and fastest run)")
+    ax.set_title("one producer, one consumer")
+    return fig
+
+
+def backoff_waits(waits: Sequence[float], *, cap: float | None = None) -> Figure:
+    """A rate limiter's wait after each consecutive failure of one key, on a log scale."""
+    fig = Chart(figsize=(7, 3), layout="constrained")
+    ax = fig.add_subplot()
+    failures = np.arange(1, len(waits) + 1)
+    ax.step(failures, waits, where="mid", color="tab:red")
+    ax.plot(failures, waits, "o", color="tab:red", markersize=3)
+    ax.set_yscale("log")
+    if cap is not None:
+        ax.axhline(cap, color="grey", linestyle=":", linewidth=1)
+        ax.annotate(f"cap {cap:g} s", (1, cap), va="bottom", color="grey")
+    ax.set_xlabel("consecutive failures of one key")
+    ax.set_ylabel("wait before the next try (s)")
+    return fig
+
+
+# -- chapter 4 -------------------------------------------------------------------------------------------
+
+
+def retry_herd(arrivals: Mapping[str, np.ndarray], *, bin_seconds: float = 0.1) -> Figure:
+    """Retry arrivals per `bin_seconds` over time, one panel per policy, on a shared scale."""
+    end = max(float(np.max(times)) for times in arrivals.values())
+    edges = np.arange(0.0, end + bin_seconds, bin_seconds)
+    fig = Chart(figsize=(8, 1.9 * len(arrivals) + 0.6), layout="constrained")
+    axes = fig.subplots(len(arrivals), 1, sharex=True, sharey=True, squeeze=False)[:, 0]
+    for ax, (label, times) in zip(axes, arrivals.items(), strict=True):
+        counts, _ = np.histogram(times, bins=edges)
+        ax.bar(edges[:-1], counts, width=bin_seconds, align="edge", color="tab:purple")
+        ax.set_title(f"{label}: busiest {bin_seconds * 1e3:g} ms holds {int(counts.max())} requests", fontsize="medium")
+        ax.set_ylabel(f"requests per {bin_seconds * 1e3:g} ms")
+    axes[-1].set_xlabel("time since the shared failure (s)")
+    return fig
+
+
+def leading_intervals(timeline: Sequence[tuple[float, str]], end: float) -> list[tuple[float, float]]:
+    """(start, stop) of every stretch a replica led, from its (time, what) records; a stretch still
+    open at `end` stops there."""
+    intervals: list[tuple[float, float]] = []
+    started: float | None = None
+    for at, what in sorted(timeline, key=lambda r: r[0]):
+        if what == LEADING and started is None:
+            started = at
+        elif what == STOPPED and started is not None:
+            intervals.append((started, at))
+            started = None
+    if started is not None:
+        intervals.append((started, max(end, started)))
+    return intervals
+
+
+def leader_timeline(
+    timelines: Mapping[str, Sequence[tuple[float, str]]], *, end: float, marks: Mapping[str, float] | None = None
+) -> Figure:
+    """Who led when: one row per replica, a bar for each stretch it led, and vertical lines for
+    the moments in `marks` (say, the partition)."""
+    fig = Chart(figsize=(8, 0.7 * len(timelines) + 1.3), layout="constrained")
+    ax = fig.add_subplot()
+    names = list(timelines)
+    for row, name in enumerate(names):
+        spans = [(a, b - a) for a, b in leading_intervals(timelines[name], end)]
+        ax.broken_barh(spans, (row - 0.3, 0.6), color="tab:green")
+        for a, width in spans:
+            ax.annotate(f"{a:g}–{a + width:g} s", (a + width / 2, row), ha="center", va="center", color="white",
+                        fontsize="small")  # fmt: skip
+    for i, (label, at) in enumerate((marks or {}).items()):
+        ax.axvline(at, color="tab:red", linestyle="--", linewidth=1)
+        ax.annotate(label, (at, len(names) - 0.5 + 0.25 * i), xytext=(3, 0), textcoords="offset points",
+                    color="tab:red", fontsize="small", va="center")  # fmt: skip
+    ax.set_yticks(range(len(names)), names)
+    ax.set_ylim(-0.6, len(names) - 0.1 + 0.25 * len(marks or {}))
+    ax.set_xlim(0, end)
+    ax.set_xlabel("virtual seconds")
+    ax.set_title("who holds the lease (green: leading)")
+    return fig
+
+
+# -- chapter 3 -------------------------------------------------------------------------------------------
+
+
+def verdict_grid(panels: Mapping[str, Mapping[tuple[str, str], bool]], rows: Sequence[str], cols: Sequence[str]) -> Figure:
+    """One grid per panel: a green cell where (row, col) passes, a red one where it does not."""
+    from matplotlib.colors import ListedColormap
+
+    fig = Chart(figsize=(3.2 * len(panels) + 1.2, 0.45 * len(rows) + 1.6), layout="constrained")
+    axes = fig.subplots(1, len(panels), squeeze=False, sharey=True)[0]
+    for ax, (title, verdicts) in zip(axes, panels.items(), strict=True):
+        grid = np.array([[1.0 if verdicts[(r, c)] else 0.0 for c in cols] for r in rows])
+        ax.imshow(grid, cmap=ListedColormap(["#d62728", "#2ca02c"]), vmin=0, vmax=1, aspect="auto")
+        for (i, j), passed in np.ndenumerate(grid):
+            ax.text(j, i, "yes" if passed else "no", ha="center", va="center", color="white", fontsize="small")
+        ax.set_xticks(range(len(cols)), list(cols), rotation=30, ha="right")
+        ax.set_yticks(range(len(rows)), list(rows))
+        ax.set_title(title, fontsize="medium")
+    return fig
+
+
+# -- chapter 4 (the decision log) -------------------------------------------------------------------------
+
+
+def event_swimlanes(
+    events: Sequence[tuple[str, int, str, str]], *, x_label: str = "position in the log (commit order)"
+) -> Figure:
+    """An event log as lanes: one row per aggregate, each event at its log position, one marker per
+    event type, annotated (say, with the node): (aggregate, position, event type, note)."""
+    lanes = sorted({aggregate for aggregate, *_ in events})
+    types = sorted({kind for _, _, kind, _ in events})
+    markers = dict(zip(types, "oXsD^v<>P*", strict=False))
+    fig = Chart(figsize=(8, 0.45 * len(lanes) + 1.5), layout="constrained")
+    ax = fig.add_subplot()
+    for kind in types:
+        xs = [pos for _, pos, k, _ in events if k == kind]
+        ys = [lanes.index(agg) for agg, _, k, _ in events if k == kind]
+        ax.scatter(xs, ys, marker=markers[kind], s=60, label=kind, zorder=3)
+    for aggregate, position, _, note in events:
+        if note:
+            ax.annotate(note, (position, lanes.index(aggregate)), xytext=(6, 5), textcoords="offset points",
+                        fontsize="x-small")  # fmt: skip
+    ax.set_yticks(range(len(lanes)), lanes)
+    ax.set_xlabel(x_label)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+    ax.margins(x=0.08, y=0.15)
+    return fig

@@ -1,0 +1,94 @@
+"""The soak driver on the embedded cluster: rounds complete, nothing is left behind, and a leak
+of one object per pod shows up as a slope."""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Iterator
+
+import pytest
+
+from minisched.cluster.embedded import EmbeddedCluster
+from minisched.objects import make_node
+from minisched.observability.runtime import MemorySample, MemoryWatch
+from minisched.observability.soak import run_soak
+from minisched.resources import EVENTS, PODS
+from minisched.scheduler.events import EventRecorder
+from minisched.scheduler.scheduler import Scheduler
+
+
+@pytest.fixture
+def running(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[EmbeddedCluster, Scheduler]]:
+    # the event correlator keeps 4,096 recent events (client-go's LRU size): fill it in one round
+    # Bounded buffers fill during a warm-up; lower their bounds so a few rounds get past it:
+    # the event correlator keeps 4,096 recent events (client-go's LRU size; max_correlated=30
+    # below), the node table's pod-change log 4,096 changes, the server's watch history
+    # `history_window` changes.
+    monkeypatch.setattr("minisched.scheduler.snapshot._POD_LOG_LIMIT", 64)
+    cluster = EmbeddedCluster(seed=0, history_window=200)
+    for i in range(4):
+        cluster.create("nodes", make_node(f"node-{i}", cpu="32", memory="64Gi", pods="200"))
+    sched = Scheduler(cluster, seed=0, recorder=EventRecorder(cluster, max_correlated=30))
+    sched.stats.cycle_seconds = collections.deque(maxlen=50)  # a bound the soak fills quickly
+    sched.start()
+    yield cluster, sched
+    sched.stop()
+    cluster.close()
+
+
+def test_soak_rounds_leave_nothing_behind(running: tuple[EmbeddedCluster, Scheduler]) -> None:
+    cluster, sched = running
+    watch = MemoryWatch().start()
+    try:
+        seen: list[int] = []
+        result = run_soak(cluster, sched, watch, rounds=3, pods_per_round=60, on_round=lambda r, s: seen.append(r))
+    finally:
+        watch.stop()
+    assert (result.rounds, result.pods, seen) == (3, 180, [0, 1, 2])
+    assert sched.stats.bound == 180 and sched.cache.pod_count() == 0
+    assert cluster.list(PODS)["items"] == [] and cluster.list(EVENTS, "default")["items"] == []
+    assert len(result.series("rss_bytes")) == 3 and len(result.round_seconds) == 3
+    with pytest.raises(ValueError, match="warm-up"):
+        result.growth_after_warmup(3)
+
+
+def test_a_leak_of_one_object_per_pod_is_a_slope(running: tuple[EmbeddedCluster, Scheduler]) -> None:
+    cluster, sched = running
+    watch = MemoryWatch().start()
+    leaked: list[object] = []
+
+    def leak(r: int, s: MemorySample) -> None:
+        if r >= 0:
+            leaked.extend(object() for _ in range(300))  # five 16-byte objects per pod
+
+    try:
+        clean = run_soak(cluster, sched, watch, rounds=8, pods_per_round=60)
+        leaky = run_soak(cluster, sched, watch, rounds=6, pods_per_round=60, prefix="leaky", on_round=leak)
+    finally:
+        watch.stop()
+    # each leaked object is one pymalloc block: 300 blocks per round of 60 pods, far above the
+    # round-to-round noise of objects in flight (a few hundred blocks up or down)
+    assert leaky.slope_after_warmup(2) >= 250, leaky.series("allocated_blocks")
+    assert abs(clean.slope_after_warmup(4)) < 150, clean.series("allocated_blocks")
+
+
+def test_budget_stops_after_the_minimum(running: tuple[EmbeddedCluster, Scheduler]) -> None:
+    cluster, sched = running
+    with MemoryWatch() as watch:
+        result = run_soak(cluster, sched, watch, rounds=50, pods_per_round=10, budget_seconds=0.0, min_rounds=2)
+    assert result.rounds == 2
+
+
+def test_event_correlator_bound_is_configurable() -> None:
+    cluster = EmbeddedCluster(seed=0)
+    try:
+        recorder = EventRecorder(cluster, asynchronous=False, max_correlated=2)
+        for i in range(5):
+            pod = cluster.create(PODS, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}"},
+                                        "spec": {"containers": [{"name": "c", "image": "i"}]}}, "default")
+            recorder.scheduled(pod, "node-a")
+        assert len(recorder._correlated) == 2 and recorder.written == 5
+        with pytest.raises(ValueError, match="max_correlated"):
+            EventRecorder(cluster, max_correlated=0)
+    finally:
+        cluster.close()

@@ -1,0 +1,122 @@
+"""Gang scheduling with the PodGroup CRD and the Coscheduling plugin, on every backend: a group
+that fits binds together; one that does not binds none and gives back what it held."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from minisched.cluster import Cluster
+from minisched.errors import Invalid
+from minisched.objects import make_node, make_pod
+from minisched.resources import NODES, PODS
+from minisched.scheduler.framework.profile import load_profiles
+from minisched.scheduler.framework.runtime import Framework
+from minisched.scheduler.lifecycle import GroupState
+from minisched.scheduler.scheduler import Scheduler
+from minisched.validation.podgroup import (
+    POD_GROUP_LABEL,
+    PODGROUPS,
+    install_pod_group_crd,
+    make_pod_group,
+)
+from tests.scheduler.runtime.helpers import bound_pods, wait_for_nodes, wait_until
+
+CONFIG = {
+    "apiVersion": "kubescheduler.config.k8s.io/v1",
+    "kind": "KubeSchedulerConfiguration",
+    "profiles": [{"schedulerName": "minisched",
+                  "plugins": {"multiPoint": {"enabled": [{"name": "Coscheduling"}]}}}],
+}
+
+
+def member(name: str, group: str, cpu: str, **kw: Any) -> dict[str, Any]:
+    return make_pod(name, cpu=cpu, labels={POD_GROUP_LABEL: group}, **kw)
+
+
+def setup(cluster: Cluster, nodes: int = 2, cpu: str = "2") -> None:
+    install_pod_group_crd(cluster)
+    for i in range(nodes):
+        cluster.create(NODES, make_node(f"mini-g{i}", cpu=cpu))
+
+
+def coscheduling(sched: Scheduler) -> Any:
+    return sched.frameworks["minisched"].plugins["Coscheduling"]
+
+
+def requested_cpu(sched: Scheduler) -> int:
+    return int(sched.cache.snapshot().requested("cpu").sum())
+
+
+def test_coscheduling_sits_at_four_points() -> None:
+    fwk = Framework(load_profiles(CONFIG)[0], handle=_FakeHandle())  # type: ignore[arg-type]
+    for point in ("preEnqueue", "postFilter", "reserve", "permit"):
+        assert "Coscheduling" in fwk.plugin_names(point), point
+
+
+class _FakeHandle:
+    def waiting_pods(self) -> list[tuple[str, dict[str, Any]]]:
+        return []
+
+
+def test_the_server_validates_pod_groups(cluster: Cluster) -> None:
+    install_pod_group_crd(cluster)
+    stored = cluster.create(PODGROUPS, make_pod_group("ok", 3, schedule_timeout_seconds=10))
+    assert stored["spec"] == {"minMember": 3, "scheduleTimeoutSeconds": 10}
+    bad = make_pod_group("bad", 3)
+    bad["spec"]["minMember"] = "three"
+    with pytest.raises(Invalid, match="spec.minMember"):
+        cluster.create(PODGROUPS, bad)
+
+
+def test_a_group_that_fits_binds_together(cluster: Cluster) -> None:
+    setup(cluster)
+    cluster.create(PODGROUPS, make_pod_group("train", 3, schedule_timeout_seconds=20))
+    with Scheduler(cluster, config=CONFIG) as sched:
+        wait_for_nodes(sched, 2, timeout=30)
+        cluster.create(PODS, member("train-0", "train", "1"))
+        cluster.create(PODS, member("train-1", "train", "1"))
+        # two of three members exist: they wait before the queue, holding nothing
+        wait_until(lambda: sched.pending_pods()["gated"] == 2, timeout=30, what="two members gated")
+        assert bound_pods(cluster) == {} and requested_cpu(sched) == 0
+        cluster.create(PODS, member("train-2", "train", "1"))
+        wait_until(lambda: len(bound_pods(cluster)) == 3, timeout=30, what="the group bound")
+        assert sched.stats.bound == 3
+        assert coscheduling(sched).phase("default/train") is GroupState.SCHEDULED
+
+
+def test_a_group_that_cannot_fit_binds_none(cluster: Cluster) -> None:
+    setup(cluster)  # 2 nodes of 2 cpu: only two 1.5-cpu members fit
+    cluster.create(PODGROUPS, make_pod_group("big", 3, schedule_timeout_seconds=20))
+    with Scheduler(cluster, config=CONFIG) as sched:
+        wait_for_nodes(sched, 2, timeout=30)
+        for i in range(3):
+            cluster.create(PODS, member(f"big-{i}", "big", "1500m"))
+        # the member that fits nowhere rejects the waiting ones at PostFilter: no need to time out
+        wait_until(lambda: sched.pending_pods()["unschedulable"] == 3, timeout=15, what="all three unschedulable")
+        time.sleep(0.5)
+        assert bound_pods(cluster) == {}
+        assert sched.cache.assumed_count() == 0 and requested_cpu(sched) == 0
+
+
+def test_a_group_waiting_at_permit_frees_what_it_held_at_timeout(cluster: Cluster) -> None:
+    setup(cluster)
+    cluster.create(PODGROUPS, make_pod_group("slow", 3, schedule_timeout_seconds=2))
+    with Scheduler(cluster, config=CONFIG) as sched:
+        wait_for_nodes(sched, 2, timeout=30)
+        cluster.create(PODS, member("slow-0", "slow", "1"))
+        cluster.create(PODS, member("slow-1", "slow", "1"))
+        late = member("slow-2", "slow", "1")
+        late["spec"]["schedulingGates"] = [{"name": "example.com/not-yet"}]  # counted, but held back
+        cluster.create(PODS, late)
+        wait_until(lambda: len(sched.handle.waiting_pods()) == 2, timeout=30, what="two members at Permit")
+        assert sched.cache.assumed_count() == 2 and requested_cpu(sched) == 2000
+        assert coscheduling(sched).phase("default/slow") is GroupState.GATHERING
+        started = time.monotonic()
+        wait_until(lambda: sched.cache.assumed_count() == 0, timeout=15, what="the room given back")
+        assert time.monotonic() - started > 1.0  # held until the 2 s timeout, not released early
+        assert requested_cpu(sched) == 0 and bound_pods(cluster) == {}
+        wait_until(lambda: sched.pending_pods()["unschedulable"] == 2, timeout=10, what="members parked")
+        assert coscheduling(sched).phase("default/slow") is GroupState.PENDING
