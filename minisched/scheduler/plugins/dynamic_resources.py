@@ -25,6 +25,11 @@ from minisched.scheduler.snapshot import NodeTable
 
 NAME = "DynamicResources"
 NO_CLAIMS_TO_DEALLOCATE = "no new claims to deallocate"  # kube's PostFilter text
+STATE_KEY = "PreFilterDynamicResources"
+# kube's PostFilter reads what its PreFilter wrote; when an earlier PreFilter rejected the pod
+# (VolumeBinding's missing claim, say), there is nothing and kube's FailedScheduling ends in the
+# cycle state's error text, "not found"
+STATE_MISSING = "not found"
 NOT_IMPLEMENTED = ("pod has spec.resourceClaims: minisched does not allocate ResourceClaims "
                    "(Dynamic Resource Allocation is not implemented)")
 
@@ -38,11 +43,14 @@ class DynamicResources:
     name = NAME
 
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> tuple[PreFilterResult | None, Status]:
+        state.write(STATE_KEY, True)
         if not resource_claims(pod):
             return None, Status.skip(NAME)
         return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (NOT_IMPLEMENTED,), NAME)
 
     def post_filter(self, state: CycleState, pod: PodInfo, statuses: Mapping[str, Status]) -> tuple[str | None, Status]:
+        if state.get(STATE_KEY) is None:
+            return None, Status(Code.ERROR, (STATE_MISSING,), NAME)
         # kube: with no claim of the pod allocated, there is nothing to free for it
         return None, Status.unschedulable(NO_CLAIMS_TO_DEALLOCATE, plugin=NAME)
 

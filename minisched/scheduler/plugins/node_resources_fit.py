@@ -131,6 +131,13 @@ def insufficient_resources(
     return reasons
 
 
+def beyond_allocatable(pod: PodInfo, node: Object, args: FitArgs = FitArgs()) -> bool:
+    """The pure rule for the status code: does the pod ask more of some resource than the node has
+    at all? Then no eviction can help (kube 1.35's UnschedulableAndUnresolvable)."""
+    allocatable = node_allocatable(node)
+    return any(amount > allocatable.get(resource, 0) for resource, amount in _checked_resources(pod, args))
+
+
 # ---- scoring, one node at a time (kube's scorer functions, verbatim in Python) ----
 def least_requested_score(requested: int, capacity: int) -> int:
     if capacity == 0 or requested > capacity:
@@ -335,12 +342,21 @@ class NodeResourcesFit:
         assert pods_col is not None
         reasons = (req[:, pods_col] + 1 > alloc[:, pods_col]).astype(np.int64)
         messages = [TOO_MANY_PODS]
+        # kube 1.35: a request beyond the node's whole allocatable cannot be helped by preemption
+        # (InsufficientResource.Unresolvable), so the node fails UnschedulableAndUnresolvable
+        never = np.zeros(len(nodes), np.bool_)
         for bit, (resource, amount) in enumerate(_checked_resources(pod, self.args), start=1):
             col = nodes.resource_column(resource)  # None: no node offers it at all
-            short = np.ones(len(nodes), np.bool_) if col is None else amount > alloc[:, col] - req[:, col]
+            if col is None:
+                short = np.ones(len(nodes), np.bool_)
+                never[:] = True
+            else:
+                short = amount > alloc[:, col] - req[:, col]
+                never |= amount > alloc[:, col]
             reasons |= short.astype(np.int64) << bit
             messages.append(f"Insufficient {resource}")
-        return FilterResult(reasons == 0, reasons, tuple(messages), Code.UNSCHEDULABLE)
+        return FilterResult(reasons == 0, reasons, tuple(messages), Code.UNSCHEDULABLE,
+                            unresolvable=never if never.any() else None)
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: npt.NDArray[np.intp]) -> IntArray:
         req, alloc = score_inputs(pod, nodes, rows, self.args.resources, use_requested=False)

@@ -113,3 +113,23 @@ def test_bad_args(args: dict[str, Any], problem: str) -> None:
 
 def test_plugin_has_a_name() -> None:
     assert NodeResourcesFit().name == "NodeResourcesFit"
+
+
+@pytest.mark.parametrize(
+    ("pod", "placed", "code"),
+    [
+        # kube 1.35 fit_test: more than the node's whole allocatable -> UnschedulableAndUnresolvable
+        (make_pod("p", cpu="5", memory=None), [], "UNSCHEDULABLE_AND_UNRESOLVABLE"),
+        (make_pod("p", extra_requests={GPU: "1"}, cpu=None, memory=None), [], "UNSCHEDULABLE_AND_UNRESOLVABLE"),
+        # fits the node, not what is left: preemption may help
+        (make_pod("p", cpu="3", memory=None), [make_pod("q", cpu="2", memory=None)], "UNSCHEDULABLE"),
+    ],
+)
+def test_request_beyond_allocatable_is_unresolvable(pod: Any, placed: Any, code: str) -> None:
+    node = make_node("n", cpu="4")
+    table = table_of([node], {"n": list(placed)})
+    r = new(None, None).filter(CycleState(), PodInfo.from_pod(pod), table)
+    assert not r.passed[0] and r.code_at(0).name == code
+    from minisched.scheduler.plugins.node_resources_fit import beyond_allocatable
+
+    assert beyond_allocatable(PodInfo.from_pod(pod), node) is (code == "UNSCHEDULABLE_AND_UNRESOLVABLE")

@@ -64,8 +64,9 @@ def test_5000_pods_on_500_nodes_bound_once_never_overcommitted_failures_explaine
                     f"0/{NODES_TOTAL} nodes are available: {NODES_TOTAL - TAINTED} Insufficient cpu, "
                     f"{TAINTED} node(s) had untolerated taint {{dedicated: infra}}. no new claims to deallocate, "
                     "preemption: "
-                    f"0/{NODES_TOTAL} nodes are available: {NODES_TOTAL - TAINTED} No preemption victims "
-                    f"found for incoming pod, {TAINTED} Preemption is not helpful for scheduling."
+                    # kube 1.35: 16 cpus are beyond every node's allocatable (2-8): preemption cannot help
+                    f"0/{NODES_TOTAL} nodes are available: {NODES_TOTAL} Preemption is not helpful for "
+                    "scheduling."
                 )
             elif i < TOO_BIG + NOWHERE:
                 pod = make_pod(name, node_selector={"zone": "zone-9"})

@@ -62,8 +62,8 @@ def test_unschedulable_pod_gets_failed_scheduling_and_waits_for_a_node(
         "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint {dedicated: gpu}. "
         # kube 1.35's DynamicResources PostFilter speaks before DefaultPreemption
         "no new claims to deallocate, "
-        "preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, "
-        "1 Preemption is not helpful for scheduling."
+        # kube 1.35: 2 cpus are beyond the small node's allocatable, so preemption cannot help there either
+        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     )
     assert event["message"] == expected
     cond = [c for c in cluster.get(PODS, "big", "default")["status"]["conditions"] if c["type"] == "PodScheduled"]
