@@ -15,8 +15,12 @@ Running and incoming pods belong to 8 ReplicaSets (labels and controller referen
 PodTopologySpread's system default constraints (hostname and zone, in the default profile as in
 kube) spread them; --no-spread disables the plugin, for the cost before it joined the defaults.
 
+--affinity-pods N adds N running pods of N/20 services (app=svc-k labels; half of them with
+required anti-affinity per host, a quarter preferring a zone with another service), and gives the
+incoming pods the same kinds of terms, so InterPodAffinity has work in every cycle.
+
     .venv/bin/python bench/algorithm_bench.py [--pods 400] [--sizes 100,1000,5000] [--shapes 8] [--no-reuse]
-        [--pods-per-node 10] [--no-spread]
+        [--pods-per-node 10] [--no-spread] [--affinity-pods 1000] [--disable InterPodAffinity]
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import os
 import random
 import statistics
 import time
+from typing import Any
 
 from minisched.objects import make_node, make_pod, taint, toleration
 from minisched.scheduler.framework.profile import load_profiles
@@ -52,7 +57,26 @@ def owned(pod: dict, k: int) -> dict:
     return pod
 
 
-def build_cluster(num_nodes: int, rng: random.Random, pods_per_node: float = 10) -> NodeTable:
+HOSTNAME = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
+
+
+def service_pod(name: str, service: int, services: int, rng: random.Random, incoming: bool = False) -> dict[str, Any]:
+    """A replica of service `service`: labelled app=svc-<k>, with pod (anti-)affinity terms."""
+    app = f"svc-{service}"
+    affinity: dict[str, Any] = {}
+    if incoming or rng.random() < 0.5:  # one replica per host
+        affinity["podAntiAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": HOSTNAME}]}
+    if incoming or rng.random() < 0.25:  # near another service, by zone
+        affinity["podAffinity"] = {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 50, "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": f"svc-{(service + 1) % services}"}},
+                                               "topologyKey": ZONE}}]}
+    return make_pod(name, cpu="100m", memory="200Mi", labels={"app": app, "tier": rng.choice(["web", "db"])},
+                    affinity=affinity or None)
+
+
+def build_cluster(num_nodes: int, rng: random.Random, pods_per_node: float = 10, affinity_pods: int = 0) -> NodeTable:
     table = NodeTable()
     for i in range(num_nodes):
         kind = rng.choice(TYPES)
@@ -69,6 +93,10 @@ def build_cluster(num_nodes: int, rng: random.Random, pods_per_node: float = 10)
     for i in range(int(num_nodes * pods_per_node)):
         node = f"node-{rng.randrange(num_nodes):05}"
         table.add_pod(node, PodInfo.from_pod(owned(make_pod(f"running-{i}", cpu="100m", memory="200Mi"), i % APPS)))
+    services = max(1, affinity_pods // 20)
+    for i in range(affinity_pods):
+        node = f"node-{rng.randrange(num_nodes):05}"
+        table.add_pod(node, PodInfo.from_pod(service_pod(f"svc-pod-{i}", i % services, services, rng)))
     return table
 
 
@@ -106,30 +134,40 @@ def main() -> None:
                         help="running pods per node, placed at random (0.2 at 5,000 nodes: 1,000 pods)")
     parser.add_argument("--no-spread", dest="spread", action="store_false",
                         help="disable PodTopologySpread (the default profile before it joined)")
+    parser.add_argument("--affinity-pods", type=int, default=0,
+                        help="running pods with pod (anti-)affinity and service labels; incoming pods get terms too")
+    parser.add_argument("--disable", default="", help="comma-separated plugins to disable (e.g. InterPodAffinity)")
     args = parser.parse_args()
     print(f"load average before the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; "
           f"reuse of same-shape verdicts: {'on' if args.reuse else 'off'}; "
           f"pod shapes: {args.shapes or 'all different'}; PodTopologySpread: {'on' if args.spread else 'off'}; "
-          f"running pods per node: {args.pods_per_node}")
-    config: dict = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-                    "percentageOfNodesToScore": 100}
-    if not args.spread:
-        config["profiles"] = [{"plugins": {"multiPoint": {"disabled": [{"name": "PodTopologySpread"}]}}}]
+          f"running pods per node: {args.pods_per_node}; running pods with pod affinity: {args.affinity_pods}"
+          + (f"; disabled: {args.disable}" if args.disable else ""))
+    config: dict[str, Any] = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                              "percentageOfNodesToScore": 100}
+    disabled = [n for n in args.disable.split(",") if n] + ([] if args.spread else ["PodTopologySpread"])
+    if disabled:
+        config["profiles"] = [{"plugins": {"multiPoint": {"disabled": [{"name": n} for n in disabled]}}}]
     profile = load_profiles(config)[0]
     handle = SimpleHandle(workloads=StaticWorkloads(REPLICA_SETS))
     print(f"{'nodes':>6} {'schedule p50':>13} {'p99':>8} {'cpu p50':>8} {'cpu p99':>8} {'cycle p50':>10} {'p99':>8} "
           f"{'pods/s (cycle)':>15}  feasible")
     for size in (int(s) for s in args.sizes.split(",")):
         rng = random.Random(size)
-        table = build_cluster(size, rng, args.pods_per_node)
+        table = build_cluster(size, rng, args.pods_per_node, affinity_pods=args.affinity_pods)
         fw = Framework(profile, seed=1, reuse=args.reuse, handle=handle)
+        services = max(1, args.affinity_pods // 20)
         if args.shapes:  # pods come from a few templates, as replicas of a few Deployments do
-            templates = [incoming_pod(i, rng).pod for i in range(args.shapes)]
+            templates = [service_pod("t", i % services, services, rng, incoming=True) if args.affinity_pods
+                         else incoming_pod(i, rng).pod for i in range(args.shapes)]
             pods = []
             for i in range(args.pods):
                 template = rng.choice(templates)
                 pods.append(PodInfo.from_pod({**template, "metadata": {**template["metadata"], "name": f"p{i}",
                                                                        "namespace": "default"}}))
+        elif args.affinity_pods:
+            pods = [PodInfo.from_pod(service_pod(f"p{i}", rng.randrange(services), services, rng, incoming=True))
+                    for i in range(args.pods)]
         else:
             pods = [incoming_pod(i, rng) for i in range(args.pods)]
         for p in pods[:20]:  # warm up caches and numpy

@@ -41,6 +41,7 @@ MATCHED_PLUGINS: tuple[tuple[str, int], ...] = (
     ("VolumeBinding", 0),
     ("VolumeZone", 0),
     ("PodTopologySpread", 2),
+    ("InterPodAffinity", 2),
     ("DynamicResources", 2),
     ("DefaultPreemption", 0),
     ("NodeResourcesBalancedAllocation", 1),
@@ -54,8 +55,8 @@ def matched_scheduler_config(
 ) -> dict[str, Any]:
     """A KubeSchedulerConfiguration (v1) both schedulers accept, with one profile `scheduler_name`.
 
-    multiPoint disables "*" (kube's defaults include PodTopologySpread, InterPodAffinity, the volume
-    and DRA plugins, which minisched does not have) and enables exactly MATCHED_PLUGINS."""
+    multiPoint disables "*" and enables exactly MATCHED_PLUGINS, so both run the same plugins even
+    where their defaults might differ."""
     if not 0 <= percentage_of_nodes_to_score <= 100:
         raise ValueError(f"percentage_of_nodes_to_score {percentage_of_nodes_to_score} must be 0..100")
     enabled = [{"name": n, "weight": w} if w else {"name": n} for n, w in MATCHED_PLUGINS]

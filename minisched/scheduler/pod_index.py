@@ -11,6 +11,12 @@ The NodeTable keeps one index and changes it as pods come and go; snapshots shar
 copy-on-write, as they share the table's. The value and namespace vocabularies only grow, so a
 snapshot can share them too.
 
+The affinity terms pods carry (podAffinity, podAntiAffinity, required and preferred) are kept as
+entries beside the slots: (slot, term id, kind, weight), each distinct term stored once. So "which
+existing pods' anti-affinity does the new pod break?" is judged once per distinct term, not once
+per pod (InterPodAffinity; kube walks each NodeInfo's PodsWithRequiredAntiAffinity). Entries are
+append-only too; an entry whose slot is free is dead (check `alive[slot]`).
+
 Counts asked for once are kept (per selector and namespace) and moved by each pod added or removed,
 so the next cycle of the same ReplicaSet's pods reads them instead of scanning every pod again. A
 snapshot that computes counts hands them back to the table it came from while the table has not
@@ -19,19 +25,24 @@ changed since (`_handback`), which is how the table learns which selectors are w
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from minisched.scheduler.framework.types import LabelSelector, PodInfo
+from minisched.scheduler.framework.types import AffinityTerm, LabelSelector, PodInfo, Requirement
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 Int32Array = npt.NDArray[np.int32]
 
 FREE = -1  # node row of an empty slot
+# kinds of the affinity term entries
+REQUIRED_AFFINITY = 0
+REQUIRED_ANTI_AFFINITY = 1
+PREFERRED_AFFINITY = 2
+PREFERRED_ANTI_AFFINITY = 3
 _MAX_KEPT = 32  # selectors whose counts are kept; more, and all are dropped (a cache, not a store)
 COMPACT_MIN = 1024  # free slots before compacting (and only when more than half are free)
 
@@ -56,6 +67,19 @@ class PodIndex:
         self._kept: dict[_CountKey, list[Any]] = {}
         # counts snapshots computed: key -> (the version they were computed at, counts)
         self._handback: dict[_CountKey, tuple[int, IntArray]] = {}
+        self._alive: tuple[int, BoolArray] | None = None  # (version, live-slot mask)
+        # affinity term entries: (slot, term id, kind, weight), append-only like the slot columns
+        self._tn = 0
+        self._t_slot = np.zeros(0, np.int32)
+        self._t_term = np.zeros(0, np.int32)
+        self._t_kind = np.zeros(0, np.int8)
+        self._t_weight = np.zeros(0, np.int64)
+        self.terms: list[AffinityTerm] = []  # term id -> term; shared, append-only
+        self._term_ids: dict[AffinityTerm, int] = {}  # shared, append-only
+        # what a plugin learnt per term id (InterPodAffinity: does term i match a pod of this
+        # shape?); valid as long as term ids are, so shared by snapshots, copied by what-if views
+        self.match_cache: dict[tuple[Any, ...], BoolArray] = {}
+        self.namespace_selectors = False  # does any term carry a non-empty namespaceSelector?
 
     # ---------------------------------------------------------------- sharing
     def share(self) -> PodIndex:
@@ -81,6 +105,12 @@ class PodIndex:
         view._labels = {k: c.copy() for k, c in self._labels.items()}
         view._ns_ids = dict(self._ns_ids)
         view._value_ids = {k: dict(v) for k, v in self._value_ids.items()}
+        tn = self._tn
+        view._t_slot, view._t_term = self._t_slot[:tn].copy(), self._t_term[:tn].copy()
+        view._t_kind, view._t_weight = self._t_kind[:tn].copy(), self._t_weight[:tn].copy()
+        view.terms = list(self.terms)
+        view._term_ids = dict(self._term_ids)
+        view.match_cache = dict(self.match_cache)  # the ids so far mean the same terms
         view._kept = {k: [entry[0], False] for k, entry in self._kept.items()}
         for entry in self._kept.values():
             entry[1] = False
@@ -121,6 +151,15 @@ class PodIndex:
         self.terminating = self.terminating[live].copy()
         self._labels = {k: c[live].copy() for k, c in self._labels.items()}
         self._slot = {old_slot[int(old)]: new for new, old in enumerate(live)}
+        tn = self._tn
+        new_slot = np.full(self._top, FREE, np.int64)
+        new_slot[live] = np.arange(len(live))
+        kept = new_slot[self._t_slot[:tn]] != FREE
+        self._t_slot = new_slot[self._t_slot[:tn][kept]].astype(np.int32)
+        self._t_term = self._t_term[:tn][kept].copy()
+        self._t_kind = self._t_kind[:tn][kept].copy()
+        self._t_weight = self._t_weight[:tn][kept].copy()
+        self._tn = len(self._t_slot)
         self._top = self._cap = len(live)
         self._free_count = 0
         self._shared = False
@@ -185,8 +224,35 @@ class PodIndex:
             if vid is None:
                 vid = ids[value] = len(ids)
             col[slot] = vid
+        pa = pod.pod_affinity
+        if pa is not None:
+            for kind, weighted in (
+                (REQUIRED_AFFINITY, [(1, t) for t in pa.required_affinity]),
+                (REQUIRED_ANTI_AFFINITY, [(1, t) for t in pa.required_anti_affinity]),
+                (PREFERRED_AFFINITY, [(w.weight, w.term) for w in pa.preferred_affinity]),
+                (PREFERRED_ANTI_AFFINITY, [(w.weight, w.term) for w in pa.preferred_anti_affinity]),
+            ):
+                for weight, term in weighted:
+                    self._add_entry(slot, term, kind, weight)
         if self._kept:
             self._move_counts(pod, row, +1)
+
+    def _add_entry(self, slot: int, term: AffinityTerm, kind: int, weight: int) -> None:
+        tid = self._term_ids.get(term)
+        if tid is None:
+            tid = self._term_ids[term] = len(self.terms)
+            self.terms.append(term)
+            if term.namespace_selector is not None and term.namespace_selector.requirements:
+                self.namespace_selectors = True
+        i = self._tn
+        if i >= len(self._t_slot):  # new arrays: snapshots keep the old ones
+            size = max(64, 2 * len(self._t_slot))
+            self._t_slot = _resized(self._t_slot, size, i)
+            self._t_term = _resized(self._t_term, size, i)
+            self._t_kind = _resized(self._t_kind, size, i)
+            self._t_weight = _resized(self._t_weight, size, i)
+        self._t_slot[i], self._t_term[i], self._t_kind[i], self._t_weight[i] = slot, tid, kind, weight
+        self._tn += 1
 
     def _free_slot(self, slot: int) -> None:
         self._writable()
@@ -223,36 +289,69 @@ class PodIndex:
     def __len__(self) -> int:
         return int((self.node_row[: self._top] != FREE).sum())
 
-    def selector_mask(self, selector: LabelSelector) -> BoolArray:
-        """Which slots' labels match `selector` (free slots included; callers mask them out)."""
+    @property
+    def slots(self) -> int:
+        """Slots in use, live or free: the length of every per-slot array below."""
+        return self._top
+
+    @property
+    def node_rows(self) -> Int32Array:
+        """Node row of each slot, FREE (-1) for a removed pod."""
+        return self.node_row[: self._top]
+
+    @property
+    def alive(self) -> BoolArray:
+        """Slots of pods still assigned (kept until the next write)."""
+        if self._alive is None or self._alive[0] != self.version:
+            self._alive = (self.version, self.node_row[: self._top] != FREE)
+        return self._alive[1]
+
+    def namespace_mask(self, names: Iterable[str]) -> BoolArray:
+        """Slots whose pod is in one of `names`."""
+        ids = [i for i in (self._ns_ids.get(n) for n in names) if i is not None]
+        col = self.namespace[: self._top]
+        if not ids:
+            return np.zeros(self._top, np.bool_)
+        return col == ids[0] if len(ids) == 1 else np.isin(col, ids)
+
+    def term_entries(self) -> tuple[Int32Array, Int32Array, npt.NDArray[np.int8], IntArray]:
+        """(slot, term id, kind, weight) of every affinity term that pods carry (free slots too:
+        check `alive[slot]`); `terms[term id]` is the term."""
+        tn = self._tn
+        return self._t_slot[:tn], self._t_term[:tn], self._t_kind[:tn], self._t_weight[:tn]
+
+    def requirement_mask(self, r: Requirement) -> BoolArray:
+        """Slots whose pod labels satisfy `r` (In, NotIn, Exists, DoesNotExist)."""
         top = self._top
+        col = self._labels.get(r.key)
+        if col is None:  # no pod has the key
+            return np.ones(top, np.bool_) if r.operator in ("NotIn", "DoesNotExist") else np.zeros(top, np.bool_)
+        values = col[:top]
+        if r.operator == "Exists":
+            return values >= 0
+        if r.operator == "DoesNotExist":
+            return values < 0
+        if r.operator not in ("In", "NotIn"):  # Gt/Lt do not occur in label selectors; refuse rather than guess
+            raise ValueError(f"operator {r.operator!r} in a pod label selector")
+        ids = self._value_ids.get(r.key, {})
+        wanted = [ids[v] for v in r.values if v in ids]
+        if len(wanted) == 1:  # the usual `app=web`: one comparison, much cheaper than isin
+            hit = values == wanted[0]
+        elif wanted:
+            hit = np.isin(values, np.array(wanted, np.int32))
+        else:
+            hit = np.zeros(top, np.bool_)
+        return hit if r.operator == "In" else ~hit
+
+    def selector_mask(self, selector: LabelSelector | None) -> BoolArray:
+        """Which slots' labels match `selector` (free slots included; callers mask them out).
+        None selects nothing (an affinity term without labelSelector), the empty selector all."""
+        top = self._top
+        if selector is None:
+            return np.zeros(top, np.bool_)
         mask = np.ones(top, np.bool_)
         for r in selector.requirements:
-            col = self._labels.get(r.key)
-            if col is None:  # no pod has the key
-                if r.operator in ("In", "Exists", "Gt", "Lt"):
-                    return np.zeros(top, np.bool_)
-                continue
-            values = col[:top]
-            if r.operator == "Exists":
-                mask &= values >= 0
-            elif r.operator == "DoesNotExist":
-                mask &= values < 0
-            else:
-                ids = self._value_ids.get(r.key, {})
-                wanted = [ids[v] for v in r.values if v in ids]
-                if len(wanted) == 1:  # the usual `app=web`: one comparison, much cheaper than isin
-                    hit = values == wanted[0]
-                elif wanted:
-                    hit = np.isin(values, np.array(wanted, np.int32))
-                else:
-                    hit = np.zeros(top, np.bool_)
-                if r.operator == "In":
-                    mask &= hit
-                elif r.operator == "NotIn":
-                    mask &= ~hit
-                else:  # Gt/Lt do not occur in label selectors; refuse rather than guess
-                    raise ValueError(f"operator {r.operator!r} in a pod label selector")
+            mask &= self.requirement_mask(r)
         return mask
 
     def count_matching(self, selector: LabelSelector, namespace: str, rows: int) -> IntArray:
@@ -285,3 +384,9 @@ class PodIndex:
 
     def labels_known(self) -> Mapping[str, Mapping[str, int]]:
         return self._value_ids
+
+
+def _resized(a: np.ndarray, size: int, used: int) -> Any:
+    out = np.zeros(size, a.dtype)
+    out[:used] = a[:used]
+    return out

@@ -82,6 +82,9 @@ PLUGIN_EVENTS: dict[str, frozenset[ClusterEvent]] = {
     # a domain's count moves with assigned pods; domains come and go with nodes and their labels
     "PodTopologySpread": frozenset({ASSIGNED_POD_ADD, ASSIGNED_POD_UPDATE, ASSIGNED_POD_DELETE, NODE_ADD, NODE_DELETE,
                                     NODE_LABEL_CHANGE, NODE_TAINT_CHANGE}),
+    # a pod that matches (or stops matching) a term may arrive or leave anywhere in a domain
+    "InterPodAffinity": frozenset({ASSIGNED_POD_ADD, ASSIGNED_POD_UPDATE, ASSIGNED_POD_DELETE, NODE_ADD,
+                                   NODE_LABEL_CHANGE}),
     # PreEnqueue plugins listed here also have the pods they gate asked again on these events
     "PodDependencies": frozenset({ASSIGNED_POD_ADD}),
 }

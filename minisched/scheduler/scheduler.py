@@ -21,7 +21,8 @@ version when it is queued (as kube does), and the per-cycle snapshot is copy-on-
 Where minisched differs from kube-scheduler, and why: one handler serves both views of the pod
 informer (one listener thread instead of two); the queue moves unschedulable pods by a fixed
 plugin -> event table rather than QueueingHints; nominated pods are added to the snapshot once
-(kube filters twice, which only matters for inter-pod affinity, which minisched does not have);
+(kube filters twice, once with them added through the PreFilter extensions and once without,
+which matters for InterPodAffinity and PodTopologySpread: minisched counts them everywhere);
 a pod waiting at Permit holds one binding worker.
 
 Shutdown has one deadline (`shutdown_timeout`, 20 s by default; Kubernetes kills a pod 30 s after
@@ -56,6 +57,7 @@ from minisched.informer import ResourceEventHandlerFuncs, SharedInformerFactory,
 from minisched.meta import key_of
 from minisched.resources import (
     CSI_NODES,
+    NAMESPACES,
     NODES,
     PERSISTENT_VOLUME_CLAIMS,
     PERSISTENT_VOLUMES,
@@ -77,9 +79,11 @@ from minisched.scheduler.framework.profile import Profile, default_profile, load
 from minisched.scheduler.framework.runtime import Framework
 from minisched.scheduler.framework.status import Status
 from minisched.scheduler.framework.types import PodInfo, PodSpecError
+from minisched.scheduler.plugins.inter_pod_affinity import StoreNamespaces
 from minisched.scheduler.queue import (
     ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
+    ASSIGNED_POD_UPDATE,
     NODE_ADD,
     NODE_DELETE,
     PLUGIN_EVENTS,
@@ -254,6 +258,7 @@ class SchedulerHandle:
         self.waiting: dict[str, _WaitingPod] = {}  # the scheduler's pods held at Permit, by key
         self.informer_factory: SharedInformerFactory | None = None
         self.pdb_informer: Any = None  # set by Scheduler.start when a plugin reads PDBs
+        self.namespace_lister: Any = None  # namespace labels for namespaceSelector (InterPodAffinity)
 
     def waiting_pods(self) -> list[tuple[str, Object]]:
         """(key, pod) of every pod waiting at Permit (kube's IterateOverWaitingPods)."""
@@ -305,6 +310,12 @@ class SchedulerHandle:
         assert self.framework is not None
         statuses = self.framework.run_filters(state, pod, nodes)
         return next(iter(statuses.values()), Status.success())
+
+    def run_pre_filter_extension_remove_pod(self, state: CycleState, pod: PodInfo, victim: PodInfo,
+                                            node_name: str) -> Status:
+        """PreFilter state as if `victim` were gone from `node_name` (preemption's dry run)."""
+        assert self.framework is not None
+        return self.framework.run_pre_filter_extension_remove_pod(state, pod, victim, node_name)
 
 
 class _WaitingPod:
@@ -576,7 +587,7 @@ class Scheduler:
             self.queue.add(pod, self._parsed(pod))
         elif self._is_assigned_live(pod):
             self.cache.add_pod(pod)
-            self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_ADD)  # a spread domain's count rose
+            self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_ADD)  # a spread count rose; an affinity target came
             self.queue.move_gated(ASSIGNED_POD_ADD)
 
     def _on_pod_update(self, old: Object, new: Object) -> None:
@@ -591,6 +602,8 @@ class Scheduler:
         was_assigned, now_assigned = self._is_assigned_live(old), self._is_assigned_live(new)
         if was_assigned and now_assigned:
             self.cache.update_pod(old, new)
+            if (old.get("metadata") or {}).get("labels") != (new.get("metadata") or {}).get("labels"):
+                self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_UPDATE)  # a label a selector reads
         elif now_assigned:
             self.cache.add_pod(new)  # the binding landed: confirms our assumption
             self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_ADD)
@@ -682,6 +695,8 @@ class Scheduler:
         if any(getattr(p, "uses_pod_disruption_budgets", False)
                for fwk in self.frameworks.values() for p in fwk.points.post_filter):
             self.handle.pdb_informer = self.factory.informer_for(POD_DISRUPTION_BUDGETS)
+        # kube-scheduler watches namespaces for the namespaceSelector of pod affinity terms
+        self.handle.namespace_lister = StoreNamespaces(self.factory.informer_for(NAMESPACES, namespace=None).store)
         for fwk in self.frameworks.values():
             for plugin in fwk.plugins.values():
                 register = getattr(plugin, "register_informers", None)  # plugins that watch more kinds

@@ -85,8 +85,9 @@ class NodeTable:
         self._images = np.zeros((0, 0), np.bool_)
         self._image_counts: IntArray | None = None  # nodes holding each image; None: recount
         self._pods: list[dict[str, PodInfo]] = []
-        # the same pods as columns, for counting label-selector matches per node with numpy;
-        # None in a subset view (a few rows: the plugins count those pods one by one)
+        # the same pods as columns (labels, namespace, affinity terms), for counting label-selector
+        # matches per node with numpy; None in a subset view (a few rows: counted one by one) until
+        # a plugin asks for it (indexed_pods)
         self.pod_index: PodIndex | None = PodIndex()
         self._orphans: dict[str, dict[str, PodInfo]] = {}  # pods seen before their node
         self._shared: set[str] = set()
@@ -236,6 +237,17 @@ class NodeTable:
             return self.pod_index.count_matching(selector, namespace, self._n)
         return self.count_pods(
             lambda p: p.namespace == namespace and not p.terminating and selector.matches(dict(p.labels)))
+
+    def indexed_pods(self) -> PodIndex:
+        """The assigned pods as columns (labels, namespace, affinity terms), for plugins that
+        select pods with numpy. A subset view has none until asked; then it indexes its few pods."""
+        if self.pod_index is None:
+            index = PodIndex()
+            for row, pods in enumerate(self._pods[: self._n]):
+                for p in pods.values():
+                    index.add(p, row)
+            self.pod_index = index
+        return self.pod_index
 
     def has_pod(self, name: str, pod_key: str) -> bool:
         row = self._index.get(name)

@@ -65,6 +65,13 @@ def workload_nodes(rng: random.Random) -> list[dict[str, Any]]:
     return nodes
 
 
+HOST, ZONE = "kubernetes.io/hostname", "topology.kubernetes.io/zone"
+
+
+def _term(app: str, topology_key: str) -> dict[str, Any]:
+    return {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": topology_key}
+
+
 def workload_pods(rng: random.Random) -> list[dict[str, Any]]:
     pods = []
     for i in range(PODS):
@@ -96,6 +103,23 @@ def workload_pods(rng: random.Random) -> list[dict[str, Any]]:
             ]}}
         if rng.random() < 0.06:
             options["host_ports"] = [rng.choice([8080, 9090])]
+        # InterPodAffinity: replicas of 8 services, some one per host, some near another service
+        app, other = f"svc-{rng.randrange(8)}", f"svc-{rng.randrange(8)}"
+        options["labels"] = {"app": app}
+        pod_affinity: dict[str, Any] = {}
+        roll = rng.random()
+        if roll < 0.25:
+            pod_affinity["podAntiAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": [_term(app, HOST)]}
+        elif roll < 0.35:
+            pod_affinity["podAntiAffinity"] = {"preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": rng.choice([10, 60]), "podAffinityTerm": _term(app, ZONE)}]}
+        elif roll < 0.5:
+            pod_affinity["podAffinity"] = {"preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": rng.choice([5, 40]), "podAffinityTerm": _term(other, ZONE)}]}
+        elif roll < 0.58:
+            pod_affinity["podAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": [_term(other, ZONE)]}
+        if pod_affinity:
+            options["affinity"] = {**(options.get("affinity") or {}), **pod_affinity}
         if kind > 0.97:  # can never fit: more CPU than any node has
             cpu = "32"
         pods.append(make_pod(f"p-{i:03d}", namespace=NS, cpu=cpu, memory=memory, scheduler_name=PROFILE, **options))

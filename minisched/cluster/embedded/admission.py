@@ -61,6 +61,34 @@ def default_pod(pod: Object) -> None:
             tolerations.append({"key": key, "operator": "Exists", "effect": "NoExecute",
                                 "tolerationSeconds": DEFAULT_TOLERATION_SECONDS})
     spec["tolerations"] = tolerations
+    merge_match_label_keys(pod)
+
+
+def merge_match_label_keys(pod: Object) -> None:
+    """kube-apiserver's mutatePodAffinity (PrepareForCreate, MatchLabelKeysInPodAffinity, on by
+    default): each pod affinity term's matchLabelKeys / mismatchLabelKeys become In / NotIn
+    requirements on the pod's own value of the key, appended to its labelSelector (a term without
+    a labelSelector selects nothing and is left alone). The scheduler reads only the selector."""
+    affinity = (pod.get("spec") or {}).get("affinity")
+    if not isinstance(affinity, dict):
+        return
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    for part in ("podAffinity", "podAntiAffinity"):
+        rules = affinity.get(part)
+        if not isinstance(rules, dict):
+            continue
+        terms = list(rules.get("requiredDuringSchedulingIgnoredDuringExecution") or [])
+        terms += [w.get("podAffinityTerm") for w in rules.get("preferredDuringSchedulingIgnoredDuringExecution") or []
+                  if isinstance(w, dict)]
+        for term in terms:
+            if not isinstance(term, dict) or not isinstance(term.get("labelSelector"), dict):
+                continue
+            added = [{"key": k, "operator": op, "values": [labels[k]]}
+                     for field, op in (("matchLabelKeys", "In"), ("mismatchLabelKeys", "NotIn"))
+                     for k in term.get(field) or [] if k in labels]
+            if added:  # a new selector: a caller's objects may share one between terms
+                selector = term["labelSelector"]
+                term["labelSelector"] = {**selector, "matchExpressions": list(selector.get("matchExpressions") or []) + added}
 
 
 def _tolerates_no_execute(t: Object, key: str) -> bool:

@@ -49,8 +49,8 @@ class PluginSet:
     disabled: tuple[str, ...] = ()
 
 
-# kube-scheduler's default multiPoint set (apis/config/v1/default_plugins.go) minus
-# InterPodAffinity until it lands.
+# kube-scheduler's default multiPoint set (apis/config/v1/default_plugins.go, with the
+# DynamicResources its applyFeatureGates adds), in its order.
 DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
     PluginRef("SchedulingGates"),
     PluginRef("PrioritySort"),
@@ -65,6 +65,7 @@ DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
     PluginRef("VolumeBinding"),
     PluginRef("VolumeZone"),
     PluginRef("PodTopologySpread", 2),
+    PluginRef("InterPodAffinity", 2),
     # kube 1.35 adds DynamicResources (weight 2) before DefaultPreemption; minisched's has its
     # PostFilter ("no new claims to deallocate") and refuses pods with claims (see its module)
     PluginRef("DynamicResources", 2),

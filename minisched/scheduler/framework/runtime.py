@@ -44,6 +44,7 @@ from minisched.scheduler.framework.interface import (
     PostFilterPlugin,
     PreBindPlugin,
     PreEnqueuePlugin,
+    PreFilterExtensions,
     PreFilterPlugin,
     PreScorePlugin,
     QueuedPod,
@@ -421,6 +422,27 @@ class Framework:
             first_fail[newly] = k
             passed &= r.passed
         return results, passed, first_fail
+
+    def run_pre_filter_extension_add_pod(self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo,
+                                         node_name: str) -> Status:
+        """Tell the PreFilter plugins with extensions that `pod_to_add` now runs on `node_name`
+        (kube's RunPreFilterExtensionAddPod); plugins that skipped this cycle are left out."""
+        return self._run_pre_filter_extensions("add_pod", state, pod, pod_to_add, node_name)
+
+    def run_pre_filter_extension_remove_pod(self, state: CycleState, pod: PodInfo, pod_to_remove: PodInfo,
+                                            node_name: str) -> Status:
+        """... that `pod_to_remove` no longer runs on `node_name` (preemption's dry run of a victim)."""
+        return self._run_pre_filter_extensions("remove_pod", state, pod, pod_to_remove, node_name)
+
+    def _run_pre_filter_extensions(self, method: str, state: CycleState, pod: PodInfo, other: PodInfo,
+                                   node_name: str) -> Status:
+        for p in self.points.pre_filter:
+            if p.name in state.skip_filter or not isinstance(p, PreFilterExtensions):
+                continue
+            status = _call(p.name, getattr(p, method), state, pod, other, node_name)
+            if not status.is_success:
+                return status.with_plugin(p.name)
+        return Status.success()
 
     def run_filters(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> dict[str, Status]:
         """Filter verdicts per node (node -> Status of its first failing filter, Success if none):

@@ -217,6 +217,7 @@ class PodInfo:
     labels: tuple[tuple[str, str], ...] = ()
     spread_constraints: tuple[SpreadConstraint, ...] = ()
     terminating: bool = False  # metadata.deletionTimestamp is set
+    pod_affinity: PodAffinity | None = None  # None: no podAffinity and no podAntiAffinity
 
     @classmethod
     def from_pod(cls, pod: Object, *, priority: int | None = None) -> PodInfo:
@@ -299,6 +300,7 @@ def _parse(pod: Object, meta: Object, key: str, namespace: str, name: str, prior
             _spread_constraint(c, i, dict(labels)) for i, c in enumerate(spec.get("topologySpreadConstraints") or [])
         ),
         terminating=bool(meta.get("deletionTimestamp")),
+        pod_affinity=_pod_affinity(spec.get("affinity"), namespace),
     )
 
 
@@ -597,3 +599,124 @@ def parse_node_selector_term(raw: Any, path: str) -> NodeSelectorTerm:
     """A nodeSelectorTerm from API JSON (a pod's or a PersistentVolume's node affinity); raises
     PodSpecError naming `path` when it is malformed."""
     return _term(raw, path)
+
+
+# ---- inter-pod affinity terms (InterPodAffinity reads them) ----
+@dataclass(frozen=True, slots=True)
+class AffinityTerm:
+    """One PodAffinityTerm, parsed against its owner pod (kube's framework.AffinityTerm).
+
+    `namespaces` is the explicit list, or the owner's own namespace when neither namespaces nor a
+    namespaceSelector is given. `namespace_selector` None means none was given (it matches no
+    namespace); the empty selector matches every namespace. matchLabelKeys / mismatchLabelKeys are
+    not read here: kube-apiserver folds them into labelSelector when the pod is created."""
+
+    selector: LabelSelector | None  # None: no labelSelector, which matches no pod
+    topology_key: str
+    namespaces: frozenset[str] = frozenset()
+    namespace_selector: LabelSelector | None = None
+
+    def matches(self, pod: PodInfo, namespace_labels: Mapping[str, str] | None) -> bool:
+        """kube's AffinityTerm.Matches: `pod` is in one of the term's namespaces (by name, or by its
+        namespace's labels, `namespace_labels`) and its labels match the selector."""
+        if pod.namespace not in self.namespaces and not (
+            self.namespace_selector is not None and self.namespace_selector.matches(namespace_labels or {})
+        ):
+            return False
+        return self.selector is not None and self.selector.matches(dict(pod.labels))
+
+
+@dataclass(frozen=True, slots=True)
+class WeightedAffinityTerm:
+    weight: int
+    term: AffinityTerm
+
+
+@dataclass(frozen=True, slots=True)
+class PodAffinity:
+    """A pod's podAffinity and podAntiAffinity, required and preferred."""
+
+    required_affinity: tuple[AffinityTerm, ...] = ()
+    required_anti_affinity: tuple[AffinityTerm, ...] = ()
+    preferred_affinity: tuple[WeightedAffinityTerm, ...] = ()
+    preferred_anti_affinity: tuple[WeightedAffinityTerm, ...] = ()
+
+
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_TOPOLOGY_KEY = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+                           r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+
+
+def _affinity_term(raw: Any, path: str, namespace: str) -> AffinityTerm:
+    if not isinstance(raw, dict):
+        raise PodSpecError(f"{path} is not an object")
+    key = str(raw.get("topologyKey") or "")
+    if not key:
+        raise PodSpecError(f"{path}.topologyKey is empty (kube requires one)")
+    if not _TOPOLOGY_KEY.match(key) or len(key.rsplit("/", 1)[-1]) > 63:
+        raise PodSpecError(f"{path}.topologyKey {key!r} is not a valid label key")
+    selector = None
+    if raw.get("labelSelector") is not None:
+        selector = _label_selector(raw["labelSelector"], f"{path}.labelSelector")
+        for r in selector.requirements:  # kube's LabelSelectorAsSelector refuses these
+            for v in r.values:
+                if len(v) > 63 or not _LABEL_VALUE.match(v):
+                    raise PodSpecError(
+                        f"{path}.labelSelector: values[{r.key}]: Invalid value: {v!r}: a valid label must be an empty "
+                        "string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with "
+                        "an alphanumeric character")
+    ns_selector = None
+    if raw.get("namespaceSelector") is not None:
+        ns_selector = _label_selector(raw["namespaceSelector"], f"{path}.namespaceSelector")
+    names = raw.get("namespaces") or []
+    if not isinstance(names, list):
+        raise PodSpecError(f"{path}.namespaces is not a list")
+    # kube's getNamespacesFromPodAffinityTerm: no namespaces and no selector -> the pod's own
+    namespaces = frozenset(str(n) for n in names) if names or ns_selector is not None else frozenset({namespace})
+    return AffinityTerm(selector, key, namespaces, ns_selector)
+
+
+def _affinity_terms(raw: Any, path: str, namespace: str) -> tuple[AffinityTerm, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise PodSpecError(f"{path} is not a list")
+    return tuple(_affinity_term(t, f"{path}[{i}]", namespace) for i, t in enumerate(raw))
+
+
+def _weighted_terms(raw: Any, path: str, namespace: str) -> tuple[WeightedAffinityTerm, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise PodSpecError(f"{path} is not a list")
+    out = []
+    for i, w in enumerate(raw):
+        if not isinstance(w, dict):
+            raise PodSpecError(f"{path}[{i}] is not an object")
+        weight = w.get("weight")
+        if isinstance(weight, bool) or not isinstance(weight, int) or not 1 <= weight <= 100:
+            raise PodSpecError(f"{path}[{i}].weight {weight!r} must be an integer in 1..100")
+        out.append(WeightedAffinityTerm(weight, _affinity_term(w.get("podAffinityTerm"), f"{path}[{i}].podAffinityTerm",
+                                                               namespace)))
+    return tuple(out)
+
+
+def _pod_affinity(affinity: Any, namespace: str) -> PodAffinity | None:
+    if not affinity:
+        return None
+    if not isinstance(affinity, dict):
+        raise PodSpecError("spec.affinity is not an object")
+    pa, anti = affinity.get("podAffinity"), affinity.get("podAntiAffinity")
+    if pa is None and anti is None:
+        return None
+    for name, part in (("podAffinity", pa), ("podAntiAffinity", anti)):
+        if part is not None and not isinstance(part, dict):
+            raise PodSpecError(f"spec.affinity.{name} is not an object")
+    pa, anti = pa or {}, anti or {}
+    req, pref = "requiredDuringSchedulingIgnoredDuringExecution", "preferredDuringSchedulingIgnoredDuringExecution"
+    return PodAffinity(
+        _affinity_terms(pa.get(req), f"spec.affinity.podAffinity.{req}", namespace),
+        _affinity_terms(anti.get(req), f"spec.affinity.podAntiAffinity.{req}", namespace),
+        _weighted_terms(pa.get(pref), f"spec.affinity.podAffinity.{pref}", namespace),
+        _weighted_terms(anti.get(pref), f"spec.affinity.podAntiAffinity.{pref}", namespace),
+    )

@@ -367,10 +367,19 @@ class DefaultPreemption:
 
     def _fits_on(self, state: CycleState, pod: PodInfo, table: Any, node_name: str) -> Callable[[list[PodInfo]], Status]:
         run = self.handle.run_filter_plugins
+        # PreFilter state counted over the whole cluster (InterPodAffinity's topology counts) must
+        # forget the victims too: kube's SelectVictimsOnNode runs RemovePod on a cloned state
+        remove = getattr(self.handle, "run_pre_filter_extension_remove_pod", None)
 
         def fits(removed: list[PodInfo]) -> Status:
             view = table.for_node(node_name, removed=removed)
-            return run(state.clone(), pod, view)
+            s = state.clone()
+            if remove is not None:
+                for victim in removed:
+                    status = remove(s, pod, victim, node_name)
+                    if not status.is_success:
+                        return status
+            return run(s, pod, view)
 
         return fits
 

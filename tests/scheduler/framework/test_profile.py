@@ -14,9 +14,11 @@ def test_default_profile_matches_kube_defaults() -> None:
     # kube's default_plugins.go order and weights (PodTopologySpread since it joined the defaults)
     assert fw.plugin_names("filter") == [
         "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
-        "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread"]
-    assert fw.plugin_names("preFilter")[-1] == "DynamicResources"
+        "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread",
+        "InterPodAffinity"]
+    assert fw.plugin_names("preFilter")[-2:] == ["InterPodAffinity", "DynamicResources"]
     assert fw.weights == {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1, "PodTopologySpread": 2,
+                          "InterPodAffinity": 2,
                           "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1}
     assert fw.plugin_names("queueSort") == ["PrioritySort"]
     assert fw.plugin_names("preEnqueue") == ["SchedulingGates"]

@@ -241,8 +241,10 @@ def test_filter_only_view_for_preemption() -> None:
     fw = Framework()
     snap = t.snapshot()
     preemptor = info("pre", cpu="1")
-    assert fw.run_filters(CycleState(), preemptor, snap)["a"].reasons == ("Insufficient cpu",)
-    assert fw.run_filters(CycleState(), preemptor, snap.for_node("a", removed=[victim]))["a"].is_success
+    state = CycleState()  # what PreFilter wrote in the failed cycle, as preemption gets it
+    fw.schedule(preemptor, snap, state=state)
+    assert fw.run_filters(state, preemptor, snap)["a"].reasons == ("Insufficient cpu",)
+    assert fw.run_filters(state.clone(), preemptor, snap.for_node("a", removed=[victim]))["a"].is_success
 
 
 def test_node_name_affinity_narrows_in_prefilter_as_kube_reports_it() -> None:

@@ -146,7 +146,8 @@ def test_hopeless_shortcut_gives_the_same_answer_as_the_full_dry_run() -> None:
         info = PodInfo.from_pod(pod)
         table = cache.snapshot()
         handle.current = table
-        result = fwk.schedule(info, table)
+        state = CycleState()  # preemption works on the cycle's state, with what PreFilter wrote
+        result = fwk.schedule(info, table, state=state)
         if result.node is not None:
             continue
         statuses = result.diagnosis.statuses()  # type: ignore[union-attr]
@@ -158,7 +159,7 @@ def test_hopeless_shortcut_gives_the_same_answer_as_the_full_dry_run() -> None:
                 fired += sum(1 for n in table.names if check(n))
             else:
                 plugin._hopeless = lambda *a: (lambda name: None)  # type: ignore[method-assign]
-            cands, status = plugin.find_candidates(CycleState(), info, table, statuses)
+            cands, status = plugin.find_candidates(state, info, table, statuses)
             answers.append(([(c.node_name, [v.key for v in c.victims], c.num_pdb_violations) for c in cands],
                             status.message()))
         assert answers[0] == answers[1], trial
