@@ -152,7 +152,12 @@ def test_hostile_specs_get_a_reason_and_good_pods_keep_binding(
     n = next(_counter)
     pod = make_pod(f"hostile-{n}", cpu="10m", memory="16Mi", annotations=hostile.annotations or None)
     pod["spec"].update(hostile.spec)
-    pod["spec"]["containers"][0]["resources"]["requests"].update(hostile.requests)
+    resources = pod["spec"]["containers"][0]["resources"]
+    resources["requests"].update(hostile.requests)
+    # kube-apiserver refuses an extended resource requested without an equal limit (422): give it one
+    extended = {k: v for k, v in hostile.requests.items() if "/" in k}
+    if extended:
+        resources.setdefault("limits", {}).update(extended)
     try:
         created = cluster.create(PODS, pod)
     except Invalid as err:  # the API server refuses it (e.g. annotations over 256 KiB): not our case

@@ -85,7 +85,7 @@ def _start(spy: PdbListSpy, clock: VirtualClock) -> Scheduler:
 
 
 def _preemption(sched: Scheduler) -> DefaultPreemption:
-    plugin = next(p for f in sched.frameworks.values() for p in f.points.post_filter)
+    plugin = next(p for f in sched.frameworks.values() for p in f.points.post_filter if isinstance(p, DefaultPreemption))
     assert isinstance(plugin, DefaultPreemption)
     return plugin
 
