@@ -113,6 +113,14 @@ class TestCase:
                 return self._resolve(w)
         raise KeyError(f"{self.name} has no workload {name!r}; it has {self.workload_names()}")
 
+    def reference_threshold(self) -> tuple[str, float] | None:
+        """kube's threshold for this test case: the first workload that sets one (a performance
+        size, e.g. 5000 nodes), with its name; None when no workload sets one."""
+        for w in self.workloads:
+            if w.get("threshold") is not None:
+                return str(w["name"]), float(w["threshold"])
+        return None
+
     def smallest(self, label: str = "integration-test") -> Workload:
         """The first workload carrying `label` (kube lists them smallest first)."""
         for w in self.workloads:
