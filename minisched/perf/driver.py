@@ -134,6 +134,7 @@ class Throughput:
     samples: list[float]
     pods: int
     seconds: float  # op start to the last bind of its pods
+    create_seconds: float = 0.0  # how long creating the op's pods took (the driver's own client)
 
     @property
     def average(self) -> float | None:
@@ -434,6 +435,7 @@ class Executor:
         usage_before = self.backend.usage() if op.get("collectMetrics") else None
         started = time.monotonic()
         names = self._create_many(PODS, path, count, namespace)
+        created = time.monotonic()
         keys = {f"{namespace}/{n}" for n in names}
         if op.get("skipWaitToCompletion"):
             self._pending_barrier.setdefault(namespace, set()).update(keys)
@@ -448,7 +450,8 @@ class Executor:
             assert self.observer is not None
             binds = [r.bound for k in keys if (r := self.observer.pods.get(k)) is not None and r.bound is not None]
             last = max(binds) if binds else started
-            self.result.throughput.append(Throughput(replay_throughput(binds, started), count, last - started))
+            self.result.throughput.append(Throughput(replay_throughput(binds, started), count, last - started,
+                                                      created - started))
             after = self.backend.usage()
             if usage_before is not None and after is not None and count:
                 self.result.cpu_seconds_per_1000_pods = (after.cpu_seconds - usage_before.cpu_seconds) / count * 1000
