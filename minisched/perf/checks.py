@@ -17,7 +17,9 @@ leave a spread legitimately above maxSkew, so the spread check is for workloads 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import json
+from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from minisched.selectors import from_label_selector_json
@@ -85,59 +87,69 @@ def _term_namespaces(term: Mapping[str, Any], pod_namespace: str) -> set[str] | 
     return set(term.get("namespaces") or []) or {pod_namespace}
 
 
-def _matching(term: Mapping[str, Any], pod: Object, pods: Iterable[Object]) -> list[Object]:
-    selector = from_label_selector_json(term.get("labelSelector"))
-    namespaces = _term_namespaces(term, pod["metadata"].get("namespace", ""))
-    return [q for q in pods if (namespaces is None or q["metadata"].get("namespace") in namespaces)
-            and selector.matches(_labels(q))]
-
-
 def placement_violations(pods: list[Object], nodes: list[Object], *, check_spread: bool = True) -> list[str]:
-    """Every hard constraint broken by the bound pods' placement, as "ns/name: what" lines."""
+    """Every hard constraint broken by the bound pods' placement, as "ns/name: what" lines.
+
+    Pods sharing a term share its count of matching pods per domain (kube's workloads give
+    thousands of pods the same term), so this stays linear in pods times distinct terms."""
     by_name = {n["metadata"]["name"]: n for n in nodes}
-    bound = [p for p in pods if (p.get("spec") or {}).get("nodeName") and not p["metadata"].get("deletionTimestamp")]
+    bound = [p for p in pods if (p.get("spec") or {}).get("nodeName") and not p["metadata"].get("deletionTimestamp")
+             and p["spec"]["nodeName"] in by_name]
+    node_labels = {name: _labels(n) for name, n in by_name.items()}
+    pod_labels = [_labels(p) for p in bound]
     found: list[str] = []
+    counted: dict[str, Counter[str | None]] = {}
 
     def domain(pod: Object, key: str) -> str | None:
-        node = by_name.get(pod["spec"]["nodeName"])
-        return None if node is None else _labels(node).get(key)
+        return node_labels[pod["spec"]["nodeName"]].get(key)
 
-    for pod in bound:
-        key = f"{pod['metadata'].get('namespace')}/{pod['metadata']['name']}"
-        node = by_name.get(pod["spec"]["nodeName"])
-        if node is None:
-            continue
+    def counts(kind: str, selector_json: Any, namespaces: set[str] | None, key: str) -> Counter[str | None]:
+        """How many bound pods match, per value of `key` on their nodes."""
+        cache_key = json.dumps([kind, selector_json, sorted(namespaces) if namespaces is not None else None, key],
+                               sort_keys=True)
+        if cache_key not in counted:
+            selector = from_label_selector_json(selector_json)
+            counted[cache_key] = Counter(
+                domain(q, key) for q, labels in zip(bound, pod_labels, strict=True)
+                if (namespaces is None or q["metadata"].get("namespace") in namespaces) and selector.matches(labels))
+        return counted[cache_key]
+
+    for pod, labels in zip(bound, pod_labels, strict=True):
+        namespace = pod["metadata"].get("namespace", "")
+        key = f"{namespace}/{pod['metadata']['name']}"
+        node = by_name[pod["spec"]["nodeName"]]
         problem = node_affinity_violation(pod, node)
         if problem:
             found.append(f"{key}: on {node['metadata']['name']} against its {problem}")
         affinity = (pod.get("spec") or {}).get("affinity") or {}
         for term in (affinity.get("podAntiAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or []:
-            mine = domain(pod, term["topologyKey"])
+            tkey = term["topologyKey"]
+            mine = domain(pod, tkey)
             if mine is None:
                 continue
-            clash = [q for q in _matching(term, pod, bound) if q is not pod and domain(q, term["topologyKey"]) == mine]
-            if clash:
-                found.append(f"{key}: anti-affinity broken by {clash[0]['metadata']['name']} in "
-                             f"{term['topologyKey']}={mine}")
+            namespaces = _term_namespaces(term, namespace)
+            itself = (namespaces is None or namespace in namespaces) and \
+                from_label_selector_json(term.get("labelSelector")).matches(labels)
+            others = counts("term", term.get("labelSelector"), namespaces, tkey)[mine] - (1 if itself else 0)
+            if others > 0:
+                found.append(f"{key}: anti-affinity broken by {others} matching pod(s) in {tkey}={mine}")
         for term in (affinity.get("podAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or []:
-            mine = domain(pod, term["topologyKey"])
-            matching = _matching(term, pod, bound)
-            if mine is None or not any(domain(q, term["topologyKey"]) == mine for q in matching):
-                found.append(f"{key}: no pod its required affinity asks for in {term['topologyKey']}={mine}")
+            tkey = term["topologyKey"]
+            mine = domain(pod, tkey)
+            namespaces = _term_namespaces(term, namespace)
+            if mine is None or counts("term", term.get("labelSelector"), namespaces, tkey)[mine] == 0:
+                found.append(f"{key}: no pod its required affinity asks for in {tkey}={mine}")
         if not check_spread:
             continue
         for c in (pod.get("spec") or {}).get("topologySpreadConstraints") or []:
             if c.get("whenUnsatisfiable", "DoNotSchedule") != "DoNotSchedule":
                 continue
             tkey = c["topologyKey"]
-            counts = {_labels(n)[tkey]: 0 for n in nodes if tkey in _labels(n)}
-            selector = from_label_selector_json(c.get("labelSelector"))
-            for q in bound:
-                if q["metadata"].get("namespace") == pod["metadata"].get("namespace") and selector.matches(_labels(q)):
-                    d = domain(q, tkey)
-                    if d is not None:
-                        counts[d] = counts.get(d, 0) + 1
-            if counts and max(counts.values()) - min(counts.values()) > int(c.get("maxSkew", 1)):
-                found.append(f"{key}: {tkey} skew {max(counts.values()) - min(counts.values())} > maxSkew "
-                             f"{c.get('maxSkew')} ({counts})")
+            per_domain = {v: 0 for v in (node_labels[n].get(tkey) for n in node_labels) if v is not None}
+            for d, n in counts("spread", c.get("labelSelector"), {namespace}, tkey).items():
+                if d is not None:
+                    per_domain[d] = n
+            skew = max(per_domain.values()) - min(per_domain.values()) if per_domain else 0
+            if skew > int(c.get("maxSkew", 1)):
+                found.append(f"{key}: {tkey} skew {skew} > maxSkew {c.get('maxSkew')} ({per_domain})")
     return sorted(set(found))

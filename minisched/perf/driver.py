@@ -532,7 +532,7 @@ class Executor:
             if usage is not None:
                 self.result.peak_rss_bytes = usage.peak_rss_bytes
             self.result.usage_note = self.backend.usage_note
-        except (ApiError, ValueError, OSError) as err:
+        except (ApiError, ValueError, OSError, RuntimeError) as err:
             self.result.error = f"{type(err).__name__}: {err}"
         finally:
             self.backend.stop()
