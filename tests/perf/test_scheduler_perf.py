@@ -129,3 +129,51 @@ def test_both_schedulers_get_one_config() -> None:
     names = [p["name"] for p in cfg["profiles"][0]["plugins"]["multiPoint"]["enabled"]]
     assert ("InterPodAffinity" in names) == has_inter_pod_affinity()
     assert cfg["clientConnection"]["qps"] >= 5000 and cfg["percentageOfNodesToScore"] == 100
+
+
+def test_create_any_sleep_barrier_and_delete_on_embedded_cluster(tmp_path: Path) -> None:
+    from minisched.resources import CONFIG_MAPS, PODS, PRIORITY_CLASSES
+
+    (tmp_path / "case").mkdir()
+    (tmp_path / "pc.yaml").write_text("apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\n"
+                                      "metadata:\n  name: pc-{{.Index}}\nvalue: 5\n")
+    (tmp_path / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  generateName: cm-\n")
+    (tmp_path / "widget.yaml").write_text("apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n")
+    (tmp_path / "node.yaml").write_text("apiVersion: v1\nkind: Node\nmetadata:\n  generateName: n-\n"
+                                        "status:\n  capacity: {cpu: '4', memory: 8Gi, pods: '10'}\n")
+    (tmp_path / "pod.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata:\n  generateName: p-\nspec:\n"
+                                       "  containers: [{name: c, image: i}]\n")
+    ops = (
+        {"opcode": "createAny", "templatePath": "../pc.yaml", "countParam": "$n"},
+        {"opcode": "createAny", "templatePath": "../cm.yaml", "namespace": "extra"},
+        {"opcode": "createAny", "templatePath": "../widget.yaml"},
+        {"opcode": "createNodes", "count": 2, "nodeTemplatePath": "../node.yaml",
+         "uniqueNodeLabelStrategy": {"labelKey": "example.com/unique"}},
+        {"opcode": "createPods", "count": 3, "podTemplatePath": "../pod.yaml", "namespace": "w",
+         "skipWaitToCompletion": True},
+        {"opcode": "sleep", "duration": "10ms"},
+        {"opcode": "barrier"},
+        {"opcode": "createPods", "count": 2, "podTemplatePath": "../pod.yaml", "collectMetrics": True},
+        {"opcode": "deletePods", "namespace": "w"},
+    )
+    tc = TestCase("Custom", tmp_path / "case" / "performance-config.yaml", ops,
+                  ({"name": "small", "params": {"n": 2}},), None)
+    backend = EmbeddedMinisched()
+    cluster = backend.cluster
+    seen: dict[str, Any] = {}
+    original_stop = backend.stop
+
+    def stop() -> None:  # look at the cluster before the backend closes it
+        seen["pcs"] = [p["metadata"]["name"] for p in cluster.list(PRIORITY_CLASSES)["items"]]
+        seen["cms"] = len(cluster.list(CONFIG_MAPS, "extra")["items"])
+        seen["w"] = len(cluster.list(PODS, "w")["items"])
+        seen["nodes"] = [n["metadata"]["labels"]["example.com/unique"] for n in cluster.list("nodes")["items"]]
+        original_stop()
+
+    backend.stop = stop  # type: ignore[method-assign]
+    result = run_workload(tc.workload("small"), backend, wait_timeout=WAIT_TIMEOUT)
+    assert result.ok, result.problems()
+    assert {"pc-0", "pc-1"} <= set(seen["pcs"]) and seen["cms"] == 1 and seen["w"] == 0
+    assert sorted(seen["nodes"]) == ["unique-0", "unique-1"]
+    assert [u.what for u in result.unsupported] == ["createAny Widget"]
+    assert result.throughput[0].pods == 2
