@@ -58,7 +58,7 @@ SUPPORTED_OPTIONS: dict[str, frozenset[str]] = {
     "barrier": frozenset({"namespaces"}),
     "sleep": frozenset({"duration"}),
     "churn": frozenset({"mode", "number", "templatePaths", "intervalMilliseconds", "namespace"}),
-    "deletePods": frozenset({"namespace", "deletePodsPerSecond", "skipWaitForPodsDeletion"}),
+    "deletePods": frozenset({"namespace", "labelSelector", "deletePodsPerSecond", "skipWaitToCompletion"}),
 }
 # Why an opcode or option is not run (the rest: "not implemented by this driver yet").
 UNSUPPORTED_REASONS: dict[str, str] = {
@@ -70,7 +70,7 @@ UNSUPPORTED_REASONS: dict[str, str] = {
     "createResourceClaims": "DRA: minisched's DynamicResources refuses pods with claims",
     "createResourceDriver": "DRA: minisched's DynamicResources refuses pods with claims",
     "allocResourceClaims": "DRA: minisched's DynamicResources refuses pods with claims",
-    "createPodSets": "pod groups (gang scheduling) are not implemented in minisched",
+    "createPodSets": "not implemented by this driver yet (createPods in count namespaces namespacePrefix-<i>)",
     "updateAny": "not implemented by this driver yet",
     "startCollectingMetrics": "not implemented by this driver yet (createPods collectMetrics is)",
     "stopCollectingMetrics": "not implemented by this driver yet (createPods collectMetrics is)",
@@ -492,7 +492,8 @@ class Executor:
     def _op_deletePods(self, i: int, op: Object) -> None:
         namespace = op["namespace"]
         rate = float(op.get("deletePodsPerSecond") or 0)
-        pods = self.cluster.list(PODS, namespace).get("items") or []
+        selector = ",".join(f"{k}={v}" for k, v in (op.get("labelSelector") or {}).items()) or None
+        pods = self.cluster.list(PODS, namespace, label_selector=selector).get("items") or []
         for pod in pods:
             # grace 0: no kubelet runs to finish a graceful deletion of a bound pod
             with contextlib.suppress(NotFound):
@@ -501,6 +502,10 @@ class Executor:
                 time.sleep(1 / rate)
         if pods:
             self._adapt("deletePods deletes with grace period 0 (no kubelet finishes graceful deletions)")
+        if pods and not op.get("skipWaitToCompletion") and self.observer is not None:
+            keys = {f"{namespace}/{p['metadata']['name']}" for p in pods}
+            self.observer.wait_for(lambda o: all((r := o.pods.get(k)) is None or r.deleted for k in keys),
+                                   self.wait_timeout or 60, f"op {i}: {len(keys)} pods in {namespace} deleted")
 
     # --- the whole run
 
