@@ -378,7 +378,8 @@ class Executor:
     def _wait_bound(self, keys: set[str], what: str, count_hint: int) -> None:
         assert self.observer is not None
         remaining = set(keys)
-        timeout = self.wait_timeout if self.wait_timeout is not None else 60 + count_hint / 10
+        # generous: preemption workloads run at a few pods/s on a loaded 2-core machine
+        timeout = self.wait_timeout if self.wait_timeout is not None else 120 + count_hint / 4
 
         def done(o: PodObserver) -> bool:
             for k in [k for k in remaining if (r := o.pods.get(k)) is not None and r.bound is not None]:
