@@ -1,0 +1,168 @@
+"""The schedulers a scheduler_perf workload runs against.
+
+- `EmbeddedMinisched`: minisched in this process on a fresh EmbeddedCluster (nodes are created
+  Ready; nothing plays kubelet, as in scheduler_perf). CPU and RSS are this whole process's: the
+  driver, the cluster and the scheduler share the interpreter.
+- `RealScheduler`: minisched or kube-scheduler on a real control plane (etcd + kube-apiserver,
+  no KWOK: nodes created Ready as scheduler_perf does). minisched runs as its own process
+  (`minisched run --config`) or, for tests, in this process; kube-scheduler always as its own
+  process. Both get `perf_scheduler_config`: one profile, the same plugin set with kube's weights,
+  percentageOfNodesToScore 100 and client QPS/burst 5000.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from typing import Any
+
+import yaml
+
+from minisched.cluster.base import Cluster
+from minisched.controlplane.observe import ProcessUsage, matched_scheduler_config, process_usage
+
+SCHEDULER_NAME = "scheduler-perf"
+
+
+def perf_scheduler_config(scheduler_name: str = SCHEDULER_NAME) -> dict[str, Any]:
+    """observe.matched_scheduler_config, plus InterPodAffinity (weight 2, kube's place in the
+    default profile) when minisched's registry has it, so both schedulers run the same set."""
+    from minisched.scheduler.plugins import in_tree_registry
+
+    config = matched_scheduler_config(scheduler_name)
+    enabled = config["profiles"][0]["plugins"]["multiPoint"]["enabled"]
+    if "InterPodAffinity" in in_tree_registry() and not any(p["name"] == "InterPodAffinity" for p in enabled):
+        at = next(i for i, p in enumerate(enabled) if p["name"] == "PodTopologySpread") + 1
+        enabled.insert(at, {"name": "InterPodAffinity", "weight": 2})
+    return config
+
+
+def has_inter_pod_affinity() -> bool:
+    from minisched.scheduler.plugins import in_tree_registry
+
+    return "InterPodAffinity" in in_tree_registry()
+
+
+class EmbeddedMinisched:
+    label = "minisched/embedded"
+    create_workers = 1
+    usage_note = "whole process (driver + embedded cluster + scheduler)"
+
+    def __init__(self, scheduler_name: str = SCHEDULER_NAME, bind_workers: int = 8) -> None:
+        from minisched.cluster.embedded import EmbeddedCluster
+
+        self.scheduler_name = scheduler_name
+        self.cluster: Cluster = EmbeddedCluster()
+        self._bind_workers = bind_workers
+        self._scheduler: Any = None
+
+    def start(self) -> None:
+        from minisched.scheduler.scheduler import Scheduler
+
+        self._scheduler = Scheduler(self.cluster, config=perf_scheduler_config(self.scheduler_name),
+                                    bind_workers=self._bind_workers)
+        self._scheduler.start()
+
+    def stop(self) -> None:
+        if self._scheduler is not None:
+            self._scheduler.stop()
+            self._scheduler = None
+        self.cluster.close()
+
+    def usage(self) -> ProcessUsage | None:
+        return process_usage(os.getpid())
+
+
+class RealScheduler:
+    """`which` is "minisched" or "kube-scheduler". Give a control plane (`cp`, its kubeconfig is
+    used to start the scheduler) or, with in_process minisched, just a cluster."""
+
+    create_workers = 16
+
+    def __init__(self, which: str, cluster: Cluster, cp: Any = None, *, in_process: bool = False,
+                 scheduler_name: str = SCHEDULER_NAME, bind_workers: int = 64) -> None:
+        if which not in ("minisched", "kube-scheduler"):
+            raise ValueError(f"unknown scheduler {which!r}: minisched or kube-scheduler")
+        if cp is None and not (which == "minisched" and in_process):
+            raise ValueError(f"{which} as a process needs the control plane (cp)")
+        self.which = which
+        self.cluster = cluster
+        self.cp = cp
+        self.in_process = in_process
+        self.scheduler_name = scheduler_name
+        self.bind_workers = bind_workers
+        self.label = f"{which}/real" + (" (in process)" if in_process else "")
+        self.usage_note = ("whole process (driver + scheduler)" if in_process
+                           else f"the {which} process alone")
+        self._pid: int | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log: Any = None
+        self._scheduler: Any = None
+
+    def start(self) -> None:
+        config = perf_scheduler_config(self.scheduler_name)
+        if self.which == "kube-scheduler":
+            self._pid = self.cp.start_scheduler(config, name="kube-scheduler").pid
+            return
+        if self.in_process:
+            from minisched.scheduler.scheduler import Scheduler
+
+            self._scheduler = Scheduler(self.cluster, config=config, bind_workers=self.bind_workers)
+            self._scheduler.start()
+            self._pid = os.getpid()
+            return
+        from minisched.controlplane.processes import free_port
+
+        cfg = self.cp.work_dir / "minisched-perf-config.yaml"
+        cfg.write_text(yaml.safe_dump(config))
+        port = free_port()
+        self._log = open(self.cp.log_dir / "minisched.log", "ab")  # noqa: SIM115 - closed in stop()
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "minisched.cli", "run", "--kubeconfig", str(self.cp.kubeconfig),
+             "--config", str(cfg), "--bind-workers", str(self.bind_workers), "--metrics-port", str(port)],
+            stdout=self._log, stderr=subprocess.STDOUT)
+        self._pid = self._proc.pid
+        _wait_ready(self._proc, port, self.cp.log_dir / "minisched.log")
+
+    def stop(self) -> None:
+        if self._scheduler is not None:
+            self._scheduler.stop()
+            self._scheduler = None
+        if self._proc is not None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait(10)
+            self._proc = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        if self.which == "kube-scheduler" and self.cp is not None and self._pid is not None:
+            self.cp.stop_component("kube-scheduler")
+        self._pid = None
+
+    def usage(self) -> ProcessUsage | None:
+        return process_usage(self._pid) if self._pid is not None else None
+
+
+def _wait_ready(proc: subprocess.Popen[bytes], port: int, log: Any, timeout: float = 120.0) -> None:
+    """Until minisched's /readyz answers 200 (its informers have synced)."""
+    import http.client
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"minisched exited with {proc.returncode} before it was ready; see {log}")
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", "/readyz")
+            if conn.getresponse().status == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise TimeoutError(f"minisched not ready after {timeout:.0f}s; see {log}")
