@@ -12,7 +12,6 @@ import pytest
 
 from minisched.perf import (
     ISSUE_WORKLOADS,
-    NEEDS_INTER_POD_AFFINITY,
     TestCase,
     WorkloadFilesNotFound,
     load_test_cases,
@@ -39,11 +38,6 @@ def cases() -> dict[str, TestCase]:
         skip_unless_ci(str(err))
 
 
-def _xfail_without_inter_pod_affinity(request: pytest.FixtureRequest, name: str) -> None:
-    if name in NEEDS_INTER_POD_AFFINITY and not has_inter_pod_affinity():
-        request.applymarker(pytest.mark.xfail(reason="InterPodAffinity not yet on main", strict=False))
-
-
 def _check(result: Any) -> None:
     assert result.ok, f"{result.workload} on {result.backend}: {result.problems()}"
     assert result.pods_created > 0 and result.nodes_created > 0
@@ -55,7 +49,6 @@ def _check(result: Any) -> None:
 def test_smallest_workload_on_embedded_cluster(
     request: pytest.FixtureRequest, cases: dict[str, TestCase], name: str
 ) -> None:
-    _xfail_without_inter_pod_affinity(request, name)
     workload = cases[name].smallest("integration-test")
     assert not unsupported_parts(workload), "every op of the issue's workloads is supported"
     _check(run_workload(workload, EmbeddedMinisched(), wait_timeout=WAIT_TIMEOUT))
@@ -66,7 +59,6 @@ def test_smallest_workload_on_embedded_cluster(
 def test_smallest_workload_on_real_control_plane(
     request: pytest.FixtureRequest, cases: dict[str, TestCase], name: str, real_cluster: Any
 ) -> None:
-    _xfail_without_inter_pod_affinity(request, name)
     workload = cases[name].smallest("integration-test")
     _check(run_workload(workload, RealScheduler("minisched", real_cluster, in_process=True),
                         wait_timeout=WAIT_TIMEOUT))
