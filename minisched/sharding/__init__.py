@@ -6,6 +6,7 @@ a per-node ledger object updated under a resourceVersion precondition keeps two 
 over-committing one node (`fence`). Not yet wired into the Scheduler or the CLI.
 """
 
+from minisched.sharding.membership import Member, Membership
 from minisched.sharding.ring import Ring, hrw_owner, hrw_score
 
-__all__ = ["Ring", "hrw_owner", "hrw_score"]
+__all__ = ["Member", "Membership", "Ring", "hrw_owner", "hrw_score"]
