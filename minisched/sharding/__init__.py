@@ -6,7 +6,17 @@ a per-node ledger object updated under a resourceVersion precondition keeps two 
 over-committing one node (`fence`). Not yet wired into the Scheduler or the CLI.
 """
 
+from minisched.sharding.fence import CapacityLedger, FenceContention, ledger_units
 from minisched.sharding.membership import Member, Membership
 from minisched.sharding.ring import Ring, hrw_owner, hrw_score
 
-__all__ = ["Member", "Membership", "Ring", "hrw_owner", "hrw_score"]
+__all__ = [
+    "CapacityLedger",
+    "FenceContention",
+    "Member",
+    "Membership",
+    "Ring",
+    "hrw_owner",
+    "hrw_score",
+    "ledger_units",
+]
