@@ -1,0 +1,212 @@
+"""The node-capacity fence: a per-node ledger object written only under a resourceVersion precondition.
+
+Two fences are needed when several schedulers share nodes, and the API server gives only one:
+
+- The pod. POST pods/binding answers 409 if the pod already has a nodeName, so two replicas that
+  both think they own a pod (the ring changed under them, or one was paused past its lease) bind it
+  at most once.
+- The node. Nothing on the server checks that a node's bound pods fit its allocatable: two
+  replicas, each with a cache that does not yet show the other's binding, both place a 2-CPU pod on
+  the last 2 free CPUs, and both bindings succeed (only the kubelet rejects the loser later, with
+  OutOfcpu). Leader election does not help either: it makes one replica act, and a leader paused past
+  its lease acts anyway when it resumes.
+
+So the node needs its own fence. `CapacityLedger` keeps, per node, one ConfigMap listing every
+reservation (pod -> requests). `reserve` reads it, refuses if the sum plus the new requests would
+exceed allocatable, and otherwise writes it back *with the resourceVersion it read*. Of two replicas
+writing concurrently the server (etcd's compare-and-swap underneath) accepts exactly one; the other
+gets 409 Conflict, re-reads (now seeing the first reservation) and decides again. Every reservation
+therefore was checked against a ledger containing all reservations committed before it: the sum
+never exceeds allocatable. A scheduler reserves before it binds and releases when the bind fails or
+the pod goes away.
+
+Requests and allocatable are integers in the ledger's units (`ledger_units`): CPU in millicores,
+everything else in base units (bytes, pods, devices).
+
+`fenced=False` drops the precondition (an unconditional update, last write wins). It exists only to
+show, in tests and the notebook, the over-commit the precondition prevents.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterable, Mapping
+
+from minisched.cluster.base import Cluster, Object
+from minisched.errors import AlreadyExists, Conflict, NotFound
+from minisched.quantity import milli_value, value
+from minisched.resources import CONFIG_MAPS
+
+__all__ = ["CapacityLedger", "FenceContention", "ledger_units"]
+
+LEDGER_LABEL = "minisched.io/capacity-ledger"
+
+
+class FenceContention(RuntimeError):
+    """A reservation lost the write race `max_attempts` times in a row."""
+
+
+def ledger_units(quantities: Mapping[str, str | int | float]) -> dict[str, int]:
+    """{"cpu": "500m", "memory": "1Gi"} -> {"cpu": 500, "memory": 1073741824}."""
+    out: dict[str, int] = {}
+    for name, quantity in quantities.items():
+        out[name] = milli_value(quantity) if name == "cpu" else value(quantity)
+    return out
+
+
+def _pod_key(pod: str) -> str:
+    """"namespace/name" -> a ConfigMap data key ("namespace.name"; a namespace has no dots)."""
+    namespace, sep, name = pod.partition("/")
+    if not sep or not namespace or not name or "." in namespace:
+        raise ValueError(f"a reservation is keyed by a pod's 'namespace/name', got {pod!r}")
+    return f"{namespace}.{name}"
+
+
+class CapacityLedger:
+    """Per-node reservations in ConfigMaps `<namespace>/<prefix><node>`."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        *,
+        namespace: str = "kube-system",
+        prefix: str = "minisched-capacity-",
+        max_attempts: int = 1000,
+        fenced: bool = True,
+    ) -> None:
+        if max_attempts < 1:
+            raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
+        self.cluster = cluster
+        self.namespace, self.prefix = namespace, prefix
+        self.max_attempts = max_attempts
+        self.fenced = fenced
+        self._lock = threading.Lock()
+        self.conflicts = 0  # 409s answered by a re-read (the fence at work)
+        self.refusals = 0  # reservations refused for lack of room
+
+    # -- reading -------------------------------------------------------------------------------------
+
+    def reservations(self, node: str) -> dict[str, dict[str, int]]:
+        """pod key -> requests, as committed on the server."""
+        try:
+            ledger = self.cluster.get(CONFIG_MAPS, self._name(node), self.namespace)
+        except NotFound:
+            return {}
+        return self._parse(ledger)
+
+    def used(self, node: str) -> dict[str, int]:
+        return _sum(self.reservations(node).values())
+
+    # -- writing -------------------------------------------------------------------------------------
+
+    def reserve(self, node: str, pod: str, requests: Mapping[str, int], allocatable: Mapping[str, int]) -> bool:
+        """Record `pod`'s requests on `node` if they fit; False if they do not. Reserving a pod
+        that is already recorded on the node is a no-op that answers True."""
+        key = _pod_key(pod)
+        self._check(requests, "requests")
+        self._check(allocatable, "allocatable")
+        for _ in range(self.max_attempts):
+            ledger = self._read_or_create(node)
+            entries = self._parse(ledger)
+            if key in entries:
+                return True
+            used = _sum(entries.values())
+            if any(used.get(r, 0) + amount > allocatable.get(r, 0) for r, amount in requests.items() if amount):
+                with self._lock:
+                    self.refusals += 1
+                return False
+            data = dict(ledger.get("data") or {})
+            data[key] = json.dumps(dict(sorted(requests.items())), separators=(",", ":"))
+            if self._write(ledger, data):
+                return True
+        raise FenceContention(f"reserving {pod} on node {node}: lost the write race {self.max_attempts} times")
+
+    def release(self, node: str, pod: str) -> bool:
+        """Drop `pod`'s reservation on `node`; False if there was none."""
+        key = _pod_key(pod)
+        for _ in range(self.max_attempts):
+            try:
+                ledger = self.cluster.get(CONFIG_MAPS, self._name(node), self.namespace)
+            except NotFound:
+                return False
+            data = dict(ledger.get("data") or {})
+            if key not in data:
+                return False
+            del data[key]
+            if self._write(ledger, data):
+                return True
+        raise FenceContention(f"releasing {pod} on node {node}: lost the write race {self.max_attempts} times")
+
+    # -- internals -----------------------------------------------------------------------------------
+
+    def _name(self, node: str) -> str:
+        if not node:
+            raise ValueError("a capacity ledger needs a node name")
+        return f"{self.prefix}{node}"
+
+    def _read_or_create(self, node: str) -> Object:
+        name = self._name(node)
+        while True:
+            try:
+                return self.cluster.get(CONFIG_MAPS, name, self.namespace)
+            except NotFound:
+                pass
+            empty: Object = {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": self.namespace, "labels": {LEDGER_LABEL: "true"}},
+                "data": {},
+            }
+            try:
+                return self.cluster.create(CONFIG_MAPS, empty, self.namespace)
+            except AlreadyExists:
+                continue  # another replica created it first: read theirs
+
+    def _write(self, ledger: Object, data: dict[str, str]) -> bool:
+        """True if written; False on a 409 (someone wrote since we read)."""
+        updated = dict(ledger)
+        metadata = dict(ledger["metadata"])
+        if not self.fenced:
+            metadata.pop("resourceVersion", None)  # unconditional: last write wins
+        updated["metadata"] = metadata
+        updated["data"] = data
+        try:
+            self.cluster.update(CONFIG_MAPS, updated)
+        except Conflict:
+            with self._lock:
+                self.conflicts += 1
+            return False
+        return True
+
+    @staticmethod
+    def _parse(ledger: Object) -> dict[str, dict[str, int]]:
+        entries: dict[str, dict[str, int]] = {}
+        for key, text in (ledger.get("data") or {}).items():
+            try:
+                raw = json.loads(text)
+                entries[key] = {str(r): int(v) for r, v in raw.items()}
+            except (ValueError, AttributeError, TypeError) as err:
+                name = ledger.get("metadata", {}).get("name")
+                raise ValueError(f"capacity ledger {name}: entry {key!r} is not a JSON map of integers: {err}") from err
+        return entries
+
+    @staticmethod
+    def _check(amounts: Mapping[str, int], what: str) -> None:
+        for resource, amount in amounts.items():
+            if not isinstance(amount, int) or isinstance(amount, bool) or amount < 0:
+                raise ValueError(
+                    f"{what}[{resource!r}] must be a non-negative integer in ledger units "
+                    f"(see ledger_units), got {amount!r}"
+                )
+
+    def __repr__(self) -> str:
+        return f"CapacityLedger({self.namespace}/{self.prefix}*, fenced={self.fenced})"
+
+
+def _sum(entries: Iterable[Mapping[str, int]]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for requests in entries:
+        for resource, amount in requests.items():
+            total[resource] = total.get(resource, 0) + amount
+    return total
