@@ -10,9 +10,11 @@ What happens to one pod (kube's schedule_one.go):
    at once, so the next cycle already counts it, then Reserve and Permit run.
 3. The binding cycle runs on a bounded thread pool while the next pod is scheduled: PreBind, Bind
    (POST pods/binding), PostBind, then the Scheduled event.
-4. A failed bind gives the room back (forget). A 409 means someone else bound the pod or it is
-   being deleted: nothing to retry. Any other error backs the pod off and it is tried again. A pod
-   is only ever bound by the API server once: the binding subresource refuses a second one.
+4. A failed bind gives the room back (forget). A 409 usually means someone else bound the pod or
+   it is being deleted; a pod the informer still shows pending is retried after backoff all the
+   same (the API server also answers 409 when etcd failed under the write). Any other error backs
+   the pod off and it is tried again. A pod is only ever bound by the API server once: the binding
+   subresource refuses a second one.
 5. The informer then shows the pod bound and the cache confirms the assumption.
 
 The loop is deliberately lean: a pod's JSON is never copied, its PodInfo is parsed once per
@@ -1098,10 +1100,18 @@ class Scheduler:
         self.cache.forget_pod(a.qpi.pod)
         err = status.error
         if isinstance(err, ApiError) and is_conflict(err):
-            # Someone else bound it (or it is being deleted): the informer will tell the cache.
+            # Usually someone else bound it (or it is being deleted), and the informer will say so.
+            # But kube-apiserver also answers 409 when etcd failed under the write ("rpc error: code
+            # = Unavailable"): nothing was bound. So a pod the informer still shows pending goes back
+            # to the queue, as kube-scheduler requeues after any binding error; never dropped.
             with self._bindings_lock:
                 self.stats.bind_conflicts += 1
-            log.info("binding %s to %s: %s; not retrying", a.qpi.key, a.node, err)
+            current = self._current_pod(a.qpi.key)
+            if current is None or self._assigned(current):
+                log.info("binding %s to %s: %s; bound or gone meanwhile", a.qpi.key, a.node, err)
+                return
+            log.info("binding %s to %s: %s; the pod still looks pending: retrying after backoff", a.qpi.key, a.node, err)
+            self.queue.requeue_after_bind_failure(a.qpi)
             return
         if isinstance(err, NotFound):
             return  # deleted meanwhile

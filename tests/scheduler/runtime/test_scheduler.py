@@ -8,7 +8,7 @@ import pytest
 
 from minisched.clock import VirtualClock
 from minisched.cluster.embedded import EmbeddedCluster
-from minisched.errors import BadRequest, InternalError, Invalid
+from minisched.errors import BadRequest, Conflict, InternalError, Invalid
 from minisched.objects import make_node, make_pod, taint, toleration
 from minisched.resources import NODES, PODS
 from minisched.scheduler.events import events_for
@@ -148,6 +148,23 @@ def test_409_on_bind_means_someone_else_bound_it(cluster: EmbeddedCluster) -> No
         assert sched.stats.bound == 0 and sched.queue.where("default/p") is None, "not retried"
         table = sched.cache.snapshot()
         assert sum(int(table.requested("pods")[table.row(n)]) for n in ("n1", "n2")) == 1  # type: ignore[index]
+
+
+def test_409_with_nothing_bound_is_retried(cluster: EmbeddedCluster) -> None:
+    """kube-apiserver answers 409 when etcd fails under the binding write ("rpc error: code =
+    Unavailable ... EOF"), though nothing was bound: the pod must not be dropped."""
+    clock = VirtualClock()
+    cluster.create(NODES, make_node("n1"))
+    cluster.faults.fail_next(1, Conflict('Operation cannot be fulfilled on pods/binding "p": rpc error: '
+                                         "code = Unavailable desc = error reading from server: EOF"),
+                             verbs={"bind"})
+    with Scheduler(cluster, clock=clock) as sched:
+        wait_for_nodes(sched, 1)
+        cluster.create(PODS, make_pod("p"))
+        wait_until(lambda: sched.stats.bind_conflicts == 1, what="the injected 409")
+        wait_until(lambda: sched.queue.where("default/p") == "backoff", what="pod backing off, not dropped")
+        clock.advance(2)
+        wait_until(lambda: node_of(cluster, "p") == "n1", what="bound on retry")
 
 
 def test_other_bind_errors_back_off_and_retry(cluster: EmbeddedCluster) -> None:
