@@ -109,8 +109,11 @@ def test_a_thousand_cycles_with_the_config_toggled_each_use_one_whole_generation
         seen = [_signature(d) for d in decisions]
         strays = [s for s in seen if s not in (base, sig_a, sig_b)]
         assert not strays, f"{len(strays)} decisions with a mixed plugin set, e.g. {strays[0]}"
-        assert seen.count(sig_a) > 50 and seen.count(sig_b) > 50  # both really ran
-        assert len(controller.reconciler.swaps) > 50
+        assert seen.count(sig_a) > 10 and seen.count(sig_b) > 10  # both really ran
+        # how many of the 200 toggles the controller's thread took in time depends on the machine's
+        # load (a level-based controller coalesces updates); that it swapped many times does not
+        changes = sum(1 for x, y in zip(seen, seen[1:], strict=False) if x != y)
+        assert changes >= 5 and len(controller.reconciler.swaps) >= 5, (changes, len(controller.reconciler.swaps))
     finally:
         controller.stop()
         sched.stop()
