@@ -17,11 +17,19 @@ import importlib
 import importlib.util
 import linecache
 import sys
+import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType, TracebackType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from minisched.clock import Clock
+    from minisched.cluster.embedded import EmbeddedCluster
+    from minisched.scheduler.scheduler import Scheduler
 
 LABS_DIR = Path(__file__).resolve().parent
 
@@ -170,3 +178,55 @@ def main(lab: str, argv: Sequence[str]) -> int:
     report = run_checks(lab_checks(lab, hidden="--hidden" in argv), load_lab_module(lab, which))
     print(report)
     return 0 if report.ok else 1
+
+
+# ---- a scheduler for a check to run the student's code in ----
+def wait_until(cond: Callable[[], bool], why: str, timeout: float = 10.0) -> None:
+    """Poll `cond` until it holds; AssertionError(`why`) after `timeout` real seconds (generous: the
+    checks run on loaded machines, and a condition that holds returns at once)."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(why)
+        time.sleep(0.01)
+
+
+@contextmanager
+def running_scheduler(
+    *,
+    nodes: Sequence[dict[str, Any]] = (),
+    objects: Sequence[tuple[str, dict[str, Any]]] = (),
+    config: Mapping[str, Any] | None = None,
+    plugins: Mapping[str, Any] | None = None,
+    clock: Clock | None = None,
+    loop: bool = False,
+    **scheduler_args: Any,
+) -> Iterator[tuple[EmbeddedCluster, Scheduler]]:
+    """An embedded cluster holding `nodes` and `objects` ((resource, object) pairs, created first),
+    and a started Scheduler on it with the in-tree plugins plus `plugins` (name -> factory, the
+    student's) under `config`. Without `loop` the check drives it with `sched.schedule_one()`.
+    Both are stopped and closed when the block ends, whatever the student's code did."""
+    from minisched.cluster.embedded import EmbeddedCluster
+    from minisched.scheduler.plugins import in_tree_registry
+    from minisched.scheduler.scheduler import Scheduler
+
+    cluster = EmbeddedCluster(clock=clock) if clock is not None else EmbeddedCluster()
+    sched: Scheduler | None = None
+    try:
+        for node in nodes:
+            cluster.create("nodes", node)
+        for resource, obj in objects:
+            cluster.create(resource, obj)
+        registry = in_tree_registry().merged(dict(plugins or {}))
+        sched = Scheduler(cluster, config=config, registry=registry, clock=clock, seed=0, **scheduler_args)
+        sched.start(loop=loop)
+        yield cluster, sched
+    finally:
+        if sched is not None:
+            sched.stop()
+        cluster.close()
+
+
+def placements(cluster: EmbeddedCluster, namespace: str = "default") -> dict[str, str | None]:
+    """Pod name -> the node it is bound to (None while pending)."""
+    return {p["metadata"]["name"]: p["spec"].get("nodeName") for p in cluster.list("pods", namespace)["items"]}
