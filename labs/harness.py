@@ -9,6 +9,11 @@ Where a lab's code comes from: `load_lab_module(lab, "exercise")` (the student's
 `"solution"` (the instructor's, absent from student copies) or a path to a .py file (a submission,
 as the grader sees it). Hidden checks live in the lab's `hidden_checks.py`, which student copies
 leave out; `lab_checks(lab, hidden=True)` adds them when present.
+
+What checks share: `running_scheduler` (an embedded cluster and a started Scheduler with the
+student's plugins, closed whatever happens), `placements`, `wait_until` (deadline-based polling,
+generous for loaded machines) and `in_threads` (the student's code on several threads at once,
+its exceptions raised in the checking thread).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import importlib
 import importlib.util
 import linecache
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -180,7 +186,38 @@ def main(lab: str, argv: Sequence[str]) -> int:
     return 0 if report.ok else 1
 
 
-# ---- a scheduler for a check to run the student's code in ----
+# ---- threads and a scheduler for a check to run the student's code in ----
+def in_threads(work: Callable[[int], None], threads: int, *, switch_interval: float | None = None) -> None:
+    """Run `work(k)` for k in range(threads), each on its own thread, started together, and wait
+    for all. The first exception one of them raised is raised here, in the checking thread, so the
+    check reports the student's line. With `switch_interval` the interpreter switches threads that
+    often meanwhile, so that an unguarded read-modify-write loses updates where a check can see."""
+    barrier = threading.Barrier(threads)
+    errors: list[BaseException] = []
+
+    def run(k: int) -> None:
+        barrier.wait()
+        try:
+            work(k)
+        except BaseException as e:
+            errors.append(e)
+
+    interval = sys.getswitchinterval()
+    if switch_interval is not None:
+        sys.setswitchinterval(switch_interval)
+    try:
+        running = [threading.Thread(target=run, args=(k,)) for k in range(threads)]
+        for t in running:
+            t.start()
+        for t in running:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    if errors:
+        raise errors[0]
+
+
+
 def wait_until(cond: Callable[[], bool], why: str, timeout: float = 10.0) -> None:
     """Poll `cond` until it holds; AssertionError(`why`) after `timeout` real seconds (generous: the
     checks run on loaded machines, and a condition that holds returns at once)."""

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import random
-import sys
-import threading
 import tracemalloc
 from typing import Any
 
-from labs.harness import Check, wait_until
+from labs.harness import Check, in_threads, wait_until
 from labs.lab06_latency_histogram.checks import BOUNDS
 from minisched.observability.runtime import TickerLateness
 
@@ -45,29 +43,12 @@ def check_ticker(module: Any) -> None:
 
 def check_threads(module: Any) -> None:
     h = module.new(BOUNDS)
-    barrier = threading.Barrier(4)
-    errors: list[BaseException] = []
 
-    def observe_many() -> None:
-        barrier.wait()
-        try:
-            for i in range(5000):
-                h.observe((i % 4) * 0.004)
-        except BaseException as e:  # reported from the checking thread, with the student's line
-            errors.append(e)
+    def observe_many(k: int) -> None:
+        for i in range(5000):
+            h.observe((i % 4) * 0.004)
 
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-5)  # switch threads often: a lost update shows
-    try:
-        threads = [threading.Thread(target=observe_many) for _ in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    finally:
-        sys.setswitchinterval(interval)
-    if errors:
-        raise errors[0]
+    in_threads(observe_many, 4, switch_interval=1e-5)  # switch often: a lost update shows
     got = [int(c) for c in h.counts()]
     assert got == [5000, 10000, 5000, 0] and h.count == 20000, (
         f"4 threads x 5,000 measurements: expected counts [5000, 10000, 5000, 0], got {got} (a lost update)")

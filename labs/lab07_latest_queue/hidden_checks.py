@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import sys
 import threading
 from typing import Any
 
-from labs.harness import Check
+from labs.harness import Check, in_threads
 
 
 def check_get_waits(module: Any) -> None:
@@ -33,29 +32,12 @@ def check_get_waits(module: Any) -> None:
 
 def check_threads(module: Any) -> None:
     q = module.new(10)
-    barrier = threading.Barrier(4)
-    errors: list[BaseException] = []
 
     def produce(k: int) -> None:
-        barrier.wait()
-        try:
-            for i in range(2000):
-                q.offer((k, i))
-        except BaseException as e:
-            errors.append(e)
+        for i in range(2000):
+            q.offer((k, i))
 
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-5)  # switch threads often: a lost update shows
-    try:
-        threads = [threading.Thread(target=produce, args=(k,)) for k in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    finally:
-        sys.setswitchinterval(interval)
-    if errors:
-        raise errors[0]
+    in_threads(produce, 4, switch_interval=1e-5)  # switch often: a lost update shows
     got = (q.accepted, q.dropped, len(q))
     assert got == (8000, 7990, 10), (
         f"4 threads x 2,000 offers into LatestQueue(10), nobody reading: expected accepted 8000, dropped 7990, "
