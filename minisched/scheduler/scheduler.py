@@ -22,10 +22,9 @@ version when it is queued (as kube does), and the per-cycle snapshot is copy-on-
 
 Where minisched differs from kube-scheduler, and why: one handler serves both views of the pod
 informer (one listener thread instead of two); the queue moves unschedulable pods by a fixed
-plugin -> event table rather than QueueingHints; nominated pods are added to the snapshot once
-(kube filters twice, once with them added through the PreFilter extensions and once without,
-which matters for InterPodAffinity and PodTopologySpread: minisched counts them everywhere);
-a pod waiting at Permit holds one binding worker.
+plugin -> event table rather than QueueingHints; a pod waiting at Permit holds one binding
+worker. Nominated pods are handled as kube does: a node where some wait is filtered twice, with
+them added (through the PreFilter extensions) and without, and scoring never counts them.
 
 Shutdown has one deadline (`shutdown_timeout`, 20 s by default; Kubernetes kills a pod 30 s after
 SIGTERM) shared by everything that must end: the scheduling loop's current cycle, the binding
@@ -312,6 +311,13 @@ class SchedulerHandle:
         assert self.framework is not None
         statuses = self.framework.run_filters(state, pod, nodes)
         return next(iter(statuses.values()), Status.success())
+
+    def run_filter_plugins_with_nominated_pods(self, state: CycleState, pod: PodInfo, nodes: NodeTable,
+                                               node_name: str, removed: Sequence[PodInfo] = ()) -> Status:
+        """kube's RunFilterPluginsWithNominatedPods: node `node_name` of `nodes` without `removed`,
+        judged with the pods nominated there (state.nominated) and without them."""
+        assert self.framework is not None
+        return self.framework.run_filters_with_nominated_pods(state, pod, nodes, node_name, removed)
 
     def run_pre_filter_extension_remove_pod(self, state: CycleState, pod: PodInfo, victim: PodInfo,
                                             node_name: str) -> Status:
@@ -889,15 +895,11 @@ class Scheduler:
             info = replace(info, nominated_node_name=nominated_node)
         state = CycleState()
         snapshot = self.cache.snapshot()
-        placed = [(node, p) for node, p in self.queue.nominated_infos()
-                  if p.priority >= info.priority and p.key != info.key]
-        if placed:
-            snapshot = snapshot.with_pods(placed)
         self.handle.current = snapshot
         self.handle.framework = fwk
         try:
             t_algo = time.perf_counter()
-            result = fwk.schedule(info, snapshot, state=state)
+            result = fwk.schedule(info, snapshot, state=state, nominated=self.queue.nominated_infos())
             self._observe("observe_algorithm", time.perf_counter() - t_algo)
             if self.tracer is not None:
                 self._trace_decided("scheduled" if result.node else "unschedulable" if result.status.is_rejected
