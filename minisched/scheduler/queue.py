@@ -605,8 +605,7 @@ class SchedulingQueue:
                     for _, info in pods.values() if info is not None]
 
     def nominated_node_of(self, key: str) -> str | None:
-        with self._lock:
-            return self._nominated_node_of.get(key)
+        return self._nominated_node_of.get(key)  # one dict read, atomic under the GIL: no lock
 
     # --- inspection and lifecycle --------------------------------------------------------------------
 
