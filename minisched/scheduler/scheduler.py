@@ -196,25 +196,33 @@ class _DaemonWorkers:
         self._size = size
         self._name = name
         self._jobs: queue_module.SimpleQueue[tuple[Callable[[Any], None], Any] | None] = queue_module.SimpleQueue()
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # taken by submit() and shutdown() only, never by a worker
         self._threads = 0
-        self._idle = 0
+        self._submitted = 0
+        # jobs finished, one counter per worker, each written by its worker alone: a worker never
+        # takes a lock the scheduling loop waits on (under the GIL a contended lock costs the loop
+        # the interpreter until the worker lets go of it, often a whole switch interval)
+        self._finished: list[int] = []
         self._closed = False
 
     def submit(self, fn: Callable[[Any], None], arg: Any) -> None:
         with self._lock:
             if self._closed:
                 raise RuntimeError(f"{self._name} workers are shut down")
-            start = self._idle == 0 and self._threads < self._size
+            self._submitted += 1
+            # A new thread only when every thread has a job (a count read while workers run can
+            # only be behind, which errs towards starting one more, never one fewer).
+            start = self._threads < self._size and self._submitted - sum(self._finished) > self._threads
             if start:
                 self._threads += 1
-            else:
-                self._idle -= 1 if self._idle else 0
+                self._finished.append(0)
+                slot = self._threads - 1
         self._jobs.put((fn, arg))
         if start:
-            threading.Thread(target=self._work, name=f"{self._name}-{self._threads}", daemon=True).start()
+            threading.Thread(target=self._work, args=(slot,), name=f"{self._name}-{slot + 1}", daemon=True).start()
 
-    def _work(self) -> None:
+    def _work(self, slot: int) -> None:
+        finished = self._finished
         while True:
             job = self._jobs.get()
             if job is None:
@@ -223,8 +231,7 @@ class _DaemonWorkers:
             try:
                 fn(arg)
             finally:
-                with self._lock:
-                    self._idle += 1
+                finished[slot] += 1
 
     def shutdown(self) -> list[Any]:
         """Accept no more jobs; return the arguments of those not started, and end the workers
@@ -243,6 +250,27 @@ class _DaemonWorkers:
         for _ in range(threads):
             self._jobs.put(None)
         return not_started
+
+
+class _Slots:
+    """A counting semaphore on a C queue of tokens: acquiring and releasing never take a lock
+    that a thread holding the GIL's rival could hold (threading.Semaphore's Python-level Condition
+    can make the scheduling loop wait for a binding thread's whole time slice)."""
+
+    def __init__(self, size: int) -> None:
+        self._tokens: queue_module.SimpleQueue[None] = queue_module.SimpleQueue()
+        for _ in range(size):
+            self._tokens.put(None)
+
+    def acquire(self, timeout: float) -> bool:
+        try:
+            self._tokens.get(timeout=timeout)
+        except queue_module.Empty:
+            return False
+        return True
+
+    def release(self) -> None:
+        self._tokens.put(None)
 
 
 class SchedulerHandle:
@@ -460,9 +488,12 @@ class Scheduler:
         self.shutdown_report: ShutdownReport | None = None
         self._cycle_pod: str | None = None  # the pod in the running scheduling cycle, for shutdown's log
         self._pool = _DaemonWorkers(bind_workers, "bind")
-        self._binding_slots = threading.BoundedSemaphore(max_bindings_in_flight)
+        self._binding_slots = _Slots(max_bindings_in_flight)
         self._bindings_lock = threading.Lock()
-        self._bindings_in_flight = 0
+        # bindings handed to the pool (counted by the scheduling loop alone, so it takes no lock
+        # for it) and finished (under _bindings_lock); in flight is the difference
+        self._bindings_started = 0
+        self._bindings_finished = 0
         self._bindings_idle = threading.Condition(self._bindings_lock)
         self._waiting: dict[str, _WaitingPod] = self.handle.waiting
         self._stop = threading.Event()
@@ -790,9 +821,13 @@ class Scheduler:
     def close(self) -> None:
         self.stop()
 
+    @property
+    def _bindings_in_flight(self) -> int:
+        return self._bindings_started - self._bindings_finished
+
     def _binding_done(self) -> None:
         with self._bindings_lock:
-            self._bindings_in_flight -= 1
+            self._bindings_finished += 1
             if not self._bindings_in_flight:
                 self._bindings_idle.notify_all()
         self._binding_slots.release()
@@ -1005,8 +1040,7 @@ class Scheduler:
             if self._stop.is_set():
                 self._abandon_before_binding(qpi, fwk, info, state, node, waiting)
                 return
-        with self._bindings_lock:
-            self._bindings_in_flight += 1
+        self._bindings_started += 1
         trace: AttemptTrace | None = None
         if self.tracer is not None:
             trace = getattr(self._tls, "trace", None)
