@@ -31,6 +31,7 @@ from minisched.resources import (
 )
 from minisched.selectors import validate_label_key, validate_label_value
 
+from .placement_validation import pod_affinity_causes, topology_spread_causes
 from .resource_names import is_extended, is_hugepages, is_native, overcommit_allowed
 from .statuses import forbidden_field, invalid_value, not_supported, required
 
@@ -200,10 +201,6 @@ def pod_causes(pod: Object) -> list[Cause]:
     if spec.get("resources") is not None:
         causes += resource_requirements_causes("spec.resources", spec["resources"] or {}, pod_level=True)
     causes += _pod_level_causes(spec)
-    for i, c in enumerate(spec.get("topologySpreadConstraints") or []):
-        if isinstance(c, dict) and c.get("matchLabelKeys") and c.get("labelSelector") is None:
-            causes.append(forbidden_field(f"spec.topologySpreadConstraints[{i}].matchLabelKeys",
-                                          "must not be specified when labelSelector is not set"))
     policy = spec.get("restartPolicy")
     if policy is not None and policy not in ("Always", "OnFailure", "Never"):
         causes.append(not_supported("spec.restartPolicy", policy, ["Always", "OnFailure", "Never"]))
@@ -234,7 +231,11 @@ def pod_causes(pod: Object) -> list[Cause]:
         elif name in gates:
             causes.append(Cause(f"spec.schedulingGates[{i}]", f'Duplicate value: "{name}"', "FieldValueDuplicate"))
         gates.add(name)
-    causes += _node_affinity_causes("spec.affinity.nodeAffinity", (spec.get("affinity") or {}).get("nodeAffinity"))
+    affinity: Object = spec.get("affinity") or {}
+    causes += _node_affinity_causes("spec.affinity.nodeAffinity", affinity.get("nodeAffinity"))
+    causes += pod_affinity_causes("spec.affinity.podAffinity", affinity.get("podAffinity"))
+    causes += pod_affinity_causes("spec.affinity.podAntiAffinity", affinity.get("podAntiAffinity"))
+    causes += topology_spread_causes("spec.topologySpreadConstraints", spec.get("topologySpreadConstraints"))
     causes += toleration_causes("spec.tolerations", spec.get("tolerations") or [])
     return causes
 
