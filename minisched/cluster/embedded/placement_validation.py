@@ -96,6 +96,17 @@ def label_name_causes(path: str, key: Any) -> list[Cause]:
     return [invalid_value(path, key, msg) for msg in qualified_name_errors(key)]
 
 
+def set_operator_causes(where: str, operator: str, values: list[Any]) -> list[Cause] | None:
+    """The values an In, NotIn, Exists or DoesNotExist requirement must (not) have; None for another
+    operator (label and node selectors differ on those)."""
+    if operator in ("In", "NotIn"):
+        return [] if values else [required(f"{where}.values", "must be specified when `operator` is 'In' or 'NotIn'")]
+    if operator in ("Exists", "DoesNotExist"):
+        return [forbidden_field(f"{where}.values", "may not be specified when `operator` is 'Exists' or "
+                                                   "'DoesNotExist'")] if values else []
+    return None
+
+
 def label_selector_causes(path: str, selector: Any) -> list[Cause]:
     """metav1 ValidateLabelSelector (invalid label values not allowed); a null selector is valid."""
     if not isinstance(selector, dict):
@@ -111,15 +122,8 @@ def label_selector_causes(path: str, selector: Any) -> list[Cause]:
             continue
         where = f"{path}.matchExpressions[{i}]"
         operator, values = expr.get("operator") or "", expr.get("values") or []
-        if operator in ("In", "NotIn"):
-            if not values:
-                causes.append(required(f"{where}.values", "must be specified when `operator` is 'In' or 'NotIn'"))
-        elif operator in ("Exists", "DoesNotExist"):
-            if values:
-                causes.append(forbidden_field(f"{where}.values",
-                                              "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
-        else:
-            causes.append(invalid_value(f"{where}.operator", operator, "not a valid selector operator"))
+        known = set_operator_causes(where, operator, values)
+        causes += [invalid_value(f"{where}.operator", operator, "not a valid selector operator")] if known is None else known
         causes += label_name_causes(f"{where}.key", expr.get("key") or "")
         for k, value in enumerate(values):
             text = value if isinstance(value, str) else ""

@@ -31,7 +31,7 @@ from minisched.resources import (
 )
 from minisched.selectors import validate_label_key, validate_label_value
 
-from .placement_validation import pod_affinity_causes, topology_spread_causes
+from .placement_validation import pod_affinity_causes, set_operator_causes, topology_spread_causes
 from .resource_names import is_extended, is_hugepages, is_native, overcommit_allowed
 from .statuses import forbidden_field, invalid_value, not_supported, required
 
@@ -357,13 +357,9 @@ def node_selector_term_causes(path: str, term: Object) -> list[Cause]:
     for j, rq in enumerate(term.get("matchExpressions") or []):
         where = f"{path}.matchExpressions[{j}]"
         operator, values = rq.get("operator") or "", rq.get("values") or []
-        if operator in ("In", "NotIn"):
-            if not values:
-                causes.append(required(f"{where}.values", "must be specified when `operator` is 'In' or 'NotIn'"))
-        elif operator in ("Exists", "DoesNotExist"):
-            if values:
-                causes.append(forbidden_field(f"{where}.values",
-                                              "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
+        known = set_operator_causes(where, operator, values)
+        if known is not None:
+            causes += known
         elif operator in ("Gt", "Lt"):
             if len(values) != 1:
                 causes.append(required(f"{where}.values",
