@@ -12,7 +12,7 @@ import pytest
 from minisched.cluster import Cluster
 from minisched.errors import ApiError
 from minisched.objects import make_pod
-from minisched.resources import PODS
+from minisched.resources import PODS, REPLICA_SETS
 
 Object = dict[str, Any]
 
@@ -177,3 +177,16 @@ def test_refused(cluster: Cluster, ns: str, case: str, spec: Object, causes: Cau
 def test_accepted(cluster: Cluster, ns: str, case: str, spec: Object) -> None:
     created = cluster.create(PODS, _pod(spec, ns))
     assert created["metadata"]["name"] == "x"
+
+
+def test_a_pod_template_is_checked_too(cluster: Cluster, ns: str) -> None:
+    """A ReplicaSet whose pods the real server would refuse is refused itself (ValidatePodTemplateSpec)."""
+    template = {"metadata": {"labels": dict(LABELS)},
+                "spec": {"containers": [{"name": "c", "image": "pause"}], **anti(topologyKey="-zone")}}
+    rs = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "rs"},
+          "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": template}}
+    with pytest.raises(ApiError) as err:
+        cluster.create(REPLICA_SETS, rs, ns)
+    assert err.value.status == 422, err.value.message
+    assert [(c.field, c.reason, c.message) for c in err.value.causes] == [
+        inv(f"spec.template.{ANTI}.topologyKey", '"-zone"', NAME_PART)]

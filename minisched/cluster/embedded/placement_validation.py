@@ -240,3 +240,13 @@ def topology_spread_causes(path: str, constraints: Any) -> list[Cause]:
         causes += match_label_keys_causes(where, _keys(c.get("matchLabelKeys")), [], c.get("labelSelector"))
         causes += label_selector_causes(f"{where}.labelSelector", c.get("labelSelector"))
     return causes
+
+
+def placement_causes(path: str, spec: Object) -> list[Cause]:
+    """A pod spec's (or pod template's) pod affinity, anti-affinity and spread constraints, `path`
+    naming the spec ("spec", "spec.template.spec")."""
+    affinity = spec.get("affinity")
+    affinity = affinity if isinstance(affinity, dict) else {}
+    causes = pod_affinity_causes(f"{path}.affinity.podAffinity", affinity.get("podAffinity"))
+    causes += pod_affinity_causes(f"{path}.affinity.podAntiAffinity", affinity.get("podAntiAffinity"))
+    return causes + topology_spread_causes(f"{path}.topologySpreadConstraints", spec.get("topologySpreadConstraints"))

@@ -31,7 +31,7 @@ from minisched.resources import (
 )
 from minisched.selectors import validate_label_key, validate_label_value
 
-from .placement_validation import pod_affinity_causes, set_operator_causes, topology_spread_causes
+from .placement_validation import placement_causes, set_operator_causes
 from .resource_names import is_extended, is_hugepages, is_native, overcommit_allowed
 from .statuses import forbidden_field, invalid_value, not_supported, required
 
@@ -231,11 +231,8 @@ def pod_causes(pod: Object) -> list[Cause]:
         elif name in gates:
             causes.append(Cause(f"spec.schedulingGates[{i}]", f'Duplicate value: "{name}"', "FieldValueDuplicate"))
         gates.add(name)
-    affinity: Object = spec.get("affinity") or {}
-    causes += _node_affinity_causes("spec.affinity.nodeAffinity", affinity.get("nodeAffinity"))
-    causes += pod_affinity_causes("spec.affinity.podAffinity", affinity.get("podAffinity"))
-    causes += pod_affinity_causes("spec.affinity.podAntiAffinity", affinity.get("podAntiAffinity"))
-    causes += topology_spread_causes("spec.topologySpreadConstraints", spec.get("topologySpreadConstraints"))
+    causes += _node_affinity_causes("spec.affinity.nodeAffinity", (spec.get("affinity") or {}).get("nodeAffinity"))
+    causes += placement_causes("spec", spec)
     causes += toleration_causes("spec.tolerations", spec.get("tolerations") or [])
     return causes
 
@@ -667,7 +664,7 @@ def _template_causes(spec: Object, path: str) -> list[Cause]:
     policy = pod_spec.get("restartPolicy", "Always")
     if policy != "Always":
         return [not_supported(f"{path}.template.spec.restartPolicy", policy, ["Always"])]
-    return []
+    return placement_causes(f"{path}.template.spec", pod_spec)
 
 
 def workload_causes(resource: Resource, obj: Object) -> list[Cause]:
