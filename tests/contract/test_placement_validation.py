@@ -190,3 +190,22 @@ def test_a_pod_template_is_checked_too(cluster: Cluster, ns: str) -> None:
     assert err.value.status == 422, err.value.message
     assert [(c.field, c.reason, c.message) for c in err.value.causes] == [
         inv(f"spec.template.{ANTI}.topologyKey", '"-zone"', NAME_PART)]
+
+
+def test_a_gated_pod_may_take_node_affinity_but_not_pod_affinity(cluster: Cluster, ns: str) -> None:
+    """Mutable scheduling directives: while a pod is gated its node affinity may be set, its pod
+    (anti-)affinity may not change (kube keeps it immutable because of matchLabelKeys)."""
+    pod = make_pod("g", namespace=ns, labels=dict(LABELS), scheduling_gates=["example.com/wait"])
+    cluster.create(PODS, pod)
+    current = cluster.get(PODS, "g", ns)
+    current["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}}}
+    updated = cluster.update(PODS, current)
+    assert "nodeAffinity" in updated["spec"]["affinity"]
+    updated["spec"]["affinity"]["podAntiAffinity"] = anti()["affinity"]["podAntiAffinity"]
+    with pytest.raises(ApiError) as err:
+        cluster.update(PODS, updated)
+    assert err.value.status == 422, err.value.message
+    assert [(c.field, c.reason) for c in err.value.causes] == [("spec", "FieldValueForbidden")]
+    assert err.value.causes[0].message.startswith("Forbidden: pod updates may not change fields other than ")
+    assert "podAntiAffinity" not in cluster.get(PODS, "g", ns)["spec"]["affinity"]

@@ -567,9 +567,14 @@ def _mutable_masked(spec: Object, old: Object) -> Object:
     new_gates = spec.get("schedulingGates") or []
     if all(g in old_gates for g in new_gates):  # gates may only be removed
         masked.pop("schedulingGates", None)
-    if old_gates:  # while gated, scheduling directives may be added (mutable pod scheduling directives)
-        for name in ("nodeSelector", "affinity"):
-            masked.pop(name, None)
+    if old_gates:  # while gated, node selector and node affinity may change (mutable pod scheduling
+        masked.pop("nodeSelector", None)  # directives), pod (anti-)affinity may not: its matchLabelKeys
+        affinity = masked.get("affinity")  # were merged into its selectors at creation
+        rest = {k: v for k, v in affinity.items() if k != "nodeAffinity"} if isinstance(affinity, dict) else {}
+        if rest:
+            masked["affinity"] = rest
+        else:
+            masked.pop("affinity", None)
     return masked
 
 
