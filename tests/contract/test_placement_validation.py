@@ -209,3 +209,50 @@ def test_a_gated_pod_may_take_node_affinity_but_not_pod_affinity(cluster: Cluste
     assert [(c.field, c.reason) for c in err.value.causes] == [("spec", "FieldValueForbidden")]
     assert err.value.causes[0].message.startswith("Forbidden: pod updates may not change fields other than ")
     assert "podAntiAffinity" not in cluster.get(PODS, "g", ns)["spec"]["affinity"]
+
+
+NODE_TERMS = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+
+
+def _zone_in(*zones: str) -> Object:
+    return {"key": "zone", "operator": "In", "values": list(zones)}
+
+
+def _required_node_affinity(*terms: list[Object]) -> Object:
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": t} for t in terms]}}}
+
+
+GATED_UPDATES: list[tuple[str, Object, Causes]] = [
+    ("selector-key-added", {"nodeSelector": {"disk": "ssd", "zone": "a"}}, []),
+    ("selector-value-changed", {"nodeSelector": {"disk": "hdd"}}, [
+        inv("spec.nodeSelector", '{"disk":"hdd"}', "only additions to spec.nodeSelector are allowed (no mutations or "
+                                                  "deletions)")]),
+    ("requirement-added", {"affinity": _required_node_affinity([_zone_in("a"), {"key": "rack", "operator": "Exists"}])},
+     []),
+    ("requirement-changed", {"affinity": _required_node_affinity([_zone_in("b")])}, [
+        inv(f"{NODE_TERMS}[0]", '{"MatchExpressions":[{"Key":"zone","Operator":"In","Values":["b"]}],"MatchFields":null}',
+            "only additions are allowed (no mutations or deletions)")]),
+    ("term-added", {"affinity": _required_node_affinity([_zone_in("a")], [_zone_in("b")])}, [
+        inv(NODE_TERMS, '[{"MatchExpressions":[{"Key":"zone","Operator":"In","Values":["a"]}],"MatchFields":null},'
+                        '{"MatchExpressions":[{"Key":"zone","Operator":"In","Values":["b"]}],"MatchFields":null}]',
+            "no additions/deletions to non-empty NodeSelectorTerms list are allowed")]),
+]
+
+
+@pytest.mark.parametrize(("case", "change", "causes"), GATED_UPDATES, ids=[c[0] for c in GATED_UPDATES])
+def test_what_a_gated_pod_may_change(cluster: Cluster, ns: str, case: str, change: Object, causes: Causes) -> None:
+    """A gated pod's node selector takes new keys only, its required node affinity terms new
+    requirements only (ValidatePodUpdate's mutation checks for scheduling directives)."""
+    pod = make_pod("g", namespace=ns, node_selector={"disk": "ssd"}, scheduling_gates=["example.com/wait"],
+                   affinity=_required_node_affinity([_zone_in("a")]))
+    cluster.create(PODS, pod)
+    current = cluster.get(PODS, "g", ns)
+    current["spec"].update(change)
+    if not causes:
+        assert {k: cluster.update(PODS, current)["spec"][k] for k in change} == change
+        return
+    with pytest.raises(ApiError) as err:
+        cluster.update(PODS, current)
+    assert err.value.status == 422, err.value.message
+    assert [(c.field, c.reason, c.message) for c in err.value.causes] == causes

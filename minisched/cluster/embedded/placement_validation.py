@@ -14,6 +14,7 @@ runs before its validation: the duplicate-key rule relies on that.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -250,3 +251,60 @@ def placement_causes(path: str, spec: Object) -> list[Cause]:
     causes = pod_affinity_causes(f"{path}.affinity.podAffinity", affinity.get("podAffinity"))
     causes += pod_affinity_causes(f"{path}.affinity.podAntiAffinity", affinity.get("podAntiAffinity"))
     return causes + topology_spread_causes(f"{path}.topologySpreadConstraints", spec.get("topologySpreadConstraints"))
+
+
+def _go_json(value: Any) -> str:
+    """How field.Invalid shows a map or slice value: Go's json.Marshal (sorted keys, no spaces)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _internal_requirements(reqs: Any) -> list[Object] | None:
+    """NodeSelectorRequirements as the internal (untagged) Go type marshals them."""
+    if not reqs:
+        return None
+    return [{"Key": r.get("key") or "", "Operator": r.get("operator") or "", "Values": r.get("values")}
+            for r in reqs if isinstance(r, dict)]
+
+
+def _required_terms(affinity: Any) -> list[Object] | None:
+    node = affinity.get("nodeAffinity") if isinstance(affinity, dict) else None
+    required_selector = node.get("requiredDuringSchedulingIgnoredDuringExecution") if isinstance(node, dict) else None
+    if not isinstance(required_selector, dict):
+        return None
+    return [t if isinstance(t, dict) else {} for t in required_selector.get("nodeSelectorTerms") or []]
+
+
+def _only_additions(new: Object, old: Object) -> bool:
+    """validateNodeSelectorTermHasOnlyAdditions: each old requirement list is a prefix of the new one."""
+    old_exprs, old_fields = old.get("matchExpressions") or [], old.get("matchFields") or []
+    if not old_exprs and not old_fields and (new.get("matchExpressions") or new.get("matchFields")):
+        return False
+    return all((new.get(key) or [])[:len(kept)] == kept and len(new.get(key) or []) >= len(kept)
+               for key, kept in (("matchExpressions", old_exprs), ("matchFields", old_fields)))
+
+
+def gated_update_causes(old_spec: Object, new_spec: Object) -> list[Cause]:
+    """What a gated pod's update may do to its node selector (add keys) and required node affinity
+    (add requirements to the terms it has): ValidatePodUpdate's validateNodeSelectorMutation and
+    validateNodeAffinityMutation. The caller masks both fields out of the immutable-spec comparison."""
+    if not old_spec.get("schedulingGates"):
+        return []
+    causes: list[Cause] = []
+    old_selector, new_selector = old_spec.get("nodeSelector") or {}, new_spec.get("nodeSelector") or {}
+    if any(new_selector.get(k) != v for k, v in old_selector.items()):
+        causes.append(Cause("spec.nodeSelector", f"Invalid value: {_go_json(new_selector)}: only additions to "
+                                                 "spec.nodeSelector are allowed (no mutations or deletions)"))
+    old_terms, new_terms = _required_terms(old_spec.get("affinity")), _required_terms(new_spec.get("affinity")) or []
+    path = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+    if not old_terms or old_terms == new_terms:
+        return causes
+    shown = [{"MatchExpressions": _internal_requirements(t.get("matchExpressions")),
+              "MatchFields": _internal_requirements(t.get("matchFields"))} for t in new_terms]
+    if len(old_terms) != len(new_terms):
+        return causes + [Cause(path, f"Invalid value: {_go_json(shown or None)}: no additions/deletions to non-empty "
+                                     "NodeSelectorTerms list are allowed")]
+    for i, (new, old) in enumerate(zip(new_terms, old_terms, strict=True)):
+        if not _only_additions(new, old):
+            causes.append(Cause(f"{path}[{i}]", f"Invalid value: {_go_json(shown[i])}: only additions are allowed "
+                                                "(no mutations or deletions)"))
+    return causes

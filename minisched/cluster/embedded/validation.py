@@ -31,7 +31,7 @@ from minisched.resources import (
 )
 from minisched.selectors import validate_label_key, validate_label_value
 
-from .placement_validation import placement_causes, set_operator_causes
+from .placement_validation import gated_update_causes, placement_causes, set_operator_causes
 from .resource_names import is_extended, is_hugepages, is_native, overcommit_allowed
 from .statuses import forbidden_field, invalid_value, not_supported, required
 
@@ -581,6 +581,7 @@ def _mutable_masked(spec: Object, old: Object) -> Object:
 def pod_update_causes(old: Object, new: Object) -> list[Cause]:
     causes = pod_causes(new)
     old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+    causes += gated_update_causes(old_spec, new_spec)
     if _mutable_masked(new_spec, old_spec) != _mutable_masked(old_spec, old_spec):
         causes.append(forbidden_field("spec", POD_UPDATE_FORBIDDEN))
     return causes
