@@ -256,3 +256,38 @@ def test_what_a_gated_pod_may_change(cluster: Cluster, ns: str, case: str, chang
         cluster.update(PODS, current)
     assert err.value.status == 422, err.value.message
     assert [(c.field, c.reason, c.message) for c in err.value.causes] == causes
+
+
+LABEL_KEYS: list[tuple[str, Object, Causes]] = [
+    ("label-key-bad-prefix", {"metadata": {"labels": {"Example.com/app": "web"}}}, [
+        inv("metadata.labels", '"Example.com/app"', f"prefix part {SUBDOMAIN}")]),
+    ("node-selector-key-two-slashes", {"spec": {"nodeSelector": {"a/b/c": "x"}}}, [
+        inv("spec.nodeSelector", '"a/b/c"', "a valid label key " + NAME_PART[len("name part "):]
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')")]),
+    ("toleration-key-empty-name", {"spec": {"tolerations": [{"key": "example.com/", "operator": "Exists"}]}}, [
+        inv("spec.tolerations[0].key", '"example.com/"', "name part must be non-empty"),
+        inv("spec.tolerations[0].key", '"example.com/"', NAME_PART)]),
+    ("required-node-affinity-bad-value", {"spec": {"affinity": {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "zone", "operator": "In", "values": ["-a"]}]}]}}}}}, [
+        inv(f"{NODE_TERMS}[0].matchExpressions[0].values[0]", '"-a"', LABEL_VALUE)]),
+    # preferred node affinity may name any value: kube skips the value check for it
+    ("preferred-node-affinity-any-value", {"spec": {"affinity": {"nodeAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "preference": {"matchExpressions": [
+            {"key": "zone", "operator": "In", "values": ["-a"]}]}}]}}}}, []),
+]
+
+
+@pytest.mark.parametrize(("case", "change", "causes"), LABEL_KEYS, ids=[c[0] for c in LABEL_KEYS])
+def test_label_keys_and_values_are_worded_as_kube_words_them(cluster: Cluster, ns: str, case: str, change: Object,
+                                                             causes: Causes) -> None:
+    pod = make_pod("x", namespace=ns)
+    for part, fields in change.items():
+        pod[part].update(fields)
+    if not causes:
+        assert cluster.create(PODS, pod)["metadata"]["name"] == "x"
+        return
+    with pytest.raises(ApiError) as err:
+        cluster.create(PODS, pod)
+    assert err.value.status == 422, err.value.message
+    assert [(c.field, c.reason, c.message) for c in err.value.causes] == causes

@@ -108,16 +108,22 @@ def set_operator_causes(where: str, operator: str, values: list[Any]) -> list[Ca
     return None
 
 
+def label_map_causes(path: str, labels: Any) -> list[Cause]:
+    """ValidateLabels: each key a qualified name, each value a label value (a value that is not a
+    string, which the real server refuses when decoding, is refused here too)."""
+    causes: list[Cause] = []
+    for key, value in (labels.items() if isinstance(labels, dict) else ()):
+        causes += label_name_causes(path, str(key))
+        problems = label_value_errors(value) if isinstance(value, str) else ["must be a string"]
+        causes += [invalid_value(path, value, msg) for msg in problems]
+    return causes
+
+
 def label_selector_causes(path: str, selector: Any) -> list[Cause]:
     """metav1 ValidateLabelSelector (invalid label values not allowed); a null selector is valid."""
     if not isinstance(selector, dict):
         return []
-    causes: list[Cause] = []
-    match_labels = selector.get("matchLabels") or {}
-    for key, value in (match_labels.items() if isinstance(match_labels, dict) else ()):
-        causes += label_name_causes(f"{path}.matchLabels", key)
-        text = value if isinstance(value, str) else ""
-        causes += [invalid_value(f"{path}.matchLabels", text, msg) for msg in label_value_errors(text)]
+    causes = label_map_causes(f"{path}.matchLabels", selector.get("matchLabels"))
     for i, expr in enumerate(selector.get("matchExpressions") or []):
         if not isinstance(expr, dict):
             continue
