@@ -31,6 +31,14 @@ from minisched.resources import (
 )
 from minisched.selectors import validate_label_key, validate_label_value
 
+from .placement_validation import (
+    gated_update_causes,
+    label_map_causes,
+    label_name_causes,
+    label_value_errors,
+    placement_causes,
+    set_operator_causes,
+)
 from .resource_names import is_extended, is_hugepages, is_native, overcommit_allowed
 from .statuses import forbidden_field, invalid_value, not_supported, required
 
@@ -146,13 +154,7 @@ def metadata_causes(resource: Resource, obj: Object) -> list[Cause]:
         problem = dns1123_subdomain_problem(name)
         if problem:
             causes.append(invalid_value("metadata.name", name, problem))
-    for key, value in (meta.get("labels") or {}).items():
-        problem = validate_label_key(str(key))
-        if problem:
-            causes.append(invalid_value("metadata.labels", key, problem))
-        problem = validate_label_value(value) if isinstance(value, str) else "must be a string"
-        if problem:
-            causes.append(invalid_value("metadata.labels", value, problem))
+    causes += label_map_causes("metadata.labels", meta.get("labels"))
     return causes
 
 
@@ -200,10 +202,6 @@ def pod_causes(pod: Object) -> list[Cause]:
     if spec.get("resources") is not None:
         causes += resource_requirements_causes("spec.resources", spec["resources"] or {}, pod_level=True)
     causes += _pod_level_causes(spec)
-    for i, c in enumerate(spec.get("topologySpreadConstraints") or []):
-        if isinstance(c, dict) and c.get("matchLabelKeys") and c.get("labelSelector") is None:
-            causes.append(forbidden_field(f"spec.topologySpreadConstraints[{i}].matchLabelKeys",
-                                          "must not be specified when labelSelector is not set"))
     policy = spec.get("restartPolicy")
     if policy is not None and policy not in ("Always", "OnFailure", "Never"):
         causes.append(not_supported("spec.restartPolicy", policy, ["Always", "OnFailure", "Never"]))
@@ -218,13 +216,7 @@ def pod_causes(pod: Object) -> list[Cause]:
         problem = dns1123_subdomain_problem(str(node_name))
         if problem:
             causes.append(invalid_value("spec.nodeName", node_name, problem))
-    for key, value in (spec.get("nodeSelector") or {}).items():
-        problem = validate_label_key(str(key))
-        if problem:
-            causes.append(invalid_value("spec.nodeSelector", key, problem))
-        problem = validate_label_value(value) if isinstance(value, str) else "must be a string"
-        if problem:
-            causes.append(invalid_value("spec.nodeSelector", value, problem))
+    causes += label_map_causes("spec.nodeSelector", spec.get("nodeSelector"))
     gates: set[str] = set()
     for i, gate in enumerate(spec.get("schedulingGates") or []):
         name = str(gate.get("name") or "")
@@ -235,6 +227,7 @@ def pod_causes(pod: Object) -> list[Cause]:
             causes.append(Cause(f"spec.schedulingGates[{i}]", f'Duplicate value: "{name}"', "FieldValueDuplicate"))
         gates.add(name)
     causes += _node_affinity_causes("spec.affinity.nodeAffinity", (spec.get("affinity") or {}).get("nodeAffinity"))
+    causes += placement_causes("spec", spec)
     causes += toleration_causes("spec.tolerations", spec.get("tolerations") or [])
     return causes
 
@@ -303,9 +296,7 @@ def toleration_causes(path: str, tolerations: list[Object]) -> list[Cause]:
         key, operator, value = t.get("key") or "", t.get("operator") or "", t.get("value") or ""
         effect = t.get("effect") or ""
         if key:
-            problem = validate_label_key(key)
-            if problem:
-                causes.append(invalid_value(f"{where}.key", key, problem))
+            causes += label_name_causes(f"{where}.key", key)
         elif operator != "Exists":
             causes.append(invalid_value(f"{where}.operator", operator, 'operator must be Exists when `key` is empty, '
                                                                        'which means "match all values and all keys"'))
@@ -346,37 +337,30 @@ def _node_affinity_causes(path: str, affinity: Any) -> list[Cause]:
         weight = pref.get("weight") or 0
         if not 1 <= int(weight) <= 100:
             causes.append(invalid_value(f"{where}.weight", weight, "must be in the range 1-100"))
-        causes += node_selector_term_causes(f"{where}.preference", pref.get("preference") or {})
+        # preferred terms may hold any value (they can still match on a one-node cluster)
+        causes += node_selector_term_causes(f"{where}.preference", pref.get("preference") or {}, check_values=False)
     return causes
 
 
-def node_selector_term_causes(path: str, term: Object) -> list[Cause]:
-    """ValidateNodeSelectorTerm: each requirement's operator, values and key."""
+def node_selector_term_causes(path: str, term: Object, *, check_values: bool = True) -> list[Cause]:
+    """ValidateNodeSelectorTerm: each requirement's operator, key and (unless told not to) values."""
     causes: list[Cause] = []
     for j, rq in enumerate(term.get("matchExpressions") or []):
         where = f"{path}.matchExpressions[{j}]"
         operator, values = rq.get("operator") or "", rq.get("values") or []
-        if operator in ("In", "NotIn"):
-            if not values:
-                causes.append(required(f"{where}.values", "must be specified when `operator` is 'In' or 'NotIn'"))
-        elif operator in ("Exists", "DoesNotExist"):
-            if values:
-                causes.append(forbidden_field(f"{where}.values",
-                                              "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
+        known = set_operator_causes(where, operator, values)
+        if known is not None:
+            causes += known
         elif operator in ("Gt", "Lt"):
             if len(values) != 1:
                 causes.append(required(f"{where}.values",
                                        "must be specified single value when `operator` is 'Lt' or 'Gt'"))
         else:
             causes.append(invalid_value(f"{where}.operator", operator, "not a valid selector operator"))
-        key = rq.get("key") or ""
-        problem = validate_label_key(key)
-        if problem:
-            causes.append(invalid_value(f"{where}.key", key, problem))
-        for k, value in enumerate(values):
-            problem = validate_label_value(value) if isinstance(value, str) else "must be a string"
-            if problem:
-                causes.append(invalid_value(f"{where}.values[{k}]", value, problem))
+        causes += label_name_causes(f"{where}.key", rq.get("key") or "")
+        for k, value in enumerate(values if check_values else ()):
+            problems = label_value_errors(value) if isinstance(value, str) else ["must be a string"]
+            causes += [invalid_value(f"{where}.values[{k}]", value, msg) for msg in problems]
     for j, rq in enumerate(term.get("matchFields") or []):
         where = f"{path}.matchFields[{j}]"
         operator = rq.get("operator") or ""
@@ -573,15 +557,21 @@ def _mutable_masked(spec: Object, old: Object) -> Object:
     new_gates = spec.get("schedulingGates") or []
     if all(g in old_gates for g in new_gates):  # gates may only be removed
         masked.pop("schedulingGates", None)
-    if old_gates:  # while gated, scheduling directives may be added (mutable pod scheduling directives)
-        for name in ("nodeSelector", "affinity"):
-            masked.pop(name, None)
+    if old_gates:  # while gated, node selector and node affinity may change (mutable pod scheduling
+        masked.pop("nodeSelector", None)  # directives), pod (anti-)affinity may not: its matchLabelKeys
+        affinity = masked.get("affinity")  # were merged into its selectors at creation
+        rest = {k: v for k, v in affinity.items() if k != "nodeAffinity"} if isinstance(affinity, dict) else {}
+        if rest:
+            masked["affinity"] = rest
+        else:
+            masked.pop("affinity", None)
     return masked
 
 
 def pod_update_causes(old: Object, new: Object) -> list[Cause]:
     causes = pod_causes(new)
     old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+    causes += gated_update_causes(old_spec, new_spec)
     if _mutable_masked(new_spec, old_spec) != _mutable_masked(old_spec, old_spec):
         causes.append(forbidden_field("spec", POD_UPDATE_FORBIDDEN))
     return causes
@@ -670,7 +660,7 @@ def _template_causes(spec: Object, path: str) -> list[Cause]:
     policy = pod_spec.get("restartPolicy", "Always")
     if policy != "Always":
         return [not_supported(f"{path}.template.spec.restartPolicy", policy, ["Always"])]
-    return []
+    return placement_causes(f"{path}.template.spec", pod_spec)
 
 
 def workload_causes(resource: Resource, obj: Object) -> list[Cause]:
@@ -710,13 +700,7 @@ def service_causes(service: Object) -> list[Cause]:
         causes.append(not_supported("spec.type", kind, ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"]))
     if not spec.get("ports") and spec.get("clusterIP") != "None" and kind != "ExternalName":
         causes.append(required("spec.ports"))
-    for key, value in (spec.get("selector") or {}).items():
-        problem = validate_label_key(str(key))
-        if problem:
-            causes.append(invalid_value("spec.selector", key, problem))
-        problem = validate_label_value(value) if isinstance(value, str) else "must be a string"
-        if problem:
-            causes.append(invalid_value("spec.selector", value, problem))
+    causes += label_map_causes("spec.selector", spec.get("selector"))
     return causes
 
 
