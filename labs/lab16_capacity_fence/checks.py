@@ -33,9 +33,10 @@ class Between:
     the create that made it) the k-th of `moves` runs: another replica's write lands between your
     read and your write, as when your replica is paused there (a GC, a slow network)."""
 
-    def __init__(self, cluster: Cluster, *moves: Callable[[], None]) -> None:
+    def __init__(self, cluster: Cluster, *moves: Callable[[], None], max_writes: int = MAX_WRITES) -> None:
         self._cluster = cluster
         self._moves = list(moves)
+        self.max_writes = max_writes
         self.reads = self.writes = 0
 
     def get(self, resource: ResourceLike, name: str, namespace: str | None = None) -> Object:
@@ -46,8 +47,8 @@ class Between:
 
     def update(self, resource: ResourceLike, obj: Object, **kwargs: Any) -> Object:
         self.writes += 1
-        if self.writes > MAX_WRITES:
-            raise AssertionError(f"your replica wrote the ledger more than {MAX_WRITES} times in this check: "
+        if self.writes > self.max_writes:
+            raise AssertionError(f"your replica wrote the ledger more than {self.max_writes} times in this check: "
                                  "after a 409, read the ledger again before deciding and writing")
         return self._cluster.update(resource, obj, **kwargs)
 

@@ -6,7 +6,7 @@ import threading
 from typing import Any
 
 from labs.harness import Check, in_threads
-from labs.lab16_capacity_fence.checks import ALLOCATABLE, NS, POD, PREFIX, cpu_on, ledger, on_server
+from labs.lab16_capacity_fence.checks import ALLOCATABLE, NS, POD, PREFIX, Between, cpu_on, ledger, on_server
 from minisched.cluster.base import Cluster, Object
 from minisched.cluster.embedded import EmbeddedCluster
 from minisched.errors import Conflict
@@ -14,29 +14,20 @@ from minisched.resources import CONFIG_MAPS, ResourceLike
 from minisched.sharding.fence import ledger_units
 
 
-class ReadThenWait:
+class ReadThenWait(Between):
     """Every replica thread waits at a barrier after its first ledger read: all of them have read
     the same version before any writes (the worst interleaving)."""
 
     def __init__(self, cluster: Cluster, parties: int) -> None:
-        self._cluster = cluster
+        super().__init__(cluster, max_writes=100 * parties)
         self._barrier = threading.Barrier(parties, timeout=30)
         self._waited = threading.local()
 
-    def get(self, resource: ResourceLike, name: str, namespace: str | None = None) -> Object:
-        return self._pause_once(resource, self._cluster.get(resource, name, namespace))
-
-    def create(self, resource: ResourceLike, obj: Object, namespace: str | None = None) -> Object:
-        return self._pause_once(resource, self._cluster.create(resource, obj, namespace))
-
-    def _pause_once(self, resource: ResourceLike, obj: Object) -> Object:
+    def _after_read(self, resource: ResourceLike, obj: Object) -> Object:
         if resource == CONFIG_MAPS and not getattr(self._waited, "done", False):
             self._waited.done = True
             self._barrier.wait()
         return obj
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._cluster, name)
 
 
 class AlwaysConflicts:
