@@ -490,6 +490,76 @@ def lab10_recursive(solution: types.ModuleType) -> types.ModuleType:
     return _walk_variant(solution, waiting_on)
 
 
+# ---- lab 16 ----
+def _ledger_variant(solution: types.ModuleType, *, fenced: bool = True, reread: bool = True,
+                    conflict_is_success: bool = False, full_refuses: bool = False) -> types.ModuleType:
+    """The solution's Ledger with one thing gotten wrong in reserve (and its write)."""
+    from minisched.errors import Conflict
+    from minisched.resources import CONFIG_MAPS
+
+    class Variant(solution.Ledger):
+        def reserve(self, node: str, uid: str, requests: Any, allocatable: Any, *, pod: str = "") -> bool:
+            key = self.key(uid)
+            solution.check_amounts(requests, "requests")
+            solution.check_amounts(allocatable, "allocatable")
+            ledger = None
+            for _ in range(self.max_attempts):
+                if ledger is None or reread:
+                    ledger = self.read(node)
+                entries = self.entries(ledger)
+                if key in entries:
+                    return True
+                used = solution.total(r.requests for r in entries.values())
+                after = {r: used.get(r, 0) + amount for r, amount in requests.items() if amount}
+                if any(after[r] >= allocatable.get(r, 0) if full_refuses else after[r] > allocatable.get(r, 0)
+                       for r in after):
+                    self.refusals += 1
+                    return False
+                data = {**(ledger.get("data") or {}), key: self.entry(uid, pod, requests)}
+                if fenced:
+                    return_value = self._write(ledger, data)
+                else:  # no resourceVersion: an unconditional update, last write wins
+                    metadata = {k: v for k, v in ledger["metadata"].items() if k != "resourceVersion"}
+                    self.cluster.update(CONFIG_MAPS, {**ledger, "metadata": metadata, "data": data})
+                    return_value = True
+                if return_value or conflict_is_success:
+                    return True
+            raise solution.FenceContention(f"reserving {pod or uid} on node {node}: lost {self.max_attempts} times")
+
+        def _write(self, ledger: Any, data: Any) -> bool:
+            try:
+                self.cluster.update(CONFIG_MAPS, {**ledger, "data": data})
+            except Conflict:
+                self.conflicts += 1
+                return False
+            return True
+
+    m = _copy(solution)
+    m.Ledger = Variant
+    m.new = lambda cluster, holder="replica-a", **options: Variant(cluster, holder=holder, **options)
+    return m
+
+
+def lab16_last_write_wins(solution: types.ModuleType) -> types.ModuleType:
+    """Writes the ledger back without the resourceVersion it read: nobody ever gets a 409."""
+    return _ledger_variant(solution, fenced=False)
+
+
+def lab16_retries_the_stale_read(solution: types.ModuleType) -> types.ModuleType:
+    """On a 409 writes the same stale object again instead of re-reading: it can never succeed."""
+    return _ledger_variant(solution, reread=False)
+
+
+def lab16_counts_a_failed_reservation(solution: types.ModuleType) -> types.ModuleType:
+    """Answers True when its write got a 409: a reservation the server refused is counted as made."""
+    return _ledger_variant(solution, conflict_is_success=True)
+
+
+def lab16_refuses_exactly_full(solution: types.ModuleType) -> types.ModuleType:
+    """Compares with >= : a pod that fills the node exactly is refused."""
+    return _ledger_variant(solution, full_refuses=True)
+
+
 MISTAKES: dict[str, list[Mistake]] = {
     "lab01_spot_avoidance": [lab01_ignores_annotation, lab01_scores_all_rows, lab01_any_annotation_value],
     "lab02_cordon_reconciler": [lab02_uncordons_everything, lab02_crashes_on_deleted],
@@ -503,4 +573,6 @@ MISTAKES: dict[str, list[Mistake]] = {
                          lab08_skips_unusable_plugins],
     "lab09_leak_finder": [lab09_first_and_last_only, lab09_grew_in_any_round, lab09_leaves_tracemalloc_on],
     "lab10_waiting_pods": [lab10_direct_only, lab10_keeps_the_names, lab10_alphabetical, lab10_recursive],
+    "lab16_capacity_fence": [lab16_last_write_wins, lab16_retries_the_stale_read, lab16_counts_a_failed_reservation,
+                             lab16_refuses_exactly_full],
 }
