@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import ast
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from labs.harness import Check, main
+from labs.harness import Check, main, schedule_pods
 from minisched.architecture import contract_layers
 from minisched.cluster.base import Cluster
 from minisched.errors import NotFound
@@ -127,36 +126,14 @@ def config() -> dict[str, Any]:
 
 
 def check_in_a_scheduler(module: Any) -> None:
-    from minisched.cluster.embedded import EmbeddedCluster
     from minisched.scheduler.plugins import in_tree_registry
-    from minisched.scheduler.scheduler import Scheduler
 
     module.new(None, FakeHandle(autospec_cluster(namespace("x"))))  # not written yet: fail here first
-    cluster = EmbeddedCluster()
-    try:
-        cluster.create(NAMESPACES, namespace("team-a", "env=prod,tier=web"))
-        cluster.create(NAMESPACES, namespace("team-b"))
-        for name, labels in NODES.items():
-            cluster.create("nodes", make_node(name, cpu="8", labels=labels))
-        sched = Scheduler(cluster, config=config(), registry=in_tree_registry().merged({module.NAME: module.new}),
-                          seed=0)
-        sched.start(loop=False)
-        try:
-            for i in range(3):
-                cluster.create("pods", make_pod(f"a-{i}", namespace="team-a", cpu="1"))
-                cluster.create("pods", make_pod(f"b-{i}", namespace="team-b", cpu="1"))
-            deadline = time.monotonic() + 20
-            while sum(sched.pending_pods().values()) < 6 and time.monotonic() < deadline:
-                time.sleep(0.01)
-            for _ in range(6):
-                sched.schedule_one(timeout=5)
-            sched.wait_for_bindings(timeout=10)
-        finally:
-            sched.stop()
-        placed = {f"{ns}/{p['metadata']['name']}": p["spec"].get("nodeName")
-                  for ns in ("team-a", "team-b") for p in cluster.list("pods", ns)["items"]}
-    finally:
-        cluster.close()
+    registry = in_tree_registry().merged({module.NAME: module.new})
+    nodes = [make_node(name, cpu="8", labels=labels) for name, labels in NODES.items()]
+    pods = [make_pod(f"{team[-1]}-{i}", namespace=team, cpu="1") for i in range(3) for team in ("team-a", "team-b")]
+    setup = [namespace("team-a", "env=prod,tier=web"), namespace("team-b")]
+    placed = schedule_pods(nodes, pods, config=config(), registry=registry, objects=[(NAMESPACES, o) for o in setup])
     team_a = {k: v for k, v in placed.items() if k.startswith("team-a/")}
     assert set(team_a.values()) == {"prod-web"}, f"team-a's selector allows only prod-web; team-a's pods: {team_a}"
     team_b = {k: v for k, v in placed.items() if k.startswith("team-b/")}

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any
 import numpy as np
 import wasmtime
 
-from labs.harness import Check, main
+from labs.harness import Check, main, schedule_pods
 from minisched.objects import make_node, make_pod
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.types import CPU, MEMORY, PodInfo
@@ -133,32 +132,12 @@ def config(path: str) -> dict[str, Any]:
 
 
 def check_packs(module: Any) -> None:
-    from minisched.cluster.embedded import EmbeddedCluster
-    from minisched.scheduler.scheduler import Scheduler
-
     run(scorer(module), fixed_table(), POD)  # fails here, with the guest's own message, first
-    cluster = EmbeddedCluster()
-    try:
-        cluster.create("nodes", make_node("small", cpu="4", memory="16Gi"))
-        cluster.create("nodes", make_node("large", cpu="32", memory="128Gi"))
-        with guest_file(module) as path:
-            sched = Scheduler(cluster, config=config(path), seed=0)
-        sched.start(loop=False)
-        try:
-            for i in range(3):
-                cluster.create("pods", make_pod(f"job-{i}", cpu="1", memory="1Gi"))
-            deadline = time.monotonic() + 20
-            while sum(sched.pending_pods().values()) < 3 and time.monotonic() < deadline:
-                time.sleep(0.01)
-            for _ in range(3):
-                sched.schedule_one(timeout=5)
-            sched.wait_for_bindings(timeout=10)
-        finally:
-            sched.stop()
-        placed = {p["metadata"]["name"]: p["spec"].get("nodeName") for p in cluster.list("pods", "default")["items"]}
-    finally:
-        cluster.close()
-    assert placed == {f"job-{i}": "small" for i in range(3)}, (
+    nodes = [make_node("small", cpu="4", memory="16Gi"), make_node("large", cpu="32", memory="128Gi")]
+    pods = [make_pod(f"job-{i}", cpu="1", memory="1Gi") for i in range(3)]
+    with guest_file(module) as path:
+        placed = schedule_pods(nodes, pods, config=config(path))
+    assert placed == {f"default/job-{i}": "small" for i in range(3)}, (
         f"with your scorer at weight 10, three 1-CPU pods should pack onto the small node; got {placed}")
 
 

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import sys
-import time
 from typing import Any
 
 import numpy as np
@@ -15,7 +14,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from labs.harness import Check, main
+from labs.harness import Check, main, schedule_pods
 from minisched.objects import make_node, make_pod
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import FilterPlugin, FilterResult, ScorePlugin
@@ -150,9 +149,7 @@ def config() -> dict[str, Any]:
 
 def scheduler_spans(module: Any, pods: list[str]) -> tuple[list[Any], dict[str, str | None]]:
     """Schedule `pods` with Steady, Sluggish and NodeResourcesFit wrapped; the spans and placements."""
-    from minisched.cluster.embedded import EmbeddedCluster
     from minisched.scheduler.plugins import in_tree_registry
-    from minisched.scheduler.scheduler import Scheduler
 
     tracer, exporter = recording()
     clock = Clock()
@@ -160,27 +157,10 @@ def scheduler_spans(module: Any, pods: list[str]) -> tuple[list[Any], dict[str, 
     wrapped = {"Steady": module.traced(lambda args, handle: Steady(clock), tracer, clock),
                "Sluggish": module.traced(lambda args, handle: Sluggish(clock), tracer, clock),
                "NodeResourcesFit": module.traced(registry["NodeResourcesFit"], tracer, clock)}
-    cluster = EmbeddedCluster()
-    try:
-        for name in ("n1", "n2", "nope"):
-            cluster.create("nodes", make_node(name, cpu="8"))
-        sched = Scheduler(cluster, config=config(), registry={**dict(registry.items()), **wrapped}, seed=0)
-        sched.start(loop=False)
-        try:
-            for name in pods:
-                cluster.create("pods", make_pod(name, cpu="100m"))
-            deadline = time.monotonic() + 20
-            while sum(sched.pending_pods().values()) < len(pods) and time.monotonic() < deadline:
-                time.sleep(0.01)
-            for _ in pods:
-                sched.schedule_one(timeout=5)
-            sched.wait_for_bindings(timeout=10)
-        finally:
-            sched.stop()
-        placed = {p["metadata"]["name"]: p["spec"].get("nodeName") for p in cluster.list("pods", "default")["items"]}
-    finally:
-        cluster.close()
-    return list(exporter.get_finished_spans()), placed
+    placed = schedule_pods([make_node(name, cpu="8") for name in ("n1", "n2", "nope")],
+                           [make_pod(name, cpu="100m") for name in pods],
+                           config=config(), registry={**dict(registry.items()), **wrapped})
+    return list(exporter.get_finished_spans()), {k.removeprefix("default/"): v for k, v in placed.items()}
 
 
 def check_finds_the_slow_plugin(module: Any) -> None:
