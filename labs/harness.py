@@ -267,3 +267,43 @@ def running_scheduler(
 def placements(cluster: EmbeddedCluster, namespace: str = "default") -> dict[str, str | None]:
     """Pod name -> the node it is bound to (None while pending)."""
     return {p["metadata"]["name"]: p["spec"].get("nodeName") for p in cluster.list("pods", namespace)["items"]}
+def schedule_pods(nodes: Sequence[dict[str, Any]], pods: Sequence[dict[str, Any]], *, config: dict[str, Any],
+                  registry: Any = None, objects: Sequence[tuple[Any, dict[str, Any]]] = (), seed: int = 0,
+                  timeout: float = 20.0) -> dict[str, str | None]:
+    """What a lab's plugin does inside a real scheduler: an embedded cluster with `objects`
+    ((resource, object) pairs, created first: namespaces, custom resources...) and `nodes`, a
+    Scheduler with `config` and `registry` (its loop off), the `pods` created and queued, one
+    scheduling cycle per pod, the bindings awaited. Returns {namespace/name: the pod's node or None}.
+    Waits are deadline-based, never sleeps of a fixed length, so a busy machine only makes it slower."""
+    import time
+
+    from minisched.cluster.embedded import EmbeddedCluster
+    from minisched.scheduler.scheduler import Scheduler
+
+    cluster = EmbeddedCluster()
+    try:
+        for resource, obj in objects:
+            cluster.create(resource, obj)
+        for node in nodes:
+            cluster.create("nodes", node)
+        sched = Scheduler(cluster, config=config, registry=registry, seed=seed)
+        sched.start(loop=False)
+        try:
+            for pod in pods:
+                cluster.create("pods", pod)
+            deadline = time.monotonic() + timeout
+            while sum(sched.pending_pods().values()) < len(pods):
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"the scheduler queued {sum(sched.pending_pods().values())} of "
+                                         f"{len(pods)} pods within {timeout:g} s")
+                time.sleep(0.01)
+            for _ in pods:
+                sched.schedule_one(timeout=5)
+            sched.wait_for_bindings(timeout=timeout)
+        finally:
+            sched.stop()
+        namespaces = sorted({p["metadata"].get("namespace") or "default" for p in pods})
+        return {f"{ns}/{p['metadata']['name']}": p["spec"].get("nodeName")
+                for ns in namespaces for p in cluster.list("pods", ns)["items"]}
+    finally:
+        cluster.close()

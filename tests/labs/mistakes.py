@@ -558,6 +558,252 @@ def lab16_counts_a_failed_reservation(solution: types.ModuleType) -> types.Modul
 def lab16_refuses_exactly_full(solution: types.ModuleType) -> types.ModuleType:
     """Compares with >= : a pod that fills the node exactly is refused."""
     return _ledger_variant(solution, full_refuses=True)
+# ---- lab 11 ----
+def _selector_variant(solution: types.ModuleType, filter_: Callable[..., Any]) -> types.ModuleType:
+    m = _copy(solution)
+    cls = type("Variant", (solution.NamespaceNodeSelector,), {"filter": filter_})
+    m.new = lambda args, handle: cls(solution.new(args, handle).cluster)
+    return m
+
+
+def lab11_lists_every_namespace(solution: types.ModuleType) -> types.ModuleType:
+    """Lists every namespace and picks the pod's: works, but asks the API server for all of them."""
+    from minisched.resources import NAMESPACES
+
+    def filter_(self: Any, state: Any, pod: Any, nodes: Any) -> Any:
+        items = self.cluster.list(NAMESPACES).get("items") or []
+        mine = next((ns for ns in items if ns["metadata"]["name"] == pod.namespace), {"metadata": {}})
+
+        class One:
+            def get(self, resource: Any, name: str, namespace: str | None = None) -> Any:
+                return mine
+
+        return solution.NamespaceNodeSelector(One()).filter(state, pod, nodes)
+
+    return _selector_variant(solution, filter_)
+
+
+def lab11_not_found_escapes(solution: types.ModuleType) -> types.ModuleType:
+    from minisched.resources import NAMESPACES
+
+    def filter_(self: Any, state: Any, pod: Any, nodes: Any) -> Any:
+        self.cluster.get(NAMESPACES, pod.namespace)  # NotFound escapes
+        return solution.NamespaceNodeSelector.filter(self, state, pod, nodes)
+
+    return _selector_variant(solution, filter_)
+
+
+def lab11_any_pair_matches(solution: types.ModuleType) -> types.ModuleType:
+    """A node passes when it has any one of the selector's labels."""
+    from minisched.scheduler.framework.interface import FilterResult
+    from minisched.scheduler.framework.status import Code
+
+    def filter_(self: Any, state: Any, pod: Any, nodes: Any) -> Any:
+        text = self._selector_text(pod.namespace)
+        pairs = solution.parse_selector(text) if text else None
+        if not pairs:
+            return solution.NamespaceNodeSelector.filter(self, state, pod, nodes)
+        passed = np.zeros(len(nodes), np.bool_)
+        for key, value in pairs.items():
+            column, wanted = nodes.label_column(key), nodes.label_value_id(key, value)
+            if column is not None and wanted is not None:
+                passed |= column == wanted
+        return FilterResult(passed, (~passed).astype(np.uint8),
+                            (f"node(s) didn't match the node selector of namespace {pod.namespace}",),
+                            Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+
+    return _selector_variant(solution, filter_)
+
+
+def lab11_imports_observability(solution: types.ModuleType) -> types.ModuleType:
+    """The chapter's planted mistake: the plugin imports a layer above it (to count something)."""
+    import tempfile
+    from pathlib import Path
+
+    m = _copy(solution)
+    path = Path(tempfile.mkdtemp(prefix="lab11-mistake-")) / "exercise.py"
+    path.write_text(Path(solution.__file__).read_text() + "\nimport minisched.observability.metrics  # noqa\n")
+    m.__file__ = str(path)
+    return m
+
+
+# ---- lab 12 ----
+def lab12_unbounded_weights(solution: types.ModuleType) -> types.ModuleType:
+    from pydantic import Field
+
+    from minisched.resources import Resource
+    from minisched.validation.crd import crd_for
+    from minisched.validation.model import ResourceModel
+
+    class Spec(ResourceModel):
+        label: str = Field(min_length=1, max_length=63)
+        weights: dict[str, int] = Field(min_length=1)
+
+    m = _copy(solution)
+    m.CRD = crd_for(Spec, group=solution.GROUP, version=solution.VERSION, kind=solution.KIND, plural=solution.PLURAL,
+                    scope="Cluster")
+    m.LABEL_PREFERENCES = Resource.from_crd(m.CRD)
+    return m
+
+
+def lab12_scores_every_node(solution: types.ModuleType) -> types.ModuleType:
+    """Ignores `rows` and scores the whole snapshot."""
+    m = _copy(solution)
+
+    class Variant(solution.LabelPreferenceScore):
+        def score(self, state: Any, pod: Any, nodes: Any, rows: Any) -> Any:
+            return super().score(state, pod, nodes, np.arange(len(nodes), dtype=np.intp))
+
+    m.new = lambda args, handle: _followed(Variant(), handle)
+    return m
+
+
+def _followed(plugin: Any, handle: Any) -> Any:
+    factory = getattr(handle, "informer_factory", None)
+    if factory is not None:
+        plugin.follow(factory)
+    return plugin
+
+
+def lab12_reads_once(solution: types.ModuleType) -> types.ModuleType:
+    """Lists the objects once when built and never follows them."""
+    m = _copy(solution)
+
+    class Variant(solution.LabelPreferenceScore):
+        def follow(self, factory: Any) -> None:
+            self.set_preferences(factory.cluster.list(solution.LABEL_PREFERENCES).get("items") or [])
+
+    m.new = lambda args, handle: _followed(Variant(), handle)
+    return m
+
+
+def lab12_forgets_deletes(solution: types.ModuleType) -> types.ModuleType:
+    from minisched.informer import ResourceEventHandlerFuncs
+
+    m = _copy(solution)
+
+    class Variant(solution.LabelPreferenceScore):
+        def follow(self, factory: Any) -> None:
+            informer = factory.informer_for(solution.LABEL_PREFERENCES)
+
+            def refresh(*_: Any) -> None:
+                self.set_preferences(informer.store.list())
+
+            informer.add_event_handler(ResourceEventHandlerFuncs(refresh, refresh, None))
+
+    m.new = lambda args, handle: _followed(Variant(), handle)
+    return m
+
+
+# ---- lab 13 ----
+def _wat_variant(solution: types.ModuleType, old: str, new: str) -> types.ModuleType:
+    assert old in solution.WAT, f"the mistake's anchor {old!r} is not in the solution's WAT"
+    m = _copy(solution)
+    m.WAT = solution.WAT.replace(old, new)
+    return m
+
+
+def lab13_least_allocated(solution: types.ModuleType) -> types.ModuleType:
+    """Hands in the chapter's bundled guest, which spreads instead of packing."""
+    from minisched.scheduler.plugins import wasm
+
+    m = _copy(solution)
+    m.WAT = wasm.guest_path("least_allocated").read_text()
+    return m
+
+
+def lab13_divides_by_zero(solution: types.ModuleType) -> types.ModuleType:
+    return _wat_variant(solution, "(i64.le_s (local.get $alloc) (i64.const 0))", "(i32.const 0)")
+
+
+def lab13_forgets_the_pod(solution: types.ModuleType) -> types.ModuleType:
+    return _wat_variant(solution, "(local.get $pod_mem)", "(i64.const 0)")
+
+
+# ---- lab 14 ----
+def lab14_claims_every_point(solution: types.ModuleType) -> types.ModuleType:
+    """filter and score as methods of the class: every wrapped plugin seems to have both."""
+    m = _copy(solution)
+
+    class Always(solution.TracedPlugin):
+        def filter(self, state: Any, pod: Any, nodes: Any) -> Any:
+            return self._filter(state, pod, nodes)
+
+        def score(self, state: Any, pod: Any, nodes: Any, rows: Any) -> Any:
+            return self._score(state, pod, nodes, rows)
+
+    m.TracedPlugin = Always
+    m.traced = lambda factory, tracer, now_ns: lambda args, handle: Always(factory(args, handle), tracer, now_ns)
+    return m
+
+
+def lab14_wall_clock(solution: types.ModuleType) -> types.ModuleType:
+    """Times the spans with the wall clock instead of the injected one."""
+    import time
+
+    m = _copy(solution)
+
+    class Wall(solution.TracedPlugin):
+        def __init__(self, inner: Any, tracer: Any, now_ns: Any) -> None:
+            super().__init__(inner, tracer, time.time_ns)
+
+    m.TracedPlugin = Wall
+    m.traced = lambda factory, tracer, now_ns: lambda args, handle: Wall(factory(args, handle), tracer, now_ns)
+    return m
+
+
+def lab14_longest_not_total(solution: types.ModuleType) -> types.ModuleType:
+    m = _copy(solution)
+
+    def slowest(spans: Any) -> Any:
+        calls = [s for s in spans if (s.attributes or {}).get(solution.PLUGIN) is not None]
+        worst = max(calls, key=lambda s: s.end_time - s.start_time)
+        attributes = worst.attributes or {}
+        total = sum(s.end_time - s.start_time for s in calls if (s.attributes or {}).get(solution.PLUGIN)
+                    == attributes[solution.PLUGIN])
+        return solution.Finding(str(attributes[solution.PLUGIN]), total / 1e6, str(attributes[solution.POD]))
+
+    m.slowest = slowest
+    return m
+
+
+# ---- lab 15 ----
+def _table_variant(solution: types.ModuleType, **changes: Any) -> types.ModuleType:
+    from minisched.scheduler.lifecycle import QueueEvent, QueueState
+
+    m = _copy(solution)
+    m.TRANSITIONS = dict(solution.TRANSITIONS)
+    for pair, target in changes.items():
+        state, event = pair.split("__")
+        m.TRANSITIONS[QueueState[state], QueueEvent[event]] = target
+    return m
+
+
+def lab15_deleted_pod_stays_in_backoff(solution: types.ModuleType) -> types.ModuleType:
+    """Chapter 5's planted bug: DELETE ignored in BACKOFF."""
+    from minisched.scheduler.lifecycle import IGNORE
+
+    return _table_variant(solution, BACKOFF__DELETE=IGNORE)
+
+
+def lab15_rejected_pod_backs_off(solution: types.ModuleType) -> types.ModuleType:
+    from minisched.scheduler.lifecycle import QueueState
+
+    return _table_variant(solution, IN_FLIGHT__REJECT=QueueState.BACKOFF)
+
+
+def lab15_requeues_a_deleted_pod(solution: types.ModuleType) -> types.ModuleType:
+    """A pod deleted during its cycle comes back when the cycle rejects it."""
+    from minisched.scheduler.lifecycle import QueueState
+
+    return _table_variant(solution, ABSENT__REJECT=QueueState.UNSCHEDULABLE)
+
+
+def lab15_pops_from_backoff(solution: types.ModuleType) -> types.ModuleType:
+    """Lets a pod in backoffQ be popped (REFUSE written as a move)."""
+    from minisched.scheduler.lifecycle import QueueState
+
+    return _table_variant(solution, BACKOFF__POP=QueueState.IN_FLIGHT)
 
 
 MISTAKES: dict[str, list[Mistake]] = {
@@ -575,4 +821,12 @@ MISTAKES: dict[str, list[Mistake]] = {
     "lab10_waiting_pods": [lab10_direct_only, lab10_keeps_the_names, lab10_alphabetical, lab10_recursive],
     "lab16_capacity_fence": [lab16_last_write_wins, lab16_retries_the_stale_read, lab16_counts_a_failed_reservation,
                              lab16_refuses_exactly_full],
+    "lab11_namespace_selector": [lab11_lists_every_namespace, lab11_not_found_escapes, lab11_any_pair_matches,
+                                 lab11_imports_observability],
+    "lab12_crd_label_preference": [lab12_unbounded_weights, lab12_scores_every_node, lab12_reads_once,
+                                   lab12_forgets_deletes],
+    "lab13_wasm_scorer": [lab13_least_allocated, lab13_divides_by_zero, lab13_forgets_the_pod],
+    "lab14_plugin_spans": [lab14_claims_every_point, lab14_wall_clock, lab14_longest_not_total],
+    "lab15_queue_state_table": [lab15_deleted_pod_stays_in_backoff, lab15_rejected_pod_backs_off,
+                                lab15_requeues_a_deleted_pod, lab15_pops_from_backoff],
 }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -120,11 +121,17 @@ def test_flusher_thread_runs_on_the_virtual_clock(virtual_clock: VirtualClock) -
         qpi = q.pop(timeout=0)
         assert qpi is not None
         q.add_unschedulable(qpi, rejected_by=["NodeAffinity"])
-        for _ in range(31):  # one second at a time, as a driver would
+        # Ten virtual seconds at a time, as a driver would, until the flusher thread has moved the pod
+        # (past 5 min). How far the clock must go depends on when that thread started and how often it
+        # ran in between (it counts its 30 s from its own start), which a busy machine decides: so no
+        # fixed count of steps, and no pop(timeout) that virtual time, never advancing, cannot end.
+        deadline = time.monotonic() + 60
+        while q.where("default/p") != "active":
+            assert time.monotonic() < deadline, f"after {virtual_clock.monotonic():g} virtual s, p is {q.where('default/p')}"
             virtual_clock.advance(10)
             threading.Event().wait(0.005)
-        got = q.pop(timeout=1)
-        # 310 virtual seconds > 5 min: flushed to active (no real time passes in pop on a virtual clock)
+        assert virtual_clock.monotonic() - qpi.timestamp >= 300, "flushed before its 5 minutes were up"
+        got = q.pop(timeout=0)
         assert got is not None and got.key == "default/p"
     finally:
         stop.set()

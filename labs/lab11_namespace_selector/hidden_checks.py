@@ -1,0 +1,50 @@
+"""Lab 11 hidden checks: graded after submission, left out of student copies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from labs.harness import Check
+from labs.lab11_namespace_selector.checks import FakeHandle, autospec_cluster, namespace, nodes, verdict
+from minisched.objects import make_pod
+from minisched.scheduler.framework.cycle_state import CycleState
+from minisched.scheduler.framework.status import Code
+from minisched.scheduler.framework.types import PodInfo
+
+
+def check_malformed(module: Any) -> None:
+    for text in ("env", "=prod", "env=prod,tier"):
+        got, result = verdict(module, namespace("team-a", text))
+        assert not any(got.values()), f"selector {text!r} does not parse: expected every node to fail, got {got}"
+        assert result.reasons_at(0) == (f"namespace team-a has a malformed node selector: {text}",), (
+            f"selector {text!r}: reason {result.reasons_at(0)}")
+        assert result.code_at(0) == Code.UNSCHEDULABLE_AND_UNRESOLVABLE, f"selector {text!r}: code {result.code_at(0)}"
+
+
+def check_needs_a_handle(module: Any) -> None:
+    for handle, what in ((None, "no handle"), (FakeHandle(None), "a handle without a cluster")):
+        try:
+            module.new(None, handle)
+        except ValueError as err:
+            assert "NamespaceNodeSelector" in str(err), f"the ValueError should name NamespaceNodeSelector: {err}"
+        else:
+            raise AssertionError(f"new(None, {what}) should raise ValueError")
+
+
+def check_injected_not_global(module: Any) -> None:
+    a, b = autospec_cluster(namespace("team-a", "env=dev")), autospec_cluster(namespace("team-a", "tier=db"))
+    pa, pb = module.new(None, FakeHandle(a)), module.new(None, FakeHandle(b))
+    table, pod = nodes(), PodInfo.from_pod(make_pod("p", namespace="team-a"))
+    ra, rb = pa.filter(CycleState(), pod, table), pb.filter(CycleState(), pod, table)
+    got = ([n for i, n in enumerate(table.names) if ra.passed[i]], [n for i, n in enumerate(table.names) if rb.passed[i]])
+    assert got == (["dev-web"], ["prod-db"]), f"two plugins given two clusters must each read their own: got {got}"
+    assert a.get.call_count == 1 and b.get.call_count == 1, "each plugin should ask its own cluster once"
+
+
+CHECKS = [
+    Check("a malformed selector fails every node, saying so", check_malformed,
+          "a part without '=' or with an empty key: FilterResult with every row failing and one message."),
+    Check("new() refuses to run without a cluster", check_needs_a_handle, "raise ValueError naming the plugin."),
+    Check("each plugin reads the cluster it was given", check_injected_not_global,
+          "keep handle.cluster on the instance; no module-level client."),
+]

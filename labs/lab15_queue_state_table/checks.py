@@ -1,0 +1,135 @@
+"""Lab 15 checks (public).
+
+    python -m labs.lab15_queue_state_table.checks [exercise|solution|path/to/exercise.py]
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from labs.harness import Check, main
+from minisched.clock import VirtualClock
+from minisched.objects import make_pod
+from minisched.scheduler.lifecycle import IllegalTransition, QueueEvent, QueueState, check_exhaustive
+from minisched.scheduler.queue import WILDCARD_EVENT, SchedulingQueue
+
+LAB = "lab15_queue_state_table"
+Q, E = QueueState, QueueEvent
+
+
+def table(module: Any) -> Any:
+    """The student's table, refused with the missing pairs named when it is not exhaustive."""
+    t = module.TRANSITIONS
+    missing = {s: [e.name for e in QueueEvent if (s, e) not in t] for s in QueueState}
+    rows = [f"{s.name} ({', '.join(es) if len(es) < len(QueueEvent) else 'the whole row'})"
+            for s, es in missing.items() if es]
+    assert not rows, f"your table is not exhaustive: {sum(map(len, missing.values()))} pairs missing: {'; '.join(rows)}"
+    try:
+        check_exhaustive(t, QueueState, QueueEvent)
+    except ValueError as err:
+        raise AssertionError(str(err)) from None
+    return t
+
+
+def queue(module: Any) -> tuple[SchedulingQueue, VirtualClock]:
+    clock = VirtualClock()
+    return SchedulingQueue(clock=clock, transitions=table(module)), clock
+
+
+class Walk:
+    """Drive one queue and say, on a wrong turn, the whole path that led there."""
+
+    def __init__(self, module: Any) -> None:
+        self.queue, self.clock = queue(module)
+        self.path: list[str] = []
+
+    def do(self, what: str, action: Any) -> Any:
+        self.path.append(what)
+        try:
+            return action()
+        except IllegalTransition as err:
+            raise AssertionError(f"after {' -> '.join(self.path)}: your table refused it ({err})") from None
+
+    def expect(self, pod: str, where: str | None) -> None:
+        got = self.queue.where(f"default/{pod}")
+        assert got == where, (f"after {' -> '.join(self.path)}: pod {pod} should be "
+                              f"{where or 'out of the queue'}, it is {got or 'out of the queue'}")
+
+
+def check_life(module: Any) -> None:
+    w = Walk(module)
+    w.do("add p", lambda: w.queue.add(make_pod("p")))
+    w.expect("p", "active")
+    attempt = w.do("pop", lambda: w.queue.pop(timeout=0))
+    w.expect("p", "in-flight")
+    w.do("reject p (no node fits)", lambda: w.queue.add_unschedulable(attempt, rejected_by=["NodeAffinity"]))
+    w.expect("p", "unschedulable")
+    w.do("a cluster event at once", lambda: w.queue.move_all_to_active_or_backoff(WILDCARD_EVENT))
+    w.expect("p", "backoff")  # its 1 s backoff has not expired
+    w.clock.advance(1.5)
+    w.do("1.5 s later, the backoff flush", w.queue.flush_backoff_completed)
+    w.expect("p", "active")
+    attempt = w.do("pop", lambda: w.queue.pop(timeout=0))
+    w.do("an error in its cycle", lambda: w.queue.add_unschedulable(attempt, error=True))
+    w.expect("p", "backoff")
+    w.clock.advance(5)
+    w.do("5 s later, the backoff flush", w.queue.flush_backoff_completed)
+    attempt = w.do("pop", lambda: w.queue.pop(timeout=0))
+    w.do("done (assumed on a node)", lambda: w.queue.done(attempt.key))
+    w.expect("p", None)
+
+
+def check_deleted(module: Any) -> None:
+    w = Walk(module)
+    w.do("add a", lambda: w.queue.add(make_pod("a")))
+    attempt = w.do("pop", lambda: w.queue.pop(timeout=0))
+    w.do("delete a during its cycle", lambda: w.queue.delete(make_pod("a")))
+    w.expect("a", None)
+    w.do("its cycle rejects it", lambda: w.queue.add_unschedulable(attempt, rejected_by=["NodeAffinity"]))
+    w.expect("a", None)  # dropped, not requeued
+    w.do("delete a again", lambda: w.queue.delete(make_pod("a")))
+    w.expect("a", None)
+    w.do("add b", lambda: w.queue.add(make_pod("b")))
+    attempt = w.do("pop", lambda: w.queue.pop(timeout=0))
+    w.do("an error in its cycle", lambda: w.queue.add_unschedulable(attempt, error=True))
+    w.do("delete b while it backs off", lambda: w.queue.delete(make_pod("b")))
+    w.expect("b", None)
+    w.do("add c", lambda: w.queue.add(make_pod("c")))
+    attempt = w.do("pop", lambda: w.queue.pop(timeout=0))
+    w.do("reject c", lambda: w.queue.add_unschedulable(attempt, rejected_by=["NodeAffinity"]))
+    w.do("delete c while unschedulable", lambda: w.queue.delete(make_pod("c")))
+    w.expect("c", None)
+    w.do("add d (gated)", lambda: w.queue.add(make_pod("d", scheduling_gates=["example.com/wait"])))
+    w.expect("d", "gated")
+    w.do("delete d", lambda: w.queue.delete(make_pod("d")))
+    w.expect("d", None)
+
+
+def check_binding_failures(module: Any) -> None:
+    w = Walk(module)
+    for name in ("e", "r"):
+        w.do(f"add {name}", lambda name=name: w.queue.add(make_pod(name)))
+    attempts = {}
+    for _ in range(2):
+        attempt = w.do("pop", lambda: w.queue.pop(timeout=0))
+        w.do(f"done {attempt.key}", lambda attempt=attempt: w.queue.done(attempt.key))
+        attempts[attempt.key.split("/")[1]] = attempt
+    w.do("e's binding fails with an error", lambda: w.queue.requeue_after_bind_failure(attempts["e"]))
+    w.expect("e", "backoff")
+    w.do("Permit rejects r", lambda: w.queue.requeue_after_bind_failure(attempts["r"], rejected_by=["Coscheduling"]))
+    w.expect("r", "unschedulable")
+
+
+CHECKS = [
+    Check("a pod's life: active, in flight, unschedulable, backoff, done", check_life,
+          "IN_FLIGHT: DONE -> ABSENT, REJECT -> UNSCHEDULABLE, RETRY -> BACKOFF; UNSCHEDULABLE: MOVE_BACKING_OFF -> "
+          "BACKOFF, MOVE_READY -> ACTIVE; BACKOFF: BACKOFF_EXPIRED -> ACTIVE.", points=2),
+    Check("deleted pods leave, and late news of them changes nothing", check_deleted,
+          "DELETE -> ABSENT from every state a pod can be in; in ABSENT, DONE/REJECT/RETRY/DELETE are IGNORE."),
+    Check("a failed binding brings the pod back", check_binding_failures,
+          "in ABSENT: BIND_FAILED -> BACKOFF, BIND_REJECTED -> UNSCHEDULABLE."),
+]
+
+if __name__ == "__main__":
+    sys.exit(main(LAB, sys.argv[1:]))
