@@ -1,0 +1,248 @@
+"""Several sharded replicas in one process, on one cluster and one clock, with a replica to pause.
+
+What the §4.3 notebook and tests/sharding run: each replica is a Scheduler with its Shard, reaching
+the cluster through its own `PausableLink`. `pause(name)` makes that replica's writes hang (its
+lease renewals, ledger writes and bindings), as a process stopped by SIGSTOP, a long GC pause or a
+frozen VM looks from the API server, while its scheduling loop keeps deciding on what it last saw;
+`resume(name)` lets every hung write go out, with decisions now stale. Time is the cluster's clock
+(a VirtualClock in tests): `step(seconds)` moves it and lets every running replica renew and
+re-read the ring, which is how a lease expires without waiting for it.
+
+The invariants are read from the API server: `bound_twice()` (pods whose binding succeeded for two
+replicas, which pods/binding's 409 forbids) and `overcommitted()` (nodes whose bound pods request
+more than allocatable, which only the capacity ledger prevents).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from minisched.clock import Clock
+from minisched.cluster.base import Cluster, Object
+from minisched.resources import NODES, PODS, ResourceLike
+from minisched.scheduler.framework.types import PodInfo
+from minisched.scheduler.plugins.helpers import node_allocatable
+from minisched.scheduler.scheduler import Scheduler
+from minisched.sharding.shard import DEFAULT_GROUP, Shard
+
+__all__ = ["PausableLink", "SimReplica", "ShardedSim", "overcommitted"]
+
+_WRITES = ("create", "update", "patch", "delete", "bind", "evict")
+
+
+class PausableLink:
+    """A `Cluster` whose writes hang while paused, and that records every binding that succeeded."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self._running = threading.Event()
+        self._running.set()
+        self._lock = threading.Lock()
+        self.bound: list[tuple[str, str, str]] = []  # (namespace/name, uid, node) of each bind that succeeded
+        self.held = 0  # writes that waited out a pause
+
+    @property
+    def paused(self) -> bool:
+        return not self._running.is_set()
+
+    def pause(self) -> None:
+        self._running.clear()
+
+    def resume(self) -> None:
+        self._running.set()
+
+    def _gate(self) -> None:
+        if not self._running.is_set():
+            with self._lock:
+                self.held += 1
+            self._running.wait()
+
+    def bind(self, namespace: str, name: str, node_name: str, *, uid: str | None = None) -> None:
+        self._gate()
+        self.cluster.bind(namespace, name, node_name, uid=uid)
+        with self._lock:
+            self.bound.append((f"{namespace}/{name}", uid or "", node_name))
+
+    def __getattr__(self, attr: str) -> Any:
+        target = getattr(self.cluster, attr)
+        if attr not in _WRITES:
+            return target
+
+        def gated(*args: Any, **kwargs: Any) -> Any:
+            self._gate()
+            return target(*args, **kwargs)
+
+        return gated
+
+    def create(self, resource: ResourceLike, obj: Object, namespace: str | None = None) -> Object:
+        self._gate()
+        return self.cluster.create(resource, obj, namespace)
+
+    def update(self, resource: ResourceLike, obj: Object, *, subresource: str | None = None) -> Object:
+        self._gate()
+        return self.cluster.update(resource, obj, subresource=subresource)
+
+
+@dataclass
+class SimReplica:
+    name: str
+    link: PausableLink
+    shard: Shard
+    scheduler: Scheduler
+
+    @property
+    def paused(self) -> bool:
+        return self.link.paused
+
+
+class ShardedSim:
+    """`replicas` sharded schedulers on `cluster`, driven by `clock`."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        clock: Clock,
+        names: Iterable[str] = ("sched-a", "sched-b", "sched-c"),
+        *,
+        capacity_fence: bool = True,
+        lease_duration: float = 15.0,
+        group: str = DEFAULT_GROUP,
+        namespace: str = "kube-system",
+        bind_workers: int = 8,
+        max_bindings_in_flight: int = 512,
+        scheduler_options: dict[str, Any] | None = None,
+    ) -> None:
+        self.cluster, self.clock = cluster, clock
+        self.replicas: dict[str, SimReplica] = {}
+        for name in names:
+            link = PausableLink(cluster)
+            shard = Shard(link, identity=name, group=group, namespace=namespace, lease_duration=lease_duration,
+                          clock=clock, capacity_fence=capacity_fence)
+            sched = Scheduler(link, clock=clock, shard=shard, bind_workers=bind_workers,
+                              max_bindings_in_flight=max_bindings_in_flight, **(scheduler_options or {}))
+            shard.attach(sched)
+            self.replicas[name] = SimReplica(name, link, shard, sched)
+        self._started = False
+
+    def __getitem__(self, name: str) -> SimReplica:
+        return self.replicas[name]
+
+    def start(self) -> None:
+        """Every replica renews its lease and reads the ring (twice: the first renewals race the
+        first reads), then starts its informers and loop."""
+        for _ in range(2):
+            for r in self.replicas.values():
+                r.shard.tick()
+        for r in self.replicas.values():
+            r.scheduler.start()
+        self._started = True
+
+    def running(self) -> list[SimReplica]:
+        return [r for r in self.replicas.values() if not r.paused]
+
+    def step(self, seconds: float) -> None:
+        """Move the clock, then let every running replica renew, re-read the ring and clean up."""
+        self.clock.advance(seconds)  # type: ignore[attr-defined]
+        for r in self.running():
+            r.shard.tick()
+
+    def advance(self, seconds: float) -> None:
+        """Move the clock by `seconds` in steps of a renew period (a third of the lease), every
+        running replica renewing at each: time passes as it does for live replicas."""
+        period = min(r.shard.membership.renew_period for r in self.replicas.values())
+        left = seconds
+        while left > 1e-9:
+            self.step(min(period, left))
+            left -= period
+
+    def cleanup(self) -> int:
+        return sum(r.shard.cleanup() for r in self.running())
+
+    def pause(self, name: str) -> None:
+        self.replicas[name].link.pause()
+
+    def resume(self, name: str) -> None:
+        self.replicas[name].link.resume()
+
+    def settle(self, timeout: float = 60.0, quiet: float = 0.2, step: float = 1.0) -> None:
+        """Until the running replicas have nothing left to try: no pod active or in backoff, no
+        binding in flight, for `quiet` real seconds. Moves the clock `step` seconds each round (backoffs
+        elapse; leases are renewed as it goes)."""
+        deadline = time.monotonic() + timeout
+        calm_since: float | None = None
+        while True:
+            busy = any(_busy(r.scheduler) for r in self.running())
+            now = time.monotonic()
+            if not busy:
+                calm_since = calm_since or now
+                if now - calm_since >= quiet:
+                    return
+            else:
+                calm_since = None
+            if now > deadline:
+                raise TimeoutError(f"replicas still busy after {timeout} s: "
+                                   f"{ {r.name: r.scheduler.pending_pods() for r in self.running()} }")
+            self.step(step)
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        for r in self.replicas.values():
+            r.link.resume()  # hung writes go out (or fail) so the threads can end
+        for r in self.replicas.values():
+            if self._started:
+                r.scheduler.stop(5.0)
+            r.shard.stop(1.0, release=False)
+
+    def __enter__(self) -> ShardedSim:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- the invariants, from the API server --------------------------------------------------------------
+
+    def binds(self) -> Counter[str]:
+        """Successful bindings per pod (by UID), over every replica."""
+        return Counter(uid for r in self.replicas.values() for _, uid, _ in list(r.link.bound))
+
+    def bound_twice(self) -> list[str]:
+        return sorted(uid for uid, n in self.binds().items() if n > 1)
+
+    def bound_by(self) -> dict[str, int]:
+        return {r.name: len(r.link.bound) for r in self.replicas.values()}
+
+    def overcommitted(self) -> dict[str, dict[str, tuple[int, int]]]:
+        return overcommitted(self.cluster)
+
+
+def overcommitted(cluster: Cluster) -> dict[str, dict[str, tuple[int, int]]]:
+    """node -> {resource: (requested by its bound pods, allocatable)} for every node over allocatable
+    in some resource, as the API server shows them now."""
+    nodes = {n["metadata"]["name"]: node_allocatable(n) for n in cluster.list(NODES)["items"]}
+    used: dict[str, dict[str, int]] = {name: {} for name in nodes}
+    for pod in cluster.list(PODS)["items"]:
+        node = (pod.get("spec") or {}).get("nodeName")
+        if not node or node not in used or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        requests = dict(PodInfo.from_pod(pod).requests)
+        requests["pods"] = 1
+        for resource, amount in requests.items():
+            used[node][resource] = used[node].get(resource, 0) + amount
+    over: dict[str, dict[str, tuple[int, int]]] = {}
+    for node, amounts in used.items():
+        bad = {r: (v, nodes[node].get(r, 0)) for r, v in amounts.items() if v > nodes[node].get(r, 0)}
+        if bad:
+            over[node] = bad
+    return over
+
+
+def _busy(sched: Scheduler) -> bool:
+    pending = sched.pending_pods()
+    with sched._bindings_lock:
+        binding = sched._bindings_in_flight
+    return bool(pending.get("active") or pending.get("backoff") or binding or sched._cycle_pod is not None)
