@@ -246,3 +246,100 @@ def _busy(sched: Scheduler) -> bool:
     with sched._bindings_lock:
         binding = sched._bindings_in_flight
     return bool(pending.get("active") or pending.get("backoff") or binding or sched._cycle_pod is not None)
+
+
+@dataclass
+class PausedRun:
+    """What `paused_replica_run` saw (every figure read from the API server or the links)."""
+
+    capacity_fence: bool
+    pods: int
+    slots: int  # pods the nodes hold by CPU
+    bound: int
+    bound_twice: list[str]
+    overcommitted: dict[str, dict[str, tuple[int, int]]]
+    node_cpu: dict[str, tuple[int, int]]  # node -> (millicores requested by bound pods, allocatable)
+    owned_by_paused: int  # pods the ring gave the paused replica before it stopped
+    taken_over: int  # of those, bound by the others while it was paused
+    stale_bound: int  # bindings the paused replica sent after resuming that succeeded
+    stale_conflicts: int  # ... answered 409 (the pod was bound meanwhile)
+    stale_refused: int  # ... refused by the capacity ledger before anything was sent
+    held_writes: int  # writes the paused replica sent while paused (they waited)
+    bound_by: dict[str, int]
+    rings: dict[str, tuple[str, ...]]  # each replica's ring at the end
+    seconds: float  # wall time of the run
+
+
+def paused_replica_run(
+    *,
+    capacity_fence: bool = True,
+    nodes: int = 60,
+    node_cpu: int = 32,
+    pods: int = 2000,
+    lease_duration: float = 15.0,
+    paused: str = "sched-c",
+    names: tuple[str, ...] = ("sched-a", "sched-b", "sched-c"),
+    timeout: float = 120.0,
+) -> PausedRun:
+    """Three replicas on a fresh embedded cluster and a VirtualClock; `paused` stops (its writes
+    hang) before `pods` 1-CPU pods arrive, so it decides its share on what it sees but sends
+    nothing; the clock moves past its lease, the others take its pods over and fill the nodes;
+    then it resumes and its decisions, stale by now, go out. The nodes hold fewer pods than come,
+    so they are full when it resumes: without the capacity fence its late bindings over-commit them."""
+    from minisched.clock import VirtualClock
+    from minisched.cluster.embedded import EmbeddedCluster
+    from minisched.objects import make_node, make_pod
+    from minisched.sharding.ring import Ring
+
+    began = time.monotonic()
+    clock = VirtualClock()
+    cluster = EmbeddedCluster(clock=clock)
+    for i in range(nodes):
+        cluster.create(NODES, make_node(f"node-{i:03d}", cpu=str(node_cpu), memory=f"{node_cpu * 8}Gi", pods="110"))
+    sim = ShardedSim(cluster, clock, names, capacity_fence=capacity_fence, lease_duration=lease_duration,
+                     max_bindings_in_flight=pods)
+    try:
+        sim.start()
+        ring = Ring(names)
+        sim.pause(paused)
+        pod_names = [f"pod-{i:05d}" for i in range(pods)]
+        for name in pod_names:
+            cluster.create(PODS, make_pod(name, cpu="1", memory="1Gi"))
+        owned = {n for n in pod_names if ring.owner_of_pod("default", n) == paused}
+        sim.settle(timeout=timeout, step=lease_duration / 6)  # the others bind their own pods
+        sim.advance(lease_duration + 1)  # the paused replica's lease expires: the others take its pods
+        sim.settle(timeout=timeout, step=lease_duration / 6)
+        before = len(sim[paused].link.bound)
+        bound_meanwhile = {key.split("/", 1)[1] for r in sim.running() for key, _, _ in r.link.bound}
+        taken = len(owned & bound_meanwhile)
+        stats0 = sim[paused].scheduler.stats
+        conflicts0, refusals0 = stats0.bind_conflicts, stats0.fence_refusals
+        sim.resume(paused)
+        sim.advance(2 * sim[paused].shard.membership.renew_period)  # it renews; the others see it again
+        sim.settle(timeout=timeout, step=lease_duration / 6)
+        stats = sim[paused].scheduler.stats
+        held = sim[paused].link.held
+        cpu: dict[str, tuple[int, int]] = {}
+        alloc = {n["metadata"]["name"]: node_allocatable(n)["cpu"] for n in cluster.list(NODES)["items"]}
+        used = dict.fromkeys(alloc, 0)
+        bound = 0
+        for pod in cluster.list(PODS)["items"]:
+            node = pod["spec"].get("nodeName")
+            if node:
+                bound += 1
+                used[node] += PodInfo.from_pod(pod).requests.get("cpu", 0)
+        for node, total in alloc.items():
+            cpu[node] = (used[node], total)
+        return PausedRun(
+            capacity_fence=capacity_fence, pods=pods, slots=nodes * node_cpu, bound=bound,
+            bound_twice=sim.bound_twice(), overcommitted=sim.overcommitted(), node_cpu=cpu,
+            owned_by_paused=len(owned), taken_over=taken,
+            stale_bound=len(sim[paused].link.bound) - before,
+            stale_conflicts=stats.bind_conflicts - conflicts0, stale_refused=stats.fence_refusals - refusals0,
+            held_writes=held, bound_by=sim.bound_by(),
+            rings={r.name: r.shard.ring.members for r in sim.replicas.values()},
+            seconds=time.monotonic() - began,
+        )
+    finally:
+        sim.stop()
+        cluster.close()
