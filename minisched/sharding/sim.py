@@ -6,7 +6,9 @@ lease renewals, ledger writes and bindings), as a process stopped by SIGSTOP, a 
 frozen VM looks from the API server, while its scheduling loop keeps deciding on what it last saw;
 `resume(name)` lets every hung write go out, with decisions now stale. Time is the cluster's clock
 (a VirtualClock in tests): `step(seconds)` moves it and lets every running replica renew and
-re-read the ring, which is how a lease expires without waiting for it.
+re-read the ring, which is how a lease expires without waiting for it. With `threads=True` (the
+real clock, e.g. on a real API server) each replica runs its Shard's own renew loop instead, and
+time passes by itself.
 
 The invariants are read from the API server: `bound_twice()` (pods whose binding succeeded for two
 replicas, which pods/binding's 409 forbids) and `overcommitted()` (nodes whose bound pods request
@@ -15,6 +17,7 @@ more than allocatable, which only the capacity ledger prevents).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import Counter
@@ -30,7 +33,8 @@ from minisched.scheduler.plugins.helpers import node_allocatable
 from minisched.scheduler.scheduler import Scheduler
 from minisched.sharding.shard import DEFAULT_GROUP, Shard
 
-__all__ = ["PausableLink", "SimReplica", "ShardedSim", "overcommitted"]
+__all__ = ["LiveRun", "PausableLink", "PausedRun", "ShardedSim", "SimReplica", "overcommitted", "paused_replica_live",
+           "paused_replica_run"]
 
 _WRITES = ("create", "update", "patch", "delete", "bind", "evict")
 
@@ -116,8 +120,10 @@ class ShardedSim:
         bind_workers: int = 8,
         max_bindings_in_flight: int = 512,
         scheduler_options: dict[str, Any] | None = None,
+        threads: bool = False,
     ) -> None:
         self.cluster, self.clock = cluster, clock
+        self.threads = threads
         self.replicas: dict[str, SimReplica] = {}
         for name in names:
             link = PausableLink(cluster)
@@ -140,6 +146,8 @@ class ShardedSim:
                 r.shard.tick()
         for r in self.replicas.values():
             r.scheduler.start()
+            if self.threads:
+                r.shard.start()
         self._started = True
 
     def running(self) -> list[SimReplica]:
@@ -147,6 +155,8 @@ class ShardedSim:
 
     def step(self, seconds: float) -> None:
         """Move the clock, then let every running replica renew, re-read the ring and clean up."""
+        if self.threads:
+            raise RuntimeError("step() moves a VirtualClock; with threads=True time passes by itself")
         self.clock.advance(seconds)  # type: ignore[attr-defined]
         for r in self.running():
             r.shard.tick()
@@ -187,7 +197,8 @@ class ShardedSim:
             if now > deadline:
                 raise TimeoutError(f"replicas still busy after {timeout} s: "
                                    f"{ {r.name: r.scheduler.pending_pods() for r in self.running()} }")
-            self.step(step)
+            if not self.threads:
+                self.step(step)
             time.sleep(0.02)
 
     def stop(self) -> None:
@@ -196,7 +207,7 @@ class ShardedSim:
         for r in self.replicas.values():
             if self._started:
                 r.scheduler.stop(5.0)
-            r.shard.stop(1.0, release=False)
+            r.shard.stop(5.0, release=self.threads)
 
     def __enter__(self) -> ShardedSim:
         return self
@@ -216,14 +227,16 @@ class ShardedSim:
     def bound_by(self) -> dict[str, int]:
         return {r.name: len(r.link.bound) for r in self.replicas.values()}
 
-    def overcommitted(self) -> dict[str, dict[str, tuple[int, int]]]:
-        return overcommitted(self.cluster)
+    def overcommitted(self, only: Iterable[str] | None = None) -> dict[str, dict[str, tuple[int, int]]]:
+        return overcommitted(self.cluster, only)
 
 
-def overcommitted(cluster: Cluster) -> dict[str, dict[str, tuple[int, int]]]:
-    """node -> {resource: (requested by its bound pods, allocatable)} for every node over allocatable
-    in some resource, as the API server shows them now."""
-    nodes = {n["metadata"]["name"]: node_allocatable(n) for n in cluster.list(NODES)["items"]}
+def overcommitted(cluster: Cluster, only: Iterable[str] | None = None) -> dict[str, dict[str, tuple[int, int]]]:
+    """node -> {resource: (requested by its bound pods, allocatable)} for every node (of `only`, if
+    given) over allocatable in some resource, as the API server shows them now."""
+    wanted = set(only) if only is not None else None
+    nodes = {n["metadata"]["name"]: node_allocatable(n) for n in cluster.list(NODES)["items"]
+             if wanted is None or n["metadata"]["name"] in wanted}
     used: dict[str, dict[str, int]] = {name: {} for name in nodes}
     for pod in cluster.list(PODS)["items"]:
         node = (pod.get("spec") or {}).get("nodeName")
@@ -343,3 +356,115 @@ def paused_replica_run(
     finally:
         sim.stop()
         cluster.close()
+
+
+@dataclass
+class LiveRun:
+    """What `paused_replica_live` saw."""
+
+    pods: int
+    bound: int
+    bound_twice: list[str]
+    overcommitted: dict[str, dict[str, tuple[int, int]]]
+    owned_by_paused: int
+    taken_over: int
+    stale_bound: int
+    held_writes: int
+    seconds_to_take_over: float  # from the pause until the others' ring dropped the paused replica
+    rings: dict[str, tuple[str, ...]]
+
+
+def paused_replica_live(
+    cluster: Cluster,
+    *,
+    namespace: str = "default",
+    scheduler_name: str = "minisched",
+    group: str = "shard-demo",
+    lease_namespace: str = "default",
+    lease_duration: float = 3.0,
+    nodes: int = 12,
+    node_cpu: int = 8,
+    pods: int = 90,
+    names: tuple[str, ...] = ("sched-a", "sched-b", "sched-c"),
+    paused: str = "sched-c",
+    timeout: float = 120.0,
+) -> LiveRun:
+    """The paused-replica run on any cluster (a real API server too), on the real clock: each
+    replica's Shard renews its lease on its own thread, so the paused one's lease really expires.
+    Creates its nodes (`<group>-node-NN`) and pods, and deletes them, the leases and the ledgers
+    at the end."""
+    from minisched.clock import RealClock
+    from minisched.objects import make_node, make_pod
+    from minisched.scheduler.framework.profile import default_profile
+    from minisched.sharding.ring import Ring
+
+    clock = RealClock()
+    node_names = [f"{group}-node-{i:02d}" for i in range(nodes)]
+    pod_names = [f"{group}-pod-{i:04d}" for i in range(pods)]
+    for name in node_names:
+        cluster.create(NODES, make_node(name, cpu=str(node_cpu), memory=f"{node_cpu * 8}Gi"))
+    sim = ShardedSim(cluster, clock, names, lease_duration=lease_duration, group=group,
+                     namespace=lease_namespace, threads=True,
+                     scheduler_options={"profiles": [default_profile(scheduler_name)]})
+    try:
+        sim.start()
+        _wait(lambda: all(set(node_names) <= set(r.scheduler.cache.node_names()) for r in sim.replicas.values()),
+              timeout, "the nodes in every replica's cache")
+        ring = Ring(names)
+        owned = {n for n in pod_names if ring.owner_of_pod(namespace, n) == paused}
+        sim.pause(paused)
+        paused_at = time.monotonic()
+        for name in pod_names:
+            cluster.create(PODS, make_pod(name, namespace=namespace, cpu="1", memory="1Gi",
+                                          scheduler_name=scheduler_name), namespace)
+        others = [r for r in sim.replicas.values() if r.name != paused]
+        _wait(lambda: all(paused not in r.shard.ring for r in others), timeout, "the paused replica's lease to expire")
+        took = time.monotonic() - paused_at
+        _wait(lambda: _bound(cluster, namespace, pod_names) == len(pod_names), timeout, "every pod bound")
+        before = len(sim[paused].link.bound)
+        sim.resume(paused)
+        _wait(lambda: all(paused in r.shard.ring for r in others), timeout, "the resumed replica back in the ring")
+        sim.settle(timeout=timeout)
+        bound_meanwhile = {key.split("/", 1)[1] for r in others for key, _, _ in r.link.bound}
+        return LiveRun(
+            pods=pods, bound=_bound(cluster, namespace, pod_names), bound_twice=sim.bound_twice(),
+            overcommitted=sim.overcommitted(node_names), owned_by_paused=len(owned),
+            taken_over=len(owned & bound_meanwhile), stale_bound=len(sim[paused].link.bound) - before,
+            held_writes=sim[paused].link.held, seconds_to_take_over=took,
+            rings={r.name: r.shard.ring.members for r in sim.replicas.values()},
+        )
+    finally:
+        sim.stop()
+        _clean_up(cluster, namespace, pod_names, node_names, group, lease_namespace)
+
+
+def _bound(cluster: Cluster, namespace: str, names: list[str]) -> int:
+    wanted = set(names)
+    return sum(1 for p in cluster.list(PODS, namespace)["items"]
+               if p["metadata"]["name"] in wanted and p["spec"].get("nodeName"))
+
+
+def _wait(predicate: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"waited {timeout} s for {what}")
+        time.sleep(0.05)
+
+
+def _clean_up(cluster: Cluster, namespace: str, pods: list[str], nodes: list[str], group: str,
+              lease_namespace: str) -> None:
+    from minisched.errors import NotFound
+    from minisched.resources import CONFIG_MAPS, LEASES
+
+    for name in pods:
+        with contextlib.suppress(NotFound):
+            cluster.delete(PODS, name, namespace, grace_period_seconds=0)
+    for name in nodes:
+        with contextlib.suppress(NotFound):
+            cluster.delete(NODES, name)
+    for resource, prefix in ((LEASES, f"{group}-shard-"), (CONFIG_MAPS, f"{group}-capacity-")):
+        for obj in cluster.list(resource, lease_namespace)["items"]:
+            if obj["metadata"]["name"].startswith(prefix):
+                with contextlib.suppress(NotFound):
+                    cluster.delete(resource, obj["metadata"]["name"], lease_namespace)

@@ -27,3 +27,18 @@ def test_without_the_fence_the_same_run_overcommits_nodes() -> None:
     assert run.stale_bound > 0 and run.bound > run.slots
     assert all(used > total for used, total in
                (run.node_cpu[node] for node in run.overcommitted))
+
+
+def test_the_live_run_on_the_real_clock_keeps_the_invariants_and_cleans_up() -> None:
+    from minisched.cluster.embedded import EmbeddedCluster
+    from minisched.resources import CONFIG_MAPS, LEASES, NODES, PODS
+    from minisched.sharding.sim import paused_replica_live
+
+    cluster = EmbeddedCluster()
+    run = paused_replica_live(cluster, lease_duration=3)
+    assert run.bound == run.pods == 90 and run.bound_twice == [] and run.overcommitted == {}
+    assert run.owned_by_paused > 0 and run.taken_over == run.owned_by_paused and run.stale_bound == 0
+    assert run.seconds_to_take_over >= 2.0  # not before its lease could have expired
+    assert all(ring == ("sched-a", "sched-b", "sched-c") for ring in run.rings.values())
+    for resource in (PODS, NODES, LEASES, CONFIG_MAPS):  # nothing of the run is left
+        assert not [o for o in cluster.list(resource)["items"] if o["metadata"]["name"].startswith("shard-demo-")]
