@@ -1177,6 +1177,9 @@ class Scheduler:
         self.cache.forget_pod(a.qpi.pod)
         with self._bindings_lock:
             self.stats.fence_refusals += 1
+        # the room assumed for it is free again: pods parked for lack of it may fit now (kube moves
+        # pods with AssignedPodDelete after any failed binding cycle)
+        self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
         current = self._current_pod(a.qpi.key)
         if current is None or self._assigned(current) or not self._owned(current):
             return

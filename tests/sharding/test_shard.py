@@ -191,3 +191,15 @@ def test_a_shard_must_be_attached_to_its_own_scheduler(world: tuple[EmbeddedClus
         shard.attach(Scheduler(cluster, clock=clock))
     with pytest.raises(ValueError, match="group needs a name"):
         Shard(cluster, identity="sched-a", group="")
+
+
+def test_the_node_fill_chart_marks_the_nodes_over_allocatable() -> None:
+    from minisched.widgets.charts import node_fill
+
+    fig = node_fill({"fenced": {"n1": (4000, 4000), "n2": (2000, 4000)},
+                     "unfenced": {"n1": (6000, 4000), "n2": (4000, 4000)}})
+    fenced, unfenced = fig.axes
+    assert fenced.get_title() == "fenced: 0 of 2 nodes over" and unfenced.get_title() == "unfenced: 1 of 2 nodes over"
+    heights = [p.get_height() for p in unfenced.patches if p.get_height() > 0]
+    assert heights[:2] == [6.0, 4.0]
+    assert fig._repr_png_()[:4] == b"\x89PNG"
