@@ -52,7 +52,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from minisched.clock import Clock, RealClock
+from minisched.clock import Clock, RealClock, pause_unless_stopped
 from minisched.cluster.base import Cluster
 from minisched.errors import ApiError, NotFound, is_conflict
 from minisched.informer import ResourceEventHandlerFuncs, SharedInformerFactory, unwrap_tombstone
@@ -863,13 +863,7 @@ class Scheduler:
 
     def _pause(self, seconds: float) -> None:
         """Sleep on the clock (virtual or real), waking at once on stop()."""
-        deadline = self.clock.monotonic() + seconds
-        with self._wake:
-            while not self._stop.is_set():
-                left = deadline - self.clock.monotonic()
-                if left <= 0:
-                    return
-                self.clock.wait(self._wake, left)
+        pause_unless_stopped(self.clock, self._wake, self._stop, seconds)
 
     def wait_for_bindings(self, timeout: float | None = 30.0) -> bool:
         """Block until no binding cycle is running (real seconds)."""

@@ -4,10 +4,7 @@ with two replicas on one embedded cluster (real clock), and the per-shard metric
 from __future__ import annotations
 
 import threading
-import time
 import urllib.request
-from collections.abc import Callable
-from typing import Any
 
 import pytest
 
@@ -16,15 +13,7 @@ from minisched.cli import _parser, main
 from minisched.cluster.embedded import EmbeddedCluster
 from minisched.objects import make_node, make_pod
 from minisched.resources import LEASES, NODES, PODS
-
-
-def wait_until(cond: Callable[[], Any], timeout: float = 60.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := cond()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.02)
-    return value
+from tests.scheduler.runtime.helpers import wait_until
 
 
 def test_the_shard_flags_and_their_defaults() -> None:
