@@ -17,6 +17,12 @@ What happens to one pod (kube's schedule_one.go):
    subresource refuses a second one.
 5. The informer then shows the pod bound and the cache confirms the assumption.
 
+With a `shard` (a ShardHook, Part II §4.3: one replica among several that share the cluster) the
+scheduler queues only the pods the hook says it owns, chooses among the hook's nodes first (all
+nodes if none fits there), and reserves the pod's room on the node's capacity ledger right before
+step 3's bind, releasing it if the bind fails; a refused reservation sends the pod back to the
+queue with nothing sent. `resync_ownership()` follows a change of the ring.
+
 The loop is deliberately lean: a pod's JSON is never copied, its PodInfo is parsed once per
 version when it is queued (as kube does), and the per-cycle snapshot is copy-on-write.
 
