@@ -17,7 +17,7 @@ import collections
 import functools
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -264,6 +264,7 @@ class Framework:
         *,
         state: CycleState | None = None,
         nominated: Iterable[tuple[str, PodInfo]] = (),
+        only: Collection[str] | None = None,
     ) -> ScheduleResult:
         """Choose a node for `pod` in snapshot `nodes` (kube's SchedulePod).
 
@@ -271,7 +272,9 @@ class Framework:
         RunFilterPluginsWithNominatedPods, a node with nominated pods of at least this pod's priority
         must pass the filters twice: with those pods added (so this pod does not take their room)
         and without them (so it does not rely on pods that may never come, e.g. for pod affinity).
-        Only that node's own nominated pods are added, and scoring sees the plain snapshot."""
+        Only that node's own nominated pods are added, and scoring sees the plain snapshot.
+        `only`: node names the pod may be placed on (a shard's partition); the plugins still see
+        every node (spreading and affinity count the whole cluster), as with a PreFilter result."""
         started = time.perf_counter()
         state = state if state is not None else CycleState()
         state.nominated = nominated_by_node(pod, nominated)
@@ -282,7 +285,7 @@ class Framework:
             decision.message = NO_NODES_AVAILABLE
             return ScheduleResult(None, status, decision, Diagnosis(0))
         try:
-            result = self._schedule(state, pod, nodes, decision)
+            result = self._schedule(state, pod, nodes, decision, only)
         except PluginError as e:  # a plugin bug must not kill the loop: the pod backs off and retries
             result = ScheduleResult(None, Status.from_error(e.error, e.plugin), decision)
         except Exception as e:
@@ -290,10 +293,17 @@ class Framework:
         self._observe("SchedulePod", result.status, started)
         return result
 
-    def _schedule(self, state: CycleState, pod: PodInfo, nodes: NodeTable, decision: Decision) -> ScheduleResult:
+    def _schedule(self, state: CycleState, pod: PodInfo, nodes: NodeTable, decision: Decision,
+                  only: Collection[str] | None = None) -> ScheduleResult:
         n = len(nodes)
         names = nodes.names
         allowed: npt.NDArray[np.bool_] | None = None
+        if only is not None:
+            allowed = np.zeros(n, np.bool_)
+            for name in only:
+                row = nodes.row(name)
+                if row is not None:
+                    allowed[row] = True
         t0 = time.perf_counter()
         for p in self.points.pre_filter:
             try:
