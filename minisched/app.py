@@ -4,6 +4,10 @@ and, optionally, leader election so that several replicas keep exactly one activ
     app = SchedulerApp(cluster, leader_elect=True, identity="sched-a", metrics_port=10259)
     app.run(stop_event)       # campaigns, schedules while leading, returns when stopped or the lease is lost
 
+With `shards=True` (`minisched run --shards`) there is no leader: every replica schedules the pods
+and prefers the nodes the rendezvous ring gives it, renewing a lease of its own, with the capacity
+ledger fencing nodes (minisched.sharding, Part II §4.3).
+
 This is the top layer (it imports from all the others); `minisched run` and the capstone chapter
 use it. Like kube-scheduler, a leader that loses its lease stops scheduling and `run` returns, so the
 process exits and its supervisor restarts it as a candidate: carrying on after a lost lease is how
@@ -35,8 +39,10 @@ from minisched.controllers.plugin_config import PluginConfigController, install_
 from minisched.deadline import Context, background
 from minisched.observability.metrics import SchedulerMetrics
 from minisched.observability.server import HealthServer, leadership_known
+from minisched.observability.shard_metrics import register_shard_metrics
 from minisched.scheduler.events import EventRecorder
 from minisched.scheduler.scheduler import DEFAULT_SHUTDOWN_TIMEOUT, Scheduler
+from minisched.sharding.shard import DEFAULT_GROUP, Shard
 
 log = logging.getLogger(__name__)
 
@@ -72,11 +78,21 @@ class SchedulerApp:
         metrics_authorizer: Any = None,
         plugin_config: bool = False,
         elector_rng: random.Random | None = None,
+        shards: bool = False,
+        shard_group: str = DEFAULT_GROUP,
+        shard_lease_duration: float = 15.0,
+        capacity_fence: bool = True,
     ) -> None:
         """`metrics_ssl_context` and `metrics_authorizer` make the metrics port a secure one, as
-        kube-scheduler's (see minisched.observability.auth)."""
+        kube-scheduler's (see minisched.observability.auth). `shards`: one replica of a sharded
+        scheduler in group `shard_group` (leases and ledgers in `lease_namespace`)."""
         if shutdown_timeout < 0:
             raise ValueError(f"shutdown_timeout must not be negative, got {shutdown_timeout}")
+        if shards and leader_elect:
+            raise ValueError("shards and leader_elect exclude each other: sharded replicas all schedule, "
+                             "each its own pods (a leader would leave the others idle)")
+        if not capacity_fence and not shards:
+            raise ValueError("capacity_fence=False only makes sense for sharded replicas (shards=True)")
         self.cluster = cluster
         self.shutdown_timeout = shutdown_timeout
         self._stop_requested: float | None = None  # time.monotonic() of the stop request
@@ -94,6 +110,11 @@ class SchedulerApp:
         # (time on self.clock, "started leading" | "stopped leading" | "sees leader X"): the
         # replica's own record of hand-overs, for logs and charts.
         self.leadership: list[tuple[float, str]] = []
+        self.shard: Shard | None = None
+        if shards:
+            self.shard = Shard(cluster, identity=self.identity, group=shard_group, namespace=lease_namespace,
+                               lease_duration=shard_lease_duration, clock=self.clock, capacity_fence=capacity_fence)
+            register_shard_metrics(self.metrics.registry, self.shard)
         self.elector: LeaderElector | None = None
         if leader_elect:
             self.metrics.set_leader(lease_name, False)  # a candidate starts as a follower
@@ -108,6 +129,8 @@ class SchedulerApp:
             self.server = HealthServer(self.metrics.registry, host=metrics_host, port=metrics_port,
                                        ssl_context=metrics_ssl_context, authorizer=metrics_authorizer)
             self.server.add_readiness_check("informer-sync", self._informers_synced)
+            if self.shard is not None:
+                self.server.add_readiness_check("shard-ring", self._in_ring)
             if self.elector is not None:
                 self.server.add_readiness_check("leader-election", leadership_known(self.elector))
                 # kube-scheduler's /healthz includes the elector's watchdog (client-go's HealthzAdaptor).
@@ -123,6 +146,12 @@ class SchedulerApp:
         pending = [str(k) for k, i in self.scheduler.factory.informers().items() if not i.has_synced()]
         return f"informers not synced: {', '.join(pending)}" if pending else None
 
+    def _in_ring(self) -> str | None:
+        shard = self.shard
+        if shard is None or self.identity in shard.ring:
+            return None
+        return f"{self.identity} is not in shard ring {list(shard.ring.members)} yet (its lease not seen live)"
+
     # -- running ---------------------------------------------------------------------------------------
 
     def _new_scheduler(self) -> Scheduler:
@@ -131,6 +160,8 @@ class SchedulerApp:
             options["recorder"] = self.recorder_factory(self.cluster)
         if self.elector is not None:
             options.setdefault("bind_guard", self.elector.holds_lease)
+        if self.shard is not None:
+            options["shard"] = self.shard
         return Scheduler(self.cluster, config=self.config, clock=self.clock, observer=self.metrics, **options)
 
     def _note(self, what: str) -> None:
@@ -164,7 +195,15 @@ class SchedulerApp:
         sched = self._new_scheduler()
         self.scheduler = sched
         log.info("minisched scheduling for profiles %s on the %s cluster", list(sched.frameworks), self.cluster.name)
+        shard = self.shard
+        if shard is not None:
+            # our lease and the ring first, so the informers queue only the pods that are ours
+            shard.attach(sched)
+            shard.tick()
+            log.info("%s: shard group %s, ring %s", self.identity, shard.group, list(shard.ring.members))
         sched.start()
+        if shard is not None:
+            shard.start()
         controller: PluginConfigController | None = None
         try:
             if self.plugin_config:
@@ -179,6 +218,8 @@ class SchedulerApp:
             if self._stop_requested is None:  # the lease was lost: the deadline starts now
                 self._stop_requested = time.monotonic()
             sched.stop(self.shutdown_time_left())
+            if shard is not None:  # after the bindings: leave the ring at once, others take our pods
+                shard.stop(min(2.0, self.shutdown_time_left()))
 
     def run(self, stop: threading.Event) -> None:
         """Serve health and metrics, then schedule (after winning the lease, with leader election)

@@ -2,6 +2,8 @@
 
     minisched run [--kubeconfig PATH] [--context NAME] [--embedded] [--config profile.yaml]
                   [--plugin-config] [--otlp-endpoint URL [--trace-sample-ratio R] [--trace-profiles DIR]]
+                  [--leader-elect ... | --shards [--shard-group NAME] [--shard-lease-duration SECONDS]
+                   [--identity ID] [--lease-namespace NS] [--no-capacity-fence]]
     minisched demo [--pods N]
     minisched reset [--namespace NS] [--all] [--kubeconfig PATH] [--context NAME]
 
@@ -9,6 +11,12 @@
 single profile "minisched") until SIGINT or SIGTERM, then shuts down gracefully: no new scheduling
 cycles, running bindings finish, events are flushed. Without --kubeconfig/--context/--embedded it
 uses the MINISCHED_BACKEND setting (embedded by default).
+
+`run --shards` runs one replica of a sharded scheduler (Part II §4.3): start N of them with the same
+--shard-group and each schedules the pods the ring gives it, renewing its own Lease
+<group>-shard-<identity> in --lease-namespace and fencing nodes through the ConfigMaps
+<group>-capacity-<node> there. --no-capacity-fence turns that fence off, to show the over-commit it
+prevents; never in earnest.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import signal
 import sys
 import threading
@@ -61,7 +70,20 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--leader-elect-retry-period", type=float, default=2.0,
                      help="seconds between attempts to acquire or renew (default 2)")
     run.add_argument("--identity", default=None,
-                     help="this candidate's identity (default: $POD_NAME or hostname, plus a uuid)")
+                     help="this candidate's (or shard replica's) identity (default: $POD_NAME or hostname, plus a uuid)")
+    run.add_argument("--shards", action="store_true",
+                     help="run as one replica of a sharded scheduler: no leader, each replica schedules the pods "
+                          "a rendezvous ring over the live replicas' leases gives it (see --shard-group)")
+    run.add_argument("--shard-group", default="minisched",
+                     help="the ring's name: replicas with the same group share the work; it prefixes the Leases "
+                          "(<group>-shard-<identity>) and capacity ledgers (<group>-capacity-<node>) in "
+                          "--lease-namespace (default minisched)")
+    run.add_argument("--shard-lease-duration", type=float, default=15.0,
+                     help="seconds after its last renewal that a replica leaves the ring and its pods move to "
+                          "the others; renewed every third of it (default 15)")
+    run.add_argument("--no-capacity-fence", action="store_true",
+                     help="with --shards, bind without reserving on the nodes' capacity ledgers: replicas then "
+                          "over-commit nodes as separate schedulers do (for demonstrations only)")
     run.add_argument("--metrics-port", type=int, default=None,
                      help="serve /metrics, /healthz, /readyz and /livez on this port (0: any free port)")
     run.add_argument("--secure-serving", action="store_true", default=None,
@@ -147,6 +169,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.bind_workers < 1:
         print("minisched run: --bind-workers must be at least 1", file=sys.stderr)
         return 2
+    problem = _shard_problem(args)
+    if problem:
+        print(f"minisched run: {problem}", file=sys.stderr)
+        return 2
     if args.shutdown_timeout < 0:
         print("minisched run: --shutdown-timeout must not be negative", file=sys.stderr)
         return 2
@@ -192,6 +218,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         shutdown_timeout=args.shutdown_timeout,
         **tls,
         plugin_config=args.plugin_config,
+        shards=args.shards,
+        shard_group=args.shard_group,
+        shard_lease_duration=args.shard_lease_duration,
+        capacity_fence=not args.no_capacity_fence,
     )
     stop = threading.Event()
 
@@ -203,6 +233,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     if args.leader_elect:
         log.info("minisched %s campaigning for lease %s/%s", app.identity, args.lease_namespace, args.lease_name)
+    if args.shards:
+        log.info("minisched %s joining shard group %s in %s%s", app.identity, args.shard_group, args.lease_namespace,
+                 " WITHOUT the capacity fence" if args.no_capacity_fence else "")
     try:
         app.run(stop)
     finally:
@@ -213,6 +246,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         s = app.scheduler.stats
         print(f"minisched: stopped; bound {s.bound}, unschedulable attempts {s.unschedulable}, "
               f"errors {s.errors}, bind conflicts {s.bind_conflicts}", file=sys.stderr)
+        if app.shard is not None:
+            st = app.shard.stats()
+            print(f"minisched: shard {st.identity} of {st.group}: fence conflicts {st.fence_conflicts}, "
+                  f"fence refusals {st.fence_refusals}, fallbacks {st.fallbacks}, ring changes {st.ring_changes}, "
+                  f"pods taken over {st.pods_taken_over}", file=sys.stderr)
     code = 0
     if app.lost_lease:
         print("minisched: lost the leader lease; exiting so a supervisor restarts this replica", file=sys.stderr)
@@ -226,6 +264,25 @@ def cmd_run(args: argparse.Namespace) -> int:
         sys.stderr.flush()
         os._exit(code)
     return code
+
+
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+
+def _shard_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with the sharding flags, if anything."""
+    if not args.shards:
+        if args.no_capacity_fence:
+            return "--no-capacity-fence needs --shards"
+        return None
+    if args.leader_elect:
+        return "--shards and --leader-elect exclude each other (sharded replicas all schedule; none leads)"
+    if not _DNS_LABEL.fullmatch(args.shard_group) or len(args.shard_group) > 40:
+        return (f"--shard-group must be a DNS label of at most 40 characters (lowercase letters, digits, '-'; "
+                f"it prefixes Lease and ConfigMap names), got {args.shard_group!r}")
+    if not args.shard_lease_duration >= 3:
+        return f"--shard-lease-duration must be at least 3 seconds (renewed every third of it), got {args.shard_lease_duration:g}"
+    return None
 
 
 def cmd_reset(args: argparse.Namespace) -> int:

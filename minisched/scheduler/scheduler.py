@@ -81,6 +81,7 @@ from minisched.scheduler.framework.profile import Profile, default_profile, load
 from minisched.scheduler.framework.runtime import Framework
 from minisched.scheduler.framework.status import Status
 from minisched.scheduler.framework.types import PodInfo, PodSpecError
+from minisched.scheduler.plugins.helpers import node_allocatable
 from minisched.scheduler.plugins.inter_pod_affinity import StoreNamespaces
 from minisched.scheduler.queue import (
     ASSIGNED_POD_ADD,
@@ -95,6 +96,7 @@ from minisched.scheduler.queue import (
     node_update_events,
     priority_sort_less,
 )
+from minisched.scheduler.shard_hook import ShardHook
 from minisched.scheduler.snapshot import NodeTable
 from minisched.scheduler.tracing import AttemptTrace, CycleTracer
 
@@ -137,6 +139,12 @@ class SchedulerStats:
     bind_errors: int = 0
     preemptions: int = 0
     victims: int = 0
+    # sharded (a ShardHook): pods popped or failed after the ring gave them to another replica,
+    # cycles that found no node in the partition and went on over all nodes, and reservations the
+    # capacity ledger refused (another replica filled the node first)
+    not_owned: int = 0
+    fallbacks: int = 0
+    fence_refusals: int = 0
     cycle_seconds: collections.deque[float] = field(default_factory=lambda: collections.deque(maxlen=200_000))
 
     def percentile(self, q: float) -> float:
@@ -357,6 +365,8 @@ class _Assumed:
     started: float  # perf_counter at the start of the scheduling cycle
     trace: AttemptTrace | None = None
     outcome: tuple[str, Status] = ("scheduled", Status.success())  # for the trace
+    allocatable: dict[str, int] | None = None  # the node's, for the shard's capacity ledger
+    reserved: bool = False  # the shard's ledger holds this pod's room on `node`
 
 
 class Scheduler:
@@ -392,6 +402,7 @@ class Scheduler:
         shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
         bind_guard: Callable[[], bool] | None = None,
         tracer: CycleTracer | None = None,
+        shard: ShardHook | None = None,
     ) -> None:
         if profiles is not None and config is not None:
             raise ValueError("give either profiles or config, not both")
@@ -451,6 +462,9 @@ class Scheduler:
         # Asked right before each bind; False (a leader that lost its lease) means: do not send it.
         self.bind_guard = bind_guard
         self.fenced_binds = 0
+        # One replica among several (Part II §4.3): which pods are ours, which nodes we try first,
+        # and the capacity ledger around each bind (see shard_hook.py).
+        self.shard = shard
         self.shutdown_report: ShutdownReport | None = None
         self._cycle_pod: str | None = None  # the pod in the running scheduling cycle, for shutdown's log
         self._pool = _DaemonWorkers(bind_workers, "bind")
@@ -530,7 +544,39 @@ class Scheduler:
         return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
     def _is_pending_for_us(self, pod: Object) -> bool:
+        return self._is_pending_for_profiles(pod) and (self.shard is None or self.shard.owns(pod))
+
+    def _is_pending_for_profiles(self, pod: Object) -> bool:
+        """Pending and for one of our profiles, whichever replica owns it."""
         return not self._assigned(pod) and self.responsible_for(pod) and not self._terminal(pod)
+
+    def _owned(self, pod: Object) -> bool:
+        return self.shard is None or not pod or self.shard.owns(pod)
+
+    def resync_ownership(self) -> tuple[int, int]:
+        """The ring changed: queue the pending pods that are ours now, and drop from the queue those
+        that are not any more (the drain step). Pods in a scheduling or binding cycle are left to
+        finish: the pod's 409 and the capacity ledger fence them if another replica also tries.
+        Returns (queued, dropped)."""
+        informer = self._pod_informer
+        if informer is None or self.shard is None:
+            return 0, 0
+        queued = {q.key for q in self.queue.pods()}
+        added = dropped = 0
+        for pod in informer.store.list():
+            if not self._is_pending_for_profiles(pod):
+                continue
+            key = key_of(pod)
+            if self.shard.owns(pod):
+                if key not in queued and self.queue.where(key) is None and not self.cache.is_assumed(key):
+                    self.queue.add(pod, self._parsed(pod))
+                    added += 1
+            elif key in queued:
+                self.queue.delete(pod)
+                dropped += 1
+        if added or dropped:
+            log.info("ring changed: %d pods newly ours queued, %d no longer ours dropped", added, dropped)
+        return added, dropped
 
     def _is_assigned_live(self, pod: Object) -> bool:
         return self._assigned(pod) and not self._terminal(pod)
@@ -617,7 +663,7 @@ class Scheduler:
         pod = unwrap_tombstone(obj)
         if pod is None:
             return
-        if self._is_pending_for_us(pod):
+        if self._is_pending_for_profiles(pod):  # owned or not: the queue may still hold it
             self._pending_gone(pod)
         elif self._is_assigned_live(pod):
             self._assigned_gone(pod)
@@ -635,6 +681,8 @@ class Scheduler:
 
     def _assigned_gone(self, pod: Object) -> None:
         self.cache.remove_pod(pod)
+        if self.shard is not None:
+            self.shard.pod_gone(pod, str(pod["spec"]["nodeName"]))
         self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
 
     def _on_node_add(self, node: Object, _initial: bool = False) -> None:
@@ -875,6 +923,10 @@ class Scheduler:
         if fwk is None or (pod.get("metadata") or {}).get("deletionTimestamp") or self.cache.is_assumed(qpi.key):
             self.queue.done(qpi.key)  # not ours any more, being deleted, or already on its way
             return
+        if self.shard is not None and not self.shard.owns(pod):
+            self.stats.not_owned += 1
+            self.queue.done(qpi.key)  # the ring gave it to another replica since it was queued
+            return
         info = qpi.pod_info
         if info is None:
             try:
@@ -897,7 +949,18 @@ class Scheduler:
         self.handle.framework = fwk
         try:
             t_algo = time.perf_counter()
-            result = fwk.schedule(info, snapshot, state=state)
+            only = self.shard.nodes_to_try(False) if self.shard is not None else None
+            result = fwk.schedule(info, snapshot, state=state, only=only)
+            if only is not None and result.node is None and result.status.is_rejected:
+                # Nowhere in our partition: every node, as Gödel's schedulers fall back to other
+                # partitions (a node another replica also places on: the capacity ledger decides).
+                assert self.shard is not None
+                wider = self.shard.nodes_to_try(True)
+                if wider is None or len(wider) > len(only):
+                    self.shard.fallback(info.key)
+                    self.stats.fallbacks += 1
+                    state = CycleState()
+                    result = fwk.schedule(info, snapshot, state=state, only=wider)
             self._observe("observe_algorithm", time.perf_counter() - t_algo)
             if self.tracer is not None:
                 self._trace_decided("scheduled" if result.node else "unschedulable" if result.status.is_rejected
@@ -947,8 +1010,8 @@ class Scheduler:
         else:
             self.stats.unschedulable += 1
         current = self._current_pod(qpi.key)
-        if current is None or self._assigned(current):
-            self.queue.done(qpi.key)  # deleted, or bound by someone else meanwhile
+        if current is None or self._assigned(current) or not self._owned(current):
+            self.queue.done(qpi.key)  # deleted, bound by someone else, or another replica's now
             return
         if nominated is not None:
             self.queue.nominate(pod, nominated, replace(info, nominated_node_name=nominated) if info else None)
@@ -1010,6 +1073,9 @@ class Scheduler:
             trace = getattr(self._tls, "trace", None)
             self._tls.trace = None  # handed on: the binding cycle ends the attempt
         assumed = _Assumed(qpi, info, node, state, fwk, waiting, decision, started, trace)
+        if self.shard is not None:
+            node_obj = self.cache.node(node)
+            assumed.allocatable = node_allocatable(node_obj) if node_obj is not None else {}
         try:
             self._pool.submit(self._binding_cycle, assumed)
         except RuntimeError:  # shut down meanwhile: nothing was sent
@@ -1074,6 +1140,15 @@ class Scheduler:
                 self.fenced_binds += 1
             log.warning("not binding %s to %s: this scheduler no longer holds the leader lease", a.qpi.key, a.node)
             return
+        if status.is_success and self.shard is not None:
+            try:
+                a.reserved = self.shard.reserve(a.info, a.node, a.allocatable or {})
+            except Exception as err:  # the ledger could not be written: nothing sent, try again later
+                status = Status.from_error(err)
+            else:
+                if not a.reserved:
+                    self._fence_refused(a)
+                    return
         if status.is_success:
             status = a.framework.run_bind(a.state, a.info, a.node)
         if not status.is_success:
@@ -1093,11 +1168,36 @@ class Scheduler:
             since = self.clock.monotonic() - first if first is not None else 0.0
             self.observer.observe_scheduled(a.qpi.attempts, since)
 
+    def _fence_refused(self, a: _Assumed) -> None:
+        """The capacity ledger had no room on the node (another replica filled it, and our cache did
+        not show it yet): nothing was sent; the pod goes back to the queue for another node."""
+        a.outcome = ("unschedulable", Status.unschedulable("the node's capacity ledger is full", plugin="ShardFence"))
+        self._observe("observe_attempt", "unschedulable", time.perf_counter() - a.started)
+        a.framework.run_unreserve(a.state, a.info, a.node)
+        self.cache.forget_pod(a.qpi.pod)
+        with self._bindings_lock:
+            self.stats.fence_refusals += 1
+        current = self._current_pod(a.qpi.key)
+        if current is None or self._assigned(current) or not self._owned(current):
+            return
+        log.info("not binding %s to %s: its capacity ledger is full; back to the queue", a.qpi.key, a.node)
+        self.queue.requeue_after_bind_failure(a.qpi)
+
+    def _release(self, a: _Assumed) -> None:
+        if not a.reserved or self.shard is None:
+            return
+        a.reserved = False
+        try:
+            self.shard.release(a.info, a.node)
+        except Exception:  # the shard's cleanup removes it later (the pod is not bound there)
+            log.exception("releasing %s's reservation on %s failed", a.qpi.key, a.node)
+
     def _binding_failed(self, a: _Assumed, status: Status) -> None:
         a.outcome = ("unschedulable" if status.is_rejected else "error", status)
         self._observe("observe_attempt", a.outcome[0], time.perf_counter() - a.started)
         a.framework.run_unreserve(a.state, a.info, a.node)
         self.cache.forget_pod(a.qpi.pod)
+        self._release(a)
         err = status.error
         if isinstance(err, ApiError) and is_conflict(err):
             # Usually someone else bound it (or it is being deleted), and the informer will say so.
@@ -1107,8 +1207,8 @@ class Scheduler:
             with self._bindings_lock:
                 self.stats.bind_conflicts += 1
             current = self._current_pod(a.qpi.key)
-            if current is None or self._assigned(current):
-                log.info("binding %s to %s: %s; bound or gone meanwhile", a.qpi.key, a.node, err)
+            if current is None or self._assigned(current) or not self._owned(current):
+                log.info("binding %s to %s: %s; bound, gone or another replica's meanwhile", a.qpi.key, a.node, err)
                 return
             log.info("binding %s to %s: %s; the pod still looks pending: retrying after backoff", a.qpi.key, a.node, err)
             self.queue.requeue_after_bind_failure(a.qpi)
@@ -1118,7 +1218,7 @@ class Scheduler:
         with self._bindings_lock:
             self.stats.bind_errors += 1
         current = self._current_pod(a.qpi.key)
-        if current is None or self._assigned(current):
+        if current is None or self._assigned(current) or not self._owned(current):
             return
         if status.is_rejected:  # a Permit rejection or timeout: unschedulable, not an error
             message, reason = status.message() or str(status), POD_REASON_UNSCHEDULABLE

@@ -3,20 +3,27 @@
 Several minisched replicas share one cluster's work. Each replica renews its own Lease
 (`membership`), pods and nodes are split among the live replicas by rendezvous hashing (`ring`), and
 a per-node ledger object updated under a resourceVersion precondition keeps two replicas from
-over-committing one node (`fence`). Not yet wired into the Scheduler or the CLI.
+over-committing one node (`fence`). `Shard` (shard.py) ties them into the Scheduler through its
+ShardHook, and `minisched run --shards` runs a replica.
 """
 
-from minisched.sharding.fence import CapacityLedger, FenceContention, ledger_units
-from minisched.sharding.membership import Member, Membership
+from minisched.sharding.fence import CapacityLedger, FenceContention, Reservation, ledger_units
+from minisched.sharding.membership import Member, Membership, lease_suffix
 from minisched.sharding.ring import Ring, hrw_owner, hrw_score
+from minisched.sharding.shard import DEFAULT_GROUP, Shard, ShardStats
 
 __all__ = [
+    "DEFAULT_GROUP",
     "CapacityLedger",
     "FenceContention",
     "Member",
     "Membership",
+    "Reservation",
     "Ring",
+    "Shard",
+    "ShardStats",
     "hrw_owner",
     "hrw_score",
+    "lease_suffix",
     "ledger_units",
 ]

@@ -12,7 +12,7 @@ Two fences are needed when several schedulers share nodes, and the API server gi
   its lease acts anyway when it resumes.
 
 So the node needs its own fence. `CapacityLedger` keeps, per node, one ConfigMap listing every
-reservation (pod -> requests). `reserve` reads it, refuses if the sum plus the new requests would
+reservation (pod UID and the replica that reserved -> requests). `reserve` reads it, refuses if the sum plus the new requests would
 exceed allocatable, and otherwise writes it back *with the resourceVersion it read*. Of two replicas
 writing concurrently the server (etcd's compare-and-swap underneath) accepts exactly one; the other
 gets 409 Conflict, re-reads (now seeing the first reservation) and decides again. Every reservation
@@ -23,6 +23,12 @@ the pod goes away.
 Requests and allocatable are integers in the ledger's units (`ledger_units`): CPU in millicores,
 everything else in base units (bytes, pods, devices).
 
+An entry is keyed by the pod's UID *and* the holder (the replica that wrote it): a pod deleted and
+created again under the same name is another pod, and two replicas that both think they own a pod
+(a ring change) each hold their own entry, so the one whose bind fails releases only its own. Both
+entries count while both exist (room held twice for a moment: conservative, never over).
+`prune` removes the entries a cleanup loop finds stale (the pod gone, or bound to another node).
+
 `fenced=False` drops the precondition (an unconditional update, last write wins). It exists only to
 show, in tests and the notebook, the over-commit the precondition prevents.
 """
@@ -30,17 +36,31 @@ show, in tests and the notebook, the over-commit the precondition prevents.
 from __future__ import annotations
 
 import json
+import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 
 from minisched.cluster.base import Cluster, Object
 from minisched.errors import AlreadyExists, Conflict, NotFound
 from minisched.quantity import milli_value, value
 from minisched.resources import CONFIG_MAPS
 
-__all__ = ["CapacityLedger", "FenceContention", "ledger_units"]
+__all__ = ["CapacityLedger", "FenceContention", "Reservation", "ledger_units"]
 
 LEDGER_LABEL = "minisched.io/capacity-ledger"
+_KEY_CHARS = re.compile(r"[^-._a-zA-Z0-9]")  # what a ConfigMap data key may not contain
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """One ledger entry: `holder` reserved `requests` on the node for the pod `uid` (`pod` is its
+    "namespace/name", for people and for the cleanup's lookup)."""
+
+    uid: str
+    pod: str
+    holder: str
+    requests: dict[str, int]
 
 
 class FenceContention(RuntimeError):
@@ -55,12 +75,10 @@ def ledger_units(quantities: Mapping[str, str | int | float]) -> dict[str, int]:
     return out
 
 
-def _pod_key(pod: str) -> str:
-    """"namespace/name" -> a ConfigMap data key ("namespace.name"; a namespace has no dots)."""
-    namespace, sep, name = pod.partition("/")
-    if not sep or not namespace or not name or "." in namespace:
-        raise ValueError(f"a reservation is keyed by a pod's 'namespace/name', got {pod!r}")
-    return f"{namespace}.{name}"
+def _check_uid(uid: str) -> str:
+    if not uid or not isinstance(uid, str) or _KEY_CHARS.search(uid):
+        raise ValueError(f"a reservation is keyed by a pod's UID (metadata.uid), got {uid!r}")
+    return uid
 
 
 class CapacityLedger:
@@ -70,6 +88,7 @@ class CapacityLedger:
         self,
         cluster: Cluster,
         *,
+        holder: str = "minisched",
         namespace: str = "kube-system",
         prefix: str = "minisched-capacity-",
         max_attempts: int = 1000,
@@ -77,18 +96,23 @@ class CapacityLedger:
     ) -> None:
         if max_attempts < 1:
             raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
+        if not holder:
+            raise ValueError("a capacity ledger needs a holder (the replica's identity)")
         self.cluster = cluster
+        self.holder = holder
+        self._holder_key = _KEY_CHARS.sub("-", holder)
         self.namespace, self.prefix = namespace, prefix
         self.max_attempts = max_attempts
         self.fenced = fenced
         self._lock = threading.Lock()
         self.conflicts = 0  # 409s answered by a re-read (the fence at work)
         self.refusals = 0  # reservations refused for lack of room
+        self.pruned = 0  # stale entries removed by prune
 
     # -- reading -------------------------------------------------------------------------------------
 
-    def reservations(self, node: str) -> dict[str, dict[str, int]]:
-        """pod key -> requests, as committed on the server."""
+    def reservations(self, node: str) -> dict[str, Reservation]:
+        """entry key -> reservation, as committed on the server."""
         try:
             ledger = self.cluster.get(CONFIG_MAPS, self._name(node), self.namespace)
         except NotFound:
@@ -96,35 +120,42 @@ class CapacityLedger:
         return self._parse(ledger)
 
     def used(self, node: str) -> dict[str, int]:
-        return _sum(self.reservations(node).values())
+        return _sum(r.requests for r in self.reservations(node).values())
+
+    def key(self, uid: str) -> str:
+        """This holder's entry key for pod `uid`."""
+        return f"{_check_uid(uid)}.{self._holder_key}"
 
     # -- writing -------------------------------------------------------------------------------------
 
-    def reserve(self, node: str, pod: str, requests: Mapping[str, int], allocatable: Mapping[str, int]) -> bool:
-        """Record `pod`'s requests on `node` if they fit; False if they do not. Reserving a pod
-        that is already recorded on the node is a no-op that answers True."""
-        key = _pod_key(pod)
+    def reserve(self, node: str, uid: str, requests: Mapping[str, int], allocatable: Mapping[str, int],
+                *, pod: str = "") -> bool:
+        """Record the requests of pod `uid` ("namespace/name" `pod`) on `node` if they fit; False if
+        they do not. Reserving again what this holder already holds there is a no-op that answers True."""
+        key = self.key(uid)
         self._check(requests, "requests")
         self._check(allocatable, "allocatable")
+        value = json.dumps({"pod": pod, "uid": uid, "holder": self.holder,
+                            "requests": dict(sorted(requests.items()))}, separators=(",", ":"))
         for _ in range(self.max_attempts):
             ledger = self._read_or_create(node)
             entries = self._parse(ledger)
             if key in entries:
                 return True
-            used = _sum(entries.values())
+            used = _sum(r.requests for r in entries.values())
             if any(used.get(r, 0) + amount > allocatable.get(r, 0) for r, amount in requests.items() if amount):
                 with self._lock:
                     self.refusals += 1
                 return False
             data = dict(ledger.get("data") or {})
-            data[key] = json.dumps(dict(sorted(requests.items())), separators=(",", ":"))
+            data[key] = value
             if self._write(ledger, data):
                 return True
-        raise FenceContention(f"reserving {pod} on node {node}: lost the write race {self.max_attempts} times")
+        raise FenceContention(f"reserving {pod or uid} on node {node}: lost the write race {self.max_attempts} times")
 
-    def release(self, node: str, pod: str) -> bool:
-        """Drop `pod`'s reservation on `node`; False if there was none."""
-        key = _pod_key(pod)
+    def release(self, node: str, uid: str) -> bool:
+        """Drop this holder's reservation for pod `uid` on `node`; False if there was none."""
+        key = self.key(uid)
         for _ in range(self.max_attempts):
             try:
                 ledger = self.cluster.get(CONFIG_MAPS, self._name(node), self.namespace)
@@ -136,7 +167,26 @@ class CapacityLedger:
             del data[key]
             if self._write(ledger, data):
                 return True
-        raise FenceContention(f"releasing {pod} on node {node}: lost the write race {self.max_attempts} times")
+        raise FenceContention(f"releasing {uid} on node {node}: lost the write race {self.max_attempts} times")
+
+    def prune(self, node: str, stale: Callable[[Reservation], bool]) -> int:
+        """Remove every entry on `node` (whoever holds it) for which `stale` answers True, in one
+        write under the precondition (a 409: re-read, ask again). Returns how many were removed."""
+        for _ in range(self.max_attempts):
+            try:
+                ledger = self.cluster.get(CONFIG_MAPS, self._name(node), self.namespace)
+            except NotFound:
+                return 0
+            entries = self._parse(ledger)
+            gone = [key for key, r in entries.items() if stale(r)]
+            if not gone:
+                return 0
+            data = {k: v for k, v in (ledger.get("data") or {}).items() if k not in gone}
+            if self._write(ledger, data):
+                with self._lock:
+                    self.pruned += len(gone)
+                return len(gone)
+        raise FenceContention(f"pruning node {node}: lost the write race {self.max_attempts} times")
 
     # -- internals -----------------------------------------------------------------------------------
 
@@ -180,15 +230,17 @@ class CapacityLedger:
         return True
 
     @staticmethod
-    def _parse(ledger: Object) -> dict[str, dict[str, int]]:
-        entries: dict[str, dict[str, int]] = {}
+    def _parse(ledger: Object) -> dict[str, Reservation]:
+        entries: dict[str, Reservation] = {}
         for key, text in (ledger.get("data") or {}).items():
             try:
                 raw = json.loads(text)
-                entries[key] = {str(r): int(v) for r, v in raw.items()}
-            except (ValueError, AttributeError, TypeError) as err:
+                requests = {str(r): int(v) for r, v in raw["requests"].items()}
+                entries[key] = Reservation(str(raw["uid"]), str(raw.get("pod") or ""), str(raw["holder"]), requests)
+            except (ValueError, AttributeError, TypeError, KeyError) as err:
                 name = ledger.get("metadata", {}).get("name")
-                raise ValueError(f"capacity ledger {name}: entry {key!r} is not a JSON map of integers: {err}") from err
+                raise ValueError(f"capacity ledger {name}: entry {key!r} is not a reservation "
+                                 f"({{uid, pod, holder, requests: {{resource: integer}}}}): {err!r}") from err
         return entries
 
     @staticmethod
@@ -201,7 +253,7 @@ class CapacityLedger:
                 )
 
     def __repr__(self) -> str:
-        return f"CapacityLedger({self.namespace}/{self.prefix}*, fenced={self.fenced})"
+        return f"CapacityLedger({self.holder!r}, {self.namespace}/{self.prefix}*, fenced={self.fenced})"
 
 
 def _sum(entries: Iterable[Mapping[str, int]]) -> dict[str, int]:

@@ -20,7 +20,9 @@ gone at once.
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import re
 import threading
 from dataclasses import dataclass
 
@@ -29,9 +31,21 @@ from minisched.cluster.base import Cluster, Object
 from minisched.errors import Conflict, NotFound
 from minisched.resources import LEASES
 
-__all__ = ["Member", "Membership"]
+__all__ = ["Member", "Membership", "lease_suffix"]
 
 log = logging.getLogger(__name__)
+
+
+def lease_suffix(identity: str) -> str:
+    """The part of a lease name that stands for `identity`. A Lease's name must be a DNS subdomain
+    (lowercase letters, digits, '-' and '.'), and identities are often not ("host_8c1f...", as
+    kube-scheduler makes them): such an identity is lowercased, its other characters become '-',
+    and 8 hex digits of its hash keep two identities that map alike apart."""
+    safe = re.sub(r"[^a-z0-9.-]", "-", identity.lower()).strip("-.")
+    if safe == identity:
+        return safe
+    digest = hashlib.blake2b(identity.encode(), digest_size=4).hexdigest()
+    return f"{safe}-{digest}" if safe else digest
 
 
 @dataclass(frozen=True)
@@ -69,7 +83,7 @@ class Membership:
             raise ValueError(f"lease_duration must be at least 1 s (a Lease stores whole seconds), got {lease_duration}")
         self.cluster = cluster
         self.identity, self.namespace, self.prefix = identity, namespace, prefix
-        self.lease_name = f"{prefix}{identity}"
+        self.lease_name = f"{prefix}{lease_suffix(identity)}"
         self.clock: Clock = clock or RealClock()
         self.lease_duration = lease_duration
         self._lock = threading.Lock()
@@ -149,7 +163,7 @@ class Membership:
                 duration = int(spec.get("leaseDurationSeconds") or 0)
                 if not holder or now - changed_at >= duration:
                     continue  # released, or not renewed within its duration by our clock
-                if holder != name[len(self.prefix):]:
+                if lease_suffix(holder) != name[len(self.prefix):]:
                     log.warning("lease %s/%s names holder %r, not its own suffix; ignored",
                                 self.namespace, name, holder)
                     continue

@@ -76,7 +76,7 @@ def race(ledger_for: Callable[[int], CapacityLedger], replicas: int, pods_each: 
         ledger = ledger_for(r)
         try:
             for i in range(pods_each):
-                pod = f"default/r{r}-p{i}"
+                pod = f"uid-r{r}-p{i}"
                 for node in nodes:
                     if ledger.reserve(node, pod, POD, ALLOCATABLE):
                         with lock:
@@ -132,8 +132,8 @@ def test_many_replicas_racing_freely_on_a_few_nodes_fill_them_exactly() -> None:
     assert per_node == {"n1": 4, "n2": 4, "n3": 4}
     for node in nodes:
         assert cpu_on(cluster, node) == 4000
-        assert sorted(CapacityLedger(cluster).reservations(node)) == sorted(
-            p.replace("/", ".") for n, p in granted if n == node)
+        assert sorted(r.uid for r in CapacityLedger(cluster).reservations(node).values()) == sorted(
+            p for n, p in granted if n == node)
     assert sum(ledger.conflicts for ledger in ledgers) > 0  # the race did happen
 
 
@@ -149,21 +149,21 @@ def test_reserve_is_idempotent_and_release_frees_room() -> None:
     cluster = EmbeddedCluster()
     ledger = CapacityLedger(cluster)
     for i in range(4):
-        assert ledger.reserve("n1", f"default/p{i}", POD, ALLOCATABLE)
-    assert ledger.reserve("n1", "default/p0", POD, ALLOCATABLE)  # already there: not counted twice
+        assert ledger.reserve("n1", f"uid-p{i}", POD, ALLOCATABLE)
+    assert ledger.reserve("n1", "uid-p0", POD, ALLOCATABLE)  # already there: not counted twice
     assert ledger.used("n1")["cpu"] == 4000
-    assert not ledger.reserve("n1", "default/p4", POD, ALLOCATABLE)
-    assert ledger.release("n1", "default/p2")
-    assert not ledger.release("n1", "default/p2")
-    assert not ledger.release("n9", "default/p2")
-    assert ledger.reserve("n1", "default/p4", POD, ALLOCATABLE)
+    assert not ledger.reserve("n1", "uid-p4", POD, ALLOCATABLE)
+    assert ledger.release("n1", "uid-p2")
+    assert not ledger.release("n1", "uid-p2")
+    assert not ledger.release("n9", "uid-p2")
+    assert ledger.reserve("n1", "uid-p4", POD, ALLOCATABLE)
     assert ledger.used("n1") == {"cpu": 4000, "memory": 4 * 2**30, "pods": 4}
 
 
 def test_a_resource_the_node_does_not_have_does_not_fit() -> None:
     ledger = CapacityLedger(EmbeddedCluster())
-    assert not ledger.reserve("n1", "default/gpu", {"nvidia.com/gpu": 1}, ALLOCATABLE)
-    assert ledger.reserve("n1", "default/zero", {"nvidia.com/gpu": 0, "cpu": 10}, ALLOCATABLE)
+    assert not ledger.reserve("n1", "uid-gpu", {"nvidia.com/gpu": 1}, ALLOCATABLE)
+    assert ledger.reserve("n1", "uid-zero", {"nvidia.com/gpu": 0, "cpu": 10}, ALLOCATABLE)
 
 
 def test_a_ledger_that_keeps_losing_gives_up_with_a_named_error() -> None:
@@ -180,20 +180,50 @@ def test_a_ledger_that_keeps_losing_gives_up_with_a_named_error() -> None:
 
     ledger = CapacityLedger(AlwaysConflicts(EmbeddedCluster()), max_attempts=3)
     with pytest.raises(FenceContention, match="reserving default/p on node n1: lost the write race 3 times"):
-        ledger.reserve("n1", "default/p", POD, ALLOCATABLE)
+        ledger.reserve("n1", "uid-p", POD, ALLOCATABLE, pod="default/p")
     assert ledger.conflicts == 3
 
 
 def test_bad_input_is_named() -> None:
     ledger = CapacityLedger(EmbeddedCluster())
-    with pytest.raises(ValueError, match="'namespace/name'"):
-        ledger.reserve("n1", "p", POD, ALLOCATABLE)
+    with pytest.raises(ValueError, match=r"pod's UID \(metadata.uid\), got 'default/p'"):
+        ledger.reserve("n1", "default/p", POD, ALLOCATABLE)
     with pytest.raises(ValueError, match=r"requests\['cpu'\] must be a non-negative integer"):
-        ledger.reserve("n1", "default/p", {"cpu": -1}, ALLOCATABLE)
+        ledger.reserve("n1", "uid-p", {"cpu": -1}, ALLOCATABLE)
     with pytest.raises(ValueError, match=r"allocatable\['cpu'\]"):
-        ledger.reserve("n1", "default/p", POD, {"cpu": "4"})  # type: ignore[dict-item]
+        ledger.reserve("n1", "uid-p", POD, {"cpu": "4"})  # type: ignore[dict-item]
     with pytest.raises(ValueError, match="node name"):
-        ledger.reserve("", "default/p", POD, ALLOCATABLE)
+        ledger.reserve("", "uid-p", POD, ALLOCATABLE)
     with pytest.raises(ValueError, match="at least 1"):
         CapacityLedger(EmbeddedCluster(), max_attempts=0)
     assert ledger_units({"cpu": "250m", "memory": "1Ki"}) == {"cpu": 250, "memory": 1024}
+
+
+def test_two_holders_of_one_pod_each_hold_and_release_their_own_entry() -> None:
+    cluster = EmbeddedCluster()
+    a, b = CapacityLedger(cluster, holder="sched-a"), CapacityLedger(cluster, holder="sched-b")
+    assert a.reserve("n1", "uid-1", POD, ALLOCATABLE, pod="default/p1")
+    assert b.reserve("n1", "uid-1", POD, ALLOCATABLE, pod="default/p1")  # the ring moved: b thinks it owns p1
+    assert a.used("n1")["cpu"] == 2000  # counted twice while both hold it: conservative
+    assert a.release("n1", "uid-1")  # a's bind got 409: b bound it, b's entry stays
+    entries = list(b.reservations("n1").values())
+    assert [(r.uid, r.pod, r.holder) for r in entries] == [("uid-1", "default/p1", "sched-b")]
+
+
+def test_prune_removes_what_the_caller_calls_stale_under_the_precondition() -> None:
+    cluster = EmbeddedCluster()
+    ledger = CapacityLedger(cluster, holder="sched-a")
+    for i in range(4):
+        assert ledger.reserve("n1", f"uid-{i}", POD, ALLOCATABLE, pod=f"default/p{i}")
+    assert ledger.prune("n1", lambda r: r.pod in ("default/p1", "default/p3")) == 2
+    assert sorted(r.pod for r in ledger.reservations("n1").values()) == ["default/p0", "default/p2"]
+    assert ledger.prune("n1", lambda r: False) == 0
+    assert ledger.prune("n9", lambda r: True) == 0  # no ledger at all
+    assert ledger.pruned == 2
+
+
+def test_a_holder_name_with_odd_characters_still_makes_a_valid_key() -> None:
+    ledger = CapacityLedger(EmbeddedCluster(), holder="host_1:a/b")
+    assert ledger.key("uid-1") == "uid-1.host_1-a-b"
+    with pytest.raises(ValueError, match="needs a holder"):
+        CapacityLedger(EmbeddedCluster(), holder="")

@@ -26,8 +26,8 @@ def test_the_server_refuses_a_second_binding_of_one_pod() -> None:
 def test_the_server_accepts_bindings_that_overfill_a_node_and_the_ledger_refuses_the_second() -> None:
     cluster = EmbeddedCluster()
     node = cluster.create(NODES, make_node("n1", cpu="4"))
-    for name in ("a", "b"):
-        cluster.create(PODS, make_pod(name, cpu="3", memory=None))
+    uids = {name: cluster.create(PODS, make_pod(name, cpu="3", memory=None))["metadata"]["uid"]
+            for name in ("a", "b")}
     # two replicas, each seeing the node empty, both bind a 3-CPU pod onto 4 CPUs: both accepted
     cluster.bind("default", "a", "n1")
     cluster.bind("default", "b", "n1")
@@ -37,5 +37,5 @@ def test_the_server_accepts_bindings_that_overfill_a_node_and_the_ledger_refuses
     ledger = CapacityLedger(cluster)
     allocatable = ledger_units(node["status"]["allocatable"])
     requests = ledger_units({"cpu": "3"})
-    assert ledger.reserve("n1", "default/a", requests, allocatable)
-    assert not ledger.reserve("n1", "default/b", requests, allocatable)
+    assert ledger.reserve("n1", uids["a"], requests, allocatable, pod="default/a")
+    assert not ledger.reserve("n1", uids["b"], requests, allocatable, pod="default/b")

@@ -17,7 +17,7 @@ import collections
 import functools
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -254,11 +254,14 @@ class Framework:
         *,
         state: CycleState | None = None,
         nominated: Iterable[tuple[str, PodInfo]] = (),
+        only: Collection[str] | None = None,
     ) -> ScheduleResult:
         """Choose a node for `pod` in snapshot `nodes` (kube's SchedulePod).
 
         `nominated`: (node, pod) of pods nominated by earlier preemptions; those with at least this
-        pod's priority are counted as if already there, so this pod does not take their room."""
+        pod's priority are counted as if already there, so this pod does not take their room.
+        `only`: node names the pod may be placed on (a shard's partition); the plugins still see
+        every node (spreading and affinity count the whole cluster), as with a PreFilter result."""
         started = time.perf_counter()
         state = state if state is not None else CycleState()
         placed = [(node, p) for node, p in nominated if p.priority >= pod.priority and p.key != pod.key]
@@ -271,7 +274,7 @@ class Framework:
             decision.message = NO_NODES_AVAILABLE
             return ScheduleResult(None, status, decision, Diagnosis(0))
         try:
-            result = self._schedule(state, pod, nodes, decision)
+            result = self._schedule(state, pod, nodes, decision, only)
         except PluginError as e:  # a plugin bug must not kill the loop: the pod backs off and retries
             result = ScheduleResult(None, Status.from_error(e.error, e.plugin), decision)
         except Exception as e:
@@ -279,10 +282,17 @@ class Framework:
         self._observe("SchedulePod", result.status, started)
         return result
 
-    def _schedule(self, state: CycleState, pod: PodInfo, nodes: NodeTable, decision: Decision) -> ScheduleResult:
+    def _schedule(self, state: CycleState, pod: PodInfo, nodes: NodeTable, decision: Decision,
+                  only: Collection[str] | None = None) -> ScheduleResult:
         n = len(nodes)
         names = nodes.names
         allowed: npt.NDArray[np.bool_] | None = None
+        if only is not None:
+            allowed = np.zeros(n, np.bool_)
+            for name in only:
+                row = nodes.row(name)
+                if row is not None:
+                    allowed[row] = True
         t0 = time.perf_counter()
         for p in self.points.pre_filter:
             try:

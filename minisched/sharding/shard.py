@@ -1,0 +1,401 @@
+"""One replica's part of a sharded scheduler: the ShardHook a Scheduler consults, and the loop that
+keeps it current (Part II §4.3).
+
+    shard = Shard(cluster, identity="sched-a")          # group "minisched", ledger on
+    sched = Scheduler(cluster, shard=shard)
+    shard.attach(sched); shard.tick()                    # first lease and ring, before any pod
+    sched.start(); shard.start()                         # renew / ring / cleanup thread
+
+What each part does:
+
+- Membership (membership.py): every `renew_period` (a third of the lease) the replica renews its own
+  Lease `<group>-shard-<identity>` and lists the others. Who is live decides the ring.
+- Ownership (ring.py): a pending pod belongs to the member with the highest rendezvous score for
+  "namespace/name"; nodes likewise for "node:<name>". When the ring changes, `tick()` asks the
+  scheduler to queue the pods it now owns and to drop from its queue those it no longer owns. That
+  is the drain step: a pod already in a scheduling or binding cycle is not interrupted, it finishes
+  (and a second replica working on the same pod meanwhile is stopped by the fences below), so a
+  hand-over pauses no one; the old owner lets go at its next tick, within a third of a lease.
+- Node partitions, after Gödel's node shuffler: a replica chooses among its own nodes first, so two
+  replicas rarely place on one node at once; a pod that fits nowhere there may go to any node
+  (counted as a fallback) and the capacity ledger settles the rare collision. A node whose ledger
+  refused a reservation is avoided for a renew period (our cache does not show yet what filled it).
+- The fences. Pods: POST pods/binding answers 409 to the second binding. Nodes: `reserve` writes
+  the pod's requests into the node's ledger under a resourceVersion precondition before the bind,
+  `release` takes them back when the bind fails, `pod_gone` when a bound pod goes, and `cleanup()`
+  removes the entries left behind by a replica that died between reserve and bind (the pod is gone,
+  finished or bound to another node). An entry of a pod still pending is kept: its holder may be
+  paused, not dead, and bind when it resumes.
+
+`capacity_fence=False` (`minisched run --no-capacity-fence`) skips the ledger: replicas then share
+nodes as separate kube-schedulers do, and over-commit them. It exists to show that.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+
+from minisched.clock import Clock, RealClock
+from minisched.cluster.base import Cluster, Object
+from minisched.errors import ApiError, NotFound
+from minisched.meta import key_of
+from minisched.resources import PODS
+from minisched.scheduler.framework.types import PodInfo
+from minisched.scheduler.scheduler import Scheduler
+from minisched.sharding.fence import CapacityLedger, Reservation
+from minisched.sharding.membership import Membership
+from minisched.sharding.ring import Ring
+
+__all__ = ["DEFAULT_GROUP", "Shard", "ShardStats"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_GROUP = "minisched"
+
+
+@dataclass(frozen=True)
+class ShardStats:
+    """A replica's shard counters at one moment (what the metrics export)."""
+
+    identity: str
+    group: str
+    members: int
+    owned_pods: int  # pending pods of our profiles this replica owns
+    partition_nodes: int
+    scheduled: int  # pods this replica bound
+    bind_conflicts: int  # 409s on pods/binding (someone else bound the pod first)
+    fence_conflicts: int  # 409s on ledger writes, answered by a re-read
+    fence_refusals: int  # reservations refused: the node was full on its ledger
+    fallbacks: int  # cycles that left the partition
+    not_owned: int  # pods popped after the ring gave them away (dropped)
+    ring_changes: int
+    pods_taken_over: int  # pending pods queued because the ring gave them to us
+    pods_handed_off: int  # queued pods dropped because the ring gave them away
+    ledger_pruned: int  # stale ledger entries removed
+    renew_failures: int
+
+
+class Shard:
+    """The ShardHook of one replica (see minisched.scheduler.shard_hook), and its upkeep."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        *,
+        identity: str,
+        group: str = DEFAULT_GROUP,
+        namespace: str = "kube-system",
+        lease_duration: float = 15.0,
+        clock: Clock | None = None,
+        capacity_fence: bool = True,
+        cleanup_period: float | None = None,
+    ) -> None:
+        if not group:
+            raise ValueError("a shard group needs a name (it prefixes the leases and ledgers)")
+        self.cluster = cluster
+        self.identity, self.group, self.namespace = identity, group, namespace
+        self.clock: Clock = clock or RealClock()
+        self.membership = Membership(cluster, identity=identity, namespace=namespace, prefix=f"{group}-shard-",
+                                     clock=self.clock, lease_duration=lease_duration)
+        self.ledger: CapacityLedger | None = (
+            CapacityLedger(cluster, holder=identity, namespace=namespace, prefix=f"{group}-capacity-")
+            if capacity_fence else None
+        )
+        self.cleanup_period = lease_duration if cleanup_period is None else cleanup_period
+        self.scheduler: Scheduler | None = None
+        self._lock = threading.Lock()
+        self._ring = Ring([])
+        self._partition: frozenset[str] | None = frozenset()
+        self._partition_of: tuple[tuple[str, ...], int] | None = None  # (ring members, node count)
+        self._gone: collections.deque[tuple[str, str]] = collections.deque()  # (node, uid) to release
+        self._full: dict[str, float] = {}  # node -> until when to avoid it (its ledger refused us)
+        self._next_cleanup = 0.0
+        self._stop = threading.Event()
+        self._wake = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self.fallbacks = 0
+        self.ring_changes = 0
+        self.pods_taken_over = 0
+        self.pods_handed_off = 0
+        self.renew_failures = 0
+        # (time on the clock, members) at every ring change: the replica's view of hand-overs
+        self.history: list[tuple[float, tuple[str, ...]]] = []
+
+    # -- the hook the Scheduler asks ---------------------------------------------------------------
+
+    @property
+    def ring(self) -> Ring:
+        return self._ring
+
+    def owns(self, pod: Object) -> bool:
+        ring = self._ring
+        if not ring.members:
+            return False
+        meta = pod.get("metadata") or {}
+        return ring.owner_of_pod(str(meta.get("namespace") or "default"), str(meta.get("name") or "")) == self.identity
+
+    def partition(self) -> frozenset[str] | None:
+        """The nodes the ring gives this replica (None: alone, every node is ours)."""
+        ring, sched = self._ring, self.scheduler
+        if len(ring) <= 1 or sched is None:
+            return None
+        names = sched.cache.node_names()
+        key = (ring.members, len(names))
+        if key != self._partition_of:
+            self._partition = frozenset(n for n in names if ring.owner_of_node(n) == self.identity)
+            self._partition_of = key
+        return self._partition
+
+    def nodes_to_try(self, fallback: bool) -> Collection[str] | None:
+        avoid = self._avoided()
+        if not fallback:
+            part = self.partition()
+            if part is None:
+                return None if not avoid else self._all_but(avoid)
+            return part - avoid if avoid else part
+        return self._all_but(avoid) if avoid else None
+
+    def _all_but(self, avoid: Collection[str]) -> frozenset[str]:
+        sched = self.scheduler
+        names = sched.cache.node_names() if sched is not None else []
+        return frozenset(n for n in names if n not in avoid)
+
+    def _avoided(self) -> frozenset[str]:
+        """Nodes whose ledger refused us within the last renew period: our cache does not show what
+        filled them yet, so the same choice would be refused again."""
+        if not self._full:
+            return frozenset()
+        now = self.clock.monotonic()
+        with self._lock:
+            for node in [n for n, until in self._full.items() if until <= now]:
+                del self._full[node]
+            return frozenset(self._full)
+
+    def fallback(self, pod_key: str) -> None:
+        with self._lock:
+            self.fallbacks += 1
+
+    def reserve(self, info: PodInfo, node: str, allocatable: Mapping[str, int]) -> bool:
+        if self.ledger is None:
+            return True
+        requests = {r: int(v) for r, v in info.requests.items() if v}
+        requests["pods"] = 1
+        if self.ledger.reserve(node, _uid(info.uid, info.key), requests, allocatable, pod=info.key):
+            return True
+        with self._lock:
+            self._full[node] = self.clock.monotonic() + self.membership.renew_period
+        return False
+
+    def release(self, info: PodInfo, node: str) -> None:
+        if self.ledger is not None:
+            self.ledger.release(node, _uid(info.uid, info.key))
+
+    def pod_gone(self, pod: Object, node: str) -> None:
+        # Called on the informer's thread: no API call here, the shard's loop releases it.
+        if self.ledger is not None:
+            meta = pod.get("metadata") or {}
+            self._gone.append((node, _uid(str(meta.get("uid") or ""), key_of(pod))))
+
+    # -- upkeep ---------------------------------------------------------------------------------------
+
+    def attach(self, scheduler: Scheduler) -> None:
+        """The scheduler whose queue follows the ring (it must have been built with shard=self)."""
+        if scheduler.shard is not self:
+            raise ValueError("attach the Shard the Scheduler was built with (Scheduler(..., shard=shard))")
+        self.scheduler = scheduler
+
+    def tick(self) -> bool:
+        """Renew our lease, read the members, and if the ring changed, requeue what moved; release
+        the reservations of pods gone since. True if the ring changed."""
+        try:
+            self.membership.renew()
+        except ApiError as err:
+            with self._lock:
+                self.renew_failures += 1
+            log.warning("%s: renewing lease %s failed: %s", self.identity, self.membership.lease_name, err)
+        try:
+            members = self.membership.member_identities()
+        except ApiError as err:
+            log.warning("%s: listing the shard leases failed: %s; keeping ring %s", self.identity, err,
+                        list(self._ring.members))
+            return False
+        changed = self._set_members(members)
+        self._release_gone()
+        return changed
+
+    def _set_members(self, members: list[str]) -> bool:
+        ring = Ring(members)
+        if ring.members == self._ring.members:
+            return False
+        log.info("%s: ring %s -> %s", self.identity, list(self._ring.members), list(ring.members))
+        self._ring = ring
+        with self._lock:
+            self.ring_changes += 1
+            self.history.append((self.clock.now(), ring.members))
+        if self.scheduler is not None:
+            added, dropped = self.scheduler.resync_ownership()
+            with self._lock:
+                self.pods_taken_over += added
+                self.pods_handed_off += dropped
+        return True
+
+    def _release_gone(self) -> None:
+        ledger = self.ledger
+        while self._gone and ledger is not None:
+            node, uid = self._gone.popleft()
+            if self._owns_node(node):  # the node's owner releases; the cleanup catches the rest
+                try:
+                    ledger.prune(node, _of_pod(uid))
+                except (ApiError, RuntimeError) as err:
+                    log.warning("%s: releasing %s on %s failed: %s", self.identity, uid, node, err)
+
+    def _owns_node(self, node: str) -> bool:
+        ring = self._ring
+        return bool(ring.members) and ring.owner_of_node(node) == self.identity
+
+    def cleanup(self) -> int:
+        """Remove stale entries from the ledgers of the nodes this replica owns: entries of pods
+        that are gone (checked with a GET, not only the informer, which may lag), finished, or bound
+        to another node, and duplicates of a pod bound here. Returns how many were removed."""
+        ledger, sched = self.ledger, self.scheduler
+        if ledger is None or sched is None or sched._pod_informer is None:
+            return 0
+        by_uid: dict[str, Object] = {}
+        for pod in sched._pod_informer.store.list():
+            uid = (pod.get("metadata") or {}).get("uid")
+            if uid:
+                by_uid[str(uid)] = pod
+        removed = 0
+        for node in sched.cache.node_names():
+            if not self._owns_node(node):
+                continue
+            try:
+                entries = ledger.reservations(node)
+                stale = self._stale(node, entries, by_uid)
+                if stale:
+                    removed += ledger.prune(node, _in(stale))
+            except (ApiError, RuntimeError, ValueError) as err:
+                log.warning("%s: cleaning the ledger of %s failed: %s", self.identity, node, err)
+        return removed
+
+    def _stale(self, node: str, entries: Mapping[str, Reservation], by_uid: Mapping[str, Object]) -> set[tuple[str, str]]:
+        stale: set[tuple[str, str]] = set()
+        kept_bound: set[str] = set()
+        for key in sorted(entries):
+            r = entries[key]
+            pod = by_uid.get(r.uid)
+            if pod is None:
+                pod = self._fetch(r)
+                if pod is None:
+                    stale.add((r.uid, r.holder))  # deleted (or never existed under this UID)
+                    continue
+            bound_to = str((pod.get("spec") or {}).get("nodeName") or "")
+            finished = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+            if finished or (bound_to and bound_to != node):
+                stale.add((r.uid, r.holder))
+            elif bound_to == node:
+                if r.uid in kept_bound:
+                    stale.add((r.uid, r.holder))  # a second holder's entry for a pod bound once
+                kept_bound.add(r.uid)
+        return stale
+
+    def _fetch(self, r: Reservation) -> Object | None:
+        """The pod of a reservation, from the API server (None: gone, or another pod by that name)."""
+        namespace, _, name = r.pod.partition("/")
+        if not namespace or not name:
+            return None
+        try:
+            pod = self.cluster.get(PODS, name, namespace)
+        except NotFound:
+            return None
+        return pod if str((pod.get("metadata") or {}).get("uid") or "") == r.uid else None
+
+    # -- the loop ---------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Run `tick()` every renew period (and `cleanup()` every cleanup period) on a thread."""
+        if self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._run, name=f"shard-{self.identity}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.tick()
+                if self.clock.monotonic() >= self._next_cleanup:
+                    self._next_cleanup = self.clock.monotonic() + self.cleanup_period
+                    self.cleanup()
+            except Exception:  # the heartbeat must outlive any one failure
+                log.exception("%s: shard upkeep failed", self.identity)
+            self._pause(self.membership.renew_period)
+
+    def _pause(self, seconds: float) -> None:
+        deadline = self.clock.monotonic() + seconds
+        with self._wake:
+            while not self._stop.is_set():
+                left = deadline - self.clock.monotonic()
+                if left <= 0:
+                    return
+                self.clock.wait(self._wake, left)
+
+    def stop(self, timeout: float = 5.0, *, release: bool = True) -> None:
+        """Stop the loop and, with `release`, leave the ring at once (others need not wait out the
+        lease). Call after the scheduler stopped, so no binding of ours is still in flight."""
+        self._stop.set()
+        with self._wake:
+            self._wake.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        if release:
+            try:
+                self.membership.release()
+            except ApiError as err:
+                log.warning("%s: releasing lease failed: %s; it expires on its own", self.identity, err)
+
+    # -- reading --------------------------------------------------------------------------------------
+
+    def owned_pods(self) -> int:
+        sched = self.scheduler
+        if sched is None or sched._pod_informer is None:
+            return 0
+        return sum(1 for pod in sched._pod_informer.store.list()
+                   if sched._is_pending_for_profiles(pod) and self.owns(pod))
+
+    def stats(self) -> ShardStats:
+        sched = self.scheduler
+        s = sched.stats if sched is not None else None
+        ledger = self.ledger
+        part = self.partition()
+        with self._lock:
+            return ShardStats(
+                identity=self.identity, group=self.group, members=len(self._ring),
+                owned_pods=self.owned_pods(),
+                partition_nodes=len(part) if part is not None else (len(sched.cache.node_names()) if sched else 0),
+                scheduled=s.bound if s else 0, bind_conflicts=s.bind_conflicts if s else 0,
+                fence_conflicts=ledger.conflicts if ledger else 0, fence_refusals=s.fence_refusals if s else 0,
+                fallbacks=self.fallbacks, not_owned=s.not_owned if s else 0, ring_changes=self.ring_changes,
+                pods_taken_over=self.pods_taken_over, pods_handed_off=self.pods_handed_off,
+                ledger_pruned=ledger.pruned if ledger else 0, renew_failures=self.renew_failures,
+            )
+
+    def __repr__(self) -> str:
+        return f"Shard({self.identity!r}, group={self.group!r}, ring={list(self._ring.members)})"
+
+
+def _uid(uid: str, key: str) -> str:
+    """The ledger key of a pod: its UID; a pod without one (made by hand, never on an API server)
+    falls back to its "namespace/name" spelled as a key."""
+    return uid or "name-" + key.replace("/", ".")
+
+
+def _of_pod(uid: str) -> Callable[[Reservation], bool]:
+    return lambda r: r.uid == uid
+
+
+def _in(stale: set[tuple[str, str]]) -> Callable[[Reservation], bool]:
+    return lambda r: (r.uid, r.holder) in stale

@@ -1,0 +1,470 @@
+"""Several sharded replicas in one process, on one cluster and one clock, with a replica to pause.
+
+What the §4.3 notebook and tests/sharding run: each replica is a Scheduler with its Shard, reaching
+the cluster through its own `PausableLink`. `pause(name)` makes that replica's writes hang (its
+lease renewals, ledger writes and bindings), as a process stopped by SIGSTOP, a long GC pause or a
+frozen VM looks from the API server, while its scheduling loop keeps deciding on what it last saw;
+`resume(name)` lets every hung write go out, with decisions now stale. Time is the cluster's clock
+(a VirtualClock in tests): `step(seconds)` moves it and lets every running replica renew and
+re-read the ring, which is how a lease expires without waiting for it. With `threads=True` (the
+real clock, e.g. on a real API server) each replica runs its Shard's own renew loop instead, and
+time passes by itself.
+
+The invariants are read from the API server: `bound_twice()` (pods whose binding succeeded for two
+replicas, which pods/binding's 409 forbids) and `overcommitted()` (nodes whose bound pods request
+more than allocatable, which only the capacity ledger prevents).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from minisched.clock import Clock
+from minisched.cluster.base import Cluster, Object
+from minisched.resources import NODES, PODS, ResourceLike
+from minisched.scheduler.framework.types import PodInfo
+from minisched.scheduler.plugins.helpers import node_allocatable
+from minisched.scheduler.scheduler import Scheduler
+from minisched.sharding.shard import DEFAULT_GROUP, Shard
+
+__all__ = ["LiveRun", "PausableLink", "PausedRun", "ShardedSim", "SimReplica", "overcommitted", "paused_replica_live",
+           "paused_replica_run"]
+
+_WRITES = ("create", "update", "patch", "delete", "bind", "evict")
+
+
+class PausableLink:
+    """A `Cluster` whose writes hang while paused, and that records every binding that succeeded."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self._running = threading.Event()
+        self._running.set()
+        self._lock = threading.Lock()
+        self.bound: list[tuple[str, str, str]] = []  # (namespace/name, uid, node) of each bind that succeeded
+        self.held = 0  # writes that waited out a pause
+
+    @property
+    def paused(self) -> bool:
+        return not self._running.is_set()
+
+    def pause(self) -> None:
+        self._running.clear()
+
+    def resume(self) -> None:
+        self._running.set()
+
+    def _gate(self) -> None:
+        if not self._running.is_set():
+            with self._lock:
+                self.held += 1
+            self._running.wait()
+
+    def bind(self, namespace: str, name: str, node_name: str, *, uid: str | None = None) -> None:
+        self._gate()
+        self.cluster.bind(namespace, name, node_name, uid=uid)
+        with self._lock:
+            self.bound.append((f"{namespace}/{name}", uid or "", node_name))
+
+    def __getattr__(self, attr: str) -> Any:
+        target = getattr(self.cluster, attr)
+        if attr not in _WRITES:
+            return target
+
+        def gated(*args: Any, **kwargs: Any) -> Any:
+            self._gate()
+            return target(*args, **kwargs)
+
+        return gated
+
+    def create(self, resource: ResourceLike, obj: Object, namespace: str | None = None) -> Object:
+        self._gate()
+        return self.cluster.create(resource, obj, namespace)
+
+    def update(self, resource: ResourceLike, obj: Object, *, subresource: str | None = None) -> Object:
+        self._gate()
+        return self.cluster.update(resource, obj, subresource=subresource)
+
+
+@dataclass
+class SimReplica:
+    name: str
+    link: PausableLink
+    shard: Shard
+    scheduler: Scheduler
+
+    @property
+    def paused(self) -> bool:
+        return self.link.paused
+
+
+class ShardedSim:
+    """`replicas` sharded schedulers on `cluster`, driven by `clock`."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        clock: Clock,
+        names: Iterable[str] = ("sched-a", "sched-b", "sched-c"),
+        *,
+        capacity_fence: bool = True,
+        lease_duration: float = 15.0,
+        group: str = DEFAULT_GROUP,
+        namespace: str = "kube-system",
+        bind_workers: int = 8,
+        max_bindings_in_flight: int = 512,
+        scheduler_options: dict[str, Any] | None = None,
+        threads: bool = False,
+    ) -> None:
+        self.cluster, self.clock = cluster, clock
+        self.threads = threads
+        self.replicas: dict[str, SimReplica] = {}
+        for name in names:
+            link = PausableLink(cluster)
+            shard = Shard(link, identity=name, group=group, namespace=namespace, lease_duration=lease_duration,
+                          clock=clock, capacity_fence=capacity_fence)
+            sched = Scheduler(link, clock=clock, shard=shard, bind_workers=bind_workers,
+                              max_bindings_in_flight=max_bindings_in_flight, **(scheduler_options or {}))
+            shard.attach(sched)
+            self.replicas[name] = SimReplica(name, link, shard, sched)
+        self._started = False
+
+    def __getitem__(self, name: str) -> SimReplica:
+        return self.replicas[name]
+
+    def start(self) -> None:
+        """Every replica renews its lease and reads the ring (twice: the first renewals race the
+        first reads), then starts its informers and loop."""
+        for _ in range(2):
+            for r in self.replicas.values():
+                r.shard.tick()
+        for r in self.replicas.values():
+            r.scheduler.start()
+            if self.threads:
+                r.shard.start()
+        self._started = True
+
+    def running(self) -> list[SimReplica]:
+        return [r for r in self.replicas.values() if not r.paused]
+
+    def step(self, seconds: float) -> None:
+        """Move the clock, then let every running replica renew, re-read the ring and clean up."""
+        if self.threads:
+            raise RuntimeError("step() moves a VirtualClock; with threads=True time passes by itself")
+        self.clock.advance(seconds)  # type: ignore[attr-defined]
+        for r in self.running():
+            r.shard.tick()
+
+    def advance(self, seconds: float) -> None:
+        """Move the clock by `seconds` in steps of a renew period (a third of the lease), every
+        running replica renewing at each: time passes as it does for live replicas."""
+        period = min(r.shard.membership.renew_period for r in self.replicas.values())
+        left = seconds
+        while left > 1e-9:
+            self.step(min(period, left))
+            left -= period
+
+    def cleanup(self) -> int:
+        return sum(r.shard.cleanup() for r in self.running())
+
+    def pause(self, name: str) -> None:
+        self.replicas[name].link.pause()
+
+    def resume(self, name: str) -> None:
+        self.replicas[name].link.resume()
+
+    def settle(self, timeout: float = 60.0, quiet: float = 0.2, step: float = 1.0) -> None:
+        """Until the running replicas have nothing left to try: no pod active or in backoff, no
+        binding in flight, for `quiet` real seconds. Moves the clock `step` seconds each round (backoffs
+        elapse; leases are renewed as it goes)."""
+        deadline = time.monotonic() + timeout
+        calm_since: float | None = None
+        while True:
+            busy = any(_busy(r.scheduler) for r in self.running())
+            now = time.monotonic()
+            if not busy:
+                calm_since = calm_since or now
+                if now - calm_since >= quiet:
+                    return
+            else:
+                calm_since = None
+            if now > deadline:
+                raise TimeoutError(f"replicas still busy after {timeout} s: "
+                                   f"{ {r.name: r.scheduler.pending_pods() for r in self.running()} }")
+            if not self.threads:
+                self.step(step)
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        for r in self.replicas.values():
+            r.link.resume()  # hung writes go out (or fail) so the threads can end
+        for r in self.replicas.values():
+            if self._started:
+                r.scheduler.stop(5.0)
+            r.shard.stop(5.0, release=self.threads)
+
+    def __enter__(self) -> ShardedSim:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- the invariants, from the API server --------------------------------------------------------------
+
+    def binds(self) -> Counter[str]:
+        """Successful bindings per pod (by UID), over every replica."""
+        return Counter(uid for r in self.replicas.values() for _, uid, _ in list(r.link.bound))
+
+    def bound_twice(self) -> list[str]:
+        return sorted(uid for uid, n in self.binds().items() if n > 1)
+
+    def bound_by(self) -> dict[str, int]:
+        return {r.name: len(r.link.bound) for r in self.replicas.values()}
+
+    def overcommitted(self, only: Iterable[str] | None = None) -> dict[str, dict[str, tuple[int, int]]]:
+        return overcommitted(self.cluster, only)
+
+
+def overcommitted(cluster: Cluster, only: Iterable[str] | None = None) -> dict[str, dict[str, tuple[int, int]]]:
+    """node -> {resource: (requested by its bound pods, allocatable)} for every node (of `only`, if
+    given) over allocatable in some resource, as the API server shows them now."""
+    wanted = set(only) if only is not None else None
+    nodes = {n["metadata"]["name"]: node_allocatable(n) for n in cluster.list(NODES)["items"]
+             if wanted is None or n["metadata"]["name"] in wanted}
+    used: dict[str, dict[str, int]] = {name: {} for name in nodes}
+    for pod in cluster.list(PODS)["items"]:
+        node = (pod.get("spec") or {}).get("nodeName")
+        if not node or node not in used or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        requests = dict(PodInfo.from_pod(pod).requests)
+        requests["pods"] = 1
+        for resource, amount in requests.items():
+            used[node][resource] = used[node].get(resource, 0) + amount
+    over: dict[str, dict[str, tuple[int, int]]] = {}
+    for node, amounts in used.items():
+        bad = {r: (v, nodes[node].get(r, 0)) for r, v in amounts.items() if v > nodes[node].get(r, 0)}
+        if bad:
+            over[node] = bad
+    return over
+
+
+def _busy(sched: Scheduler) -> bool:
+    pending = sched.pending_pods()
+    with sched._bindings_lock:
+        binding = sched._bindings_in_flight
+    return bool(pending.get("active") or pending.get("backoff") or binding or sched._cycle_pod is not None)
+
+
+@dataclass
+class PausedRun:
+    """What `paused_replica_run` saw (every figure read from the API server or the links)."""
+
+    capacity_fence: bool
+    pods: int
+    slots: int  # pods the nodes hold by CPU
+    bound: int
+    bound_twice: list[str]
+    overcommitted: dict[str, dict[str, tuple[int, int]]]
+    node_cpu: dict[str, tuple[int, int]]  # node -> (millicores requested by bound pods, allocatable)
+    owned_by_paused: int  # pods the ring gave the paused replica before it stopped
+    taken_over: int  # of those, bound by the others while it was paused
+    stale_bound: int  # bindings the paused replica sent after resuming that succeeded
+    stale_conflicts: int  # ... answered 409 (the pod was bound meanwhile)
+    stale_refused: int  # ... refused by the capacity ledger before anything was sent
+    held_writes: int  # writes the paused replica sent while paused (they waited)
+    bound_by: dict[str, int]
+    rings: dict[str, tuple[str, ...]]  # each replica's ring at the end
+    seconds: float  # wall time of the run
+
+
+def paused_replica_run(
+    *,
+    capacity_fence: bool = True,
+    nodes: int = 60,
+    node_cpu: int = 32,
+    pods: int = 2000,
+    lease_duration: float = 15.0,
+    paused: str = "sched-c",
+    names: tuple[str, ...] = ("sched-a", "sched-b", "sched-c"),
+    timeout: float = 120.0,
+) -> PausedRun:
+    """Three replicas on a fresh embedded cluster and a VirtualClock; `paused` stops (its writes
+    hang) before `pods` 1-CPU pods arrive, so it decides its share on what it sees but sends
+    nothing; the clock moves past its lease, the others take its pods over and fill the nodes;
+    then it resumes and its decisions, stale by now, go out. The nodes hold fewer pods than come,
+    so they are full when it resumes: without the capacity fence its late bindings over-commit them."""
+    from minisched.clock import VirtualClock
+    from minisched.cluster.embedded import EmbeddedCluster
+    from minisched.objects import make_node, make_pod
+    from minisched.sharding.ring import Ring
+
+    began = time.monotonic()
+    clock = VirtualClock()
+    cluster = EmbeddedCluster(clock=clock)
+    for i in range(nodes):
+        cluster.create(NODES, make_node(f"node-{i:03d}", cpu=str(node_cpu), memory=f"{node_cpu * 8}Gi", pods="110"))
+    sim = ShardedSim(cluster, clock, names, capacity_fence=capacity_fence, lease_duration=lease_duration,
+                     max_bindings_in_flight=pods)
+    try:
+        sim.start()
+        ring = Ring(names)
+        sim.pause(paused)
+        pod_names = [f"pod-{i:05d}" for i in range(pods)]
+        for name in pod_names:
+            cluster.create(PODS, make_pod(name, cpu="1", memory="1Gi"))
+        owned = {n for n in pod_names if ring.owner_of_pod("default", n) == paused}
+        sim.settle(timeout=timeout, step=lease_duration / 6)  # the others bind their own pods
+        sim.advance(lease_duration + 1)  # the paused replica's lease expires: the others take its pods
+        sim.settle(timeout=timeout, step=lease_duration / 6)
+        before = len(sim[paused].link.bound)
+        bound_meanwhile = {key.split("/", 1)[1] for r in sim.running() for key, _, _ in r.link.bound}
+        taken = len(owned & bound_meanwhile)
+        stats0 = sim[paused].scheduler.stats
+        conflicts0, refusals0 = stats0.bind_conflicts, stats0.fence_refusals
+        sim.resume(paused)
+        sim.advance(2 * sim[paused].shard.membership.renew_period)  # it renews; the others see it again
+        sim.settle(timeout=timeout, step=lease_duration / 6)
+        stats = sim[paused].scheduler.stats
+        held = sim[paused].link.held
+        cpu: dict[str, tuple[int, int]] = {}
+        alloc = {n["metadata"]["name"]: node_allocatable(n)["cpu"] for n in cluster.list(NODES)["items"]}
+        used = dict.fromkeys(alloc, 0)
+        bound = 0
+        for pod in cluster.list(PODS)["items"]:
+            node = pod["spec"].get("nodeName")
+            if node:
+                bound += 1
+                used[node] += PodInfo.from_pod(pod).requests.get("cpu", 0)
+        for node, total in alloc.items():
+            cpu[node] = (used[node], total)
+        return PausedRun(
+            capacity_fence=capacity_fence, pods=pods, slots=nodes * node_cpu, bound=bound,
+            bound_twice=sim.bound_twice(), overcommitted=sim.overcommitted(), node_cpu=cpu,
+            owned_by_paused=len(owned), taken_over=taken,
+            stale_bound=len(sim[paused].link.bound) - before,
+            stale_conflicts=stats.bind_conflicts - conflicts0, stale_refused=stats.fence_refusals - refusals0,
+            held_writes=held, bound_by=sim.bound_by(),
+            rings={r.name: r.shard.ring.members for r in sim.replicas.values()},
+            seconds=time.monotonic() - began,
+        )
+    finally:
+        sim.stop()
+        cluster.close()
+
+
+@dataclass
+class LiveRun:
+    """What `paused_replica_live` saw."""
+
+    pods: int
+    bound: int
+    bound_twice: list[str]
+    overcommitted: dict[str, dict[str, tuple[int, int]]]
+    owned_by_paused: int
+    taken_over: int
+    stale_bound: int
+    held_writes: int
+    seconds_to_take_over: float  # from the pause until the others' ring dropped the paused replica
+    rings: dict[str, tuple[str, ...]]
+
+
+def paused_replica_live(
+    cluster: Cluster,
+    *,
+    namespace: str = "default",
+    scheduler_name: str = "minisched",
+    group: str = "shard-demo",
+    lease_namespace: str = "default",
+    lease_duration: float = 3.0,
+    nodes: int = 12,
+    node_cpu: int = 8,
+    pods: int = 90,
+    names: tuple[str, ...] = ("sched-a", "sched-b", "sched-c"),
+    paused: str = "sched-c",
+    timeout: float = 120.0,
+) -> LiveRun:
+    """The paused-replica run on any cluster (a real API server too), on the real clock: each
+    replica's Shard renews its lease on its own thread, so the paused one's lease really expires.
+    Creates its nodes (`<group>-node-NN`) and pods, and deletes them, the leases and the ledgers
+    at the end."""
+    from minisched.clock import RealClock
+    from minisched.objects import make_node, make_pod
+    from minisched.scheduler.framework.profile import default_profile
+    from minisched.sharding.ring import Ring
+
+    clock = RealClock()
+    node_names = [f"{group}-node-{i:02d}" for i in range(nodes)]
+    pod_names = [f"{group}-pod-{i:04d}" for i in range(pods)]
+    for name in node_names:
+        cluster.create(NODES, make_node(name, cpu=str(node_cpu), memory=f"{node_cpu * 8}Gi"))
+    sim = ShardedSim(cluster, clock, names, lease_duration=lease_duration, group=group,
+                     namespace=lease_namespace, threads=True,
+                     scheduler_options={"profiles": [default_profile(scheduler_name)]})
+    try:
+        sim.start()
+        _wait(lambda: all(set(node_names) <= set(r.scheduler.cache.node_names()) for r in sim.replicas.values()),
+              timeout, "the nodes in every replica's cache")
+        ring = Ring(names)
+        owned = {n for n in pod_names if ring.owner_of_pod(namespace, n) == paused}
+        sim.pause(paused)
+        paused_at = time.monotonic()
+        for name in pod_names:
+            cluster.create(PODS, make_pod(name, namespace=namespace, cpu="1", memory="1Gi",
+                                          scheduler_name=scheduler_name), namespace)
+        others = [r for r in sim.replicas.values() if r.name != paused]
+        _wait(lambda: all(paused not in r.shard.ring for r in others), timeout, "the paused replica's lease to expire")
+        took = time.monotonic() - paused_at
+        _wait(lambda: _bound(cluster, namespace, pod_names) == len(pod_names), timeout, "every pod bound")
+        before = len(sim[paused].link.bound)
+        sim.resume(paused)
+        _wait(lambda: all(paused in r.shard.ring for r in others), timeout, "the resumed replica back in the ring")
+        sim.settle(timeout=timeout)
+        bound_meanwhile = {key.split("/", 1)[1] for r in others for key, _, _ in r.link.bound}
+        return LiveRun(
+            pods=pods, bound=_bound(cluster, namespace, pod_names), bound_twice=sim.bound_twice(),
+            overcommitted=sim.overcommitted(node_names), owned_by_paused=len(owned),
+            taken_over=len(owned & bound_meanwhile), stale_bound=len(sim[paused].link.bound) - before,
+            held_writes=sim[paused].link.held, seconds_to_take_over=took,
+            rings={r.name: r.shard.ring.members for r in sim.replicas.values()},
+        )
+    finally:
+        sim.stop()
+        _clean_up(cluster, namespace, pod_names, node_names, group, lease_namespace)
+
+
+def _bound(cluster: Cluster, namespace: str, names: list[str]) -> int:
+    wanted = set(names)
+    return sum(1 for p in cluster.list(PODS, namespace)["items"]
+               if p["metadata"]["name"] in wanted and p["spec"].get("nodeName"))
+
+
+def _wait(predicate: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"waited {timeout} s for {what}")
+        time.sleep(0.05)
+
+
+def _clean_up(cluster: Cluster, namespace: str, pods: list[str], nodes: list[str], group: str,
+              lease_namespace: str) -> None:
+    from minisched.errors import NotFound
+    from minisched.resources import CONFIG_MAPS, LEASES
+
+    for name in pods:
+        with contextlib.suppress(NotFound):
+            cluster.delete(PODS, name, namespace, grace_period_seconds=0)
+    for name in nodes:
+        with contextlib.suppress(NotFound):
+            cluster.delete(NODES, name)
+    for resource, prefix in ((LEASES, f"{group}-shard-"), (CONFIG_MAPS, f"{group}-capacity-")):
+        for obj in cluster.list(resource, lease_namespace)["items"]:
+            if obj["metadata"]["name"].startswith(prefix):
+                with contextlib.suppress(NotFound):
+                    cluster.delete(resource, obj["metadata"]["name"], lease_namespace)

@@ -1,0 +1,193 @@
+"""The Shard wired into Schedulers: ownership, partitions with fallback, the ledger around each bind,
+hand-over when the ring changes, and the cleanup of stale reservations (embedded cluster, virtual clock)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from minisched.clock import VirtualClock
+from minisched.cluster.embedded import EmbeddedCluster
+from minisched.objects import make_node, make_pod
+from minisched.resources import NODES, PODS
+from minisched.scheduler.scheduler import Scheduler
+from minisched.sharding.fence import CapacityLedger, ledger_units
+from minisched.sharding.ring import Ring
+from minisched.sharding.shard import Shard
+from minisched.sharding.sim import ShardedSim
+
+
+def wait_until(cond: Callable[[], Any], timeout: float = 60.0, what: str = "condition",
+               clock: VirtualClock | None = None) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = cond()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        if clock is not None:
+            clock.advance(0.5)
+        time.sleep(0.01)
+
+
+def bound(cluster: EmbeddedCluster) -> dict[str, str]:
+    return {p["metadata"]["name"]: p["spec"]["nodeName"] for p in cluster.list(PODS)["items"]
+            if p["spec"].get("nodeName")}
+
+
+@pytest.fixture
+def world() -> Iterator[tuple[EmbeddedCluster, VirtualClock]]:
+    clock = VirtualClock()
+    cluster = EmbeddedCluster(clock=clock)
+    yield cluster, clock
+    cluster.close()
+
+
+def test_each_pod_is_bound_by_its_owner_inside_the_owners_partition(world: tuple[EmbeddedCluster, VirtualClock]) -> None:
+    cluster, clock = world
+    for i in range(12):
+        cluster.create(NODES, make_node(f"n{i:02d}", cpu="32", memory="64Gi"))
+    with ShardedSim(cluster, clock) as sim:
+        sim.start()
+        ring = sim["sched-a"].shard.ring
+        assert list(ring.members) == ["sched-a", "sched-b", "sched-c"]
+        for i in range(60):
+            cluster.create(PODS, make_pod(f"p{i:02d}"))
+        wait_until(lambda: len(bound(cluster)) == 60, what="60 pods bound")
+        for r in sim.replicas.values():
+            part = r.shard.partition()
+            assert part and len(part) < 12
+            for key, _, node in r.link.bound:
+                namespace, name = key.split("/")
+                assert ring.owner_of_pod(namespace, name) == r.name
+                assert node in part  # room everywhere: never outside its own nodes
+            assert r.scheduler.stats.fallbacks == 0
+        assert sum(sim.bound_by().values()) == 60 and min(sim.bound_by().values()) > 5
+        assert sim.bound_twice() == [] and sim.overcommitted() == {}
+        # every binding has its reservation on the node's ledger, under the binder's name
+        ledger = CapacityLedger(cluster)
+        entries = {(r.pod, r.holder): node for node in (f"n{i:02d}" for i in range(12))
+                   for r in ledger.reservations(node).values()}
+        assert entries == {(key, r.name): node for r in sim.replicas.values() for key, _, node in r.link.bound}
+
+
+def test_a_pod_that_fits_nowhere_in_the_partition_falls_back_to_every_node(
+        world: tuple[EmbeddedCluster, VirtualClock]) -> None:
+    cluster, clock = world
+    ring = Ring(["sched-a", "sched-b"])
+    outside = next(f"n{i}" for i in range(9) if ring.owner_of_node(f"n{i}") == "sched-b")
+    for i in range(9):
+        cluster.create(NODES, make_node(f"n{i}", cpu="16" if f"n{i}" == outside else "2"))
+    with ShardedSim(cluster, clock, names=("sched-a", "sched-b")) as sim:
+        sim.start()
+        a = sim["sched-a"]
+        part = a.shard.partition()
+        assert part is not None and 0 < len(part) < 9 and outside not in part
+        name = next(f"big{i}" for i in range(100) if a.shard.ring.owner_of_pod("default", f"big{i}") == "sched-a")
+        cluster.create(PODS, make_pod(name, cpu="8"))
+        wait_until(lambda: bound(cluster).get(name), what="the big pod bound", clock=clock)
+        assert bound(cluster)[name] == outside
+        assert a.scheduler.stats.fallbacks == 1 and a.shard.stats().fallbacks == 1
+
+
+def test_a_full_ledger_refuses_the_bind_and_the_pod_goes_to_another_node(
+        world: tuple[EmbeddedCluster, VirtualClock]) -> None:
+    cluster, clock = world
+    cluster.create(NODES, make_node("n1", cpu="4"))
+    cluster.create(NODES, make_node("n2", cpu="4"))
+    # another replica reserved all of n1 for a pod our informer has not seen bound (yet)
+    other = CapacityLedger(cluster, holder="sched-z")
+    assert other.reserve("n1", "uid-elsewhere", ledger_units({"cpu": "4", "pods": "1"}),
+                         ledger_units({"cpu": "4", "memory": "16Gi", "pods": "110"}), pod="default/elsewhere")
+    shard = Shard(cluster, identity="sched-a", clock=clock)
+    sched = Scheduler(cluster, clock=clock, shard=shard)
+    shard.attach(sched)
+    shard.tick()
+    sched.start()
+    try:
+        for i in range(3):  # scoring spreads them: some pick n1 first and are refused there
+            cluster.create(PODS, make_pod(f"p{i}", cpu="1"))
+        wait_until(lambda: len(bound(cluster)) == 3, what="3 pods bound", clock=clock)
+        assert set(bound(cluster).values()) == {"n2"}
+        assert sched.stats.fence_refusals >= 1
+        assert {r.pod for r in CapacityLedger(cluster).reservations("n1").values()} == {"default/elsewhere"}
+    finally:
+        sched.stop(5.0)
+        shard.stop(1.0)
+
+
+def test_a_replica_that_stops_renewing_hands_its_pods_over_and_the_owners_drop_none(
+        world: tuple[EmbeddedCluster, VirtualClock]) -> None:
+    cluster, clock = world
+    for i in range(6):
+        cluster.create(NODES, make_node(f"n{i}", cpu="64", memory="256Gi"))
+    with ShardedSim(cluster, clock) as sim:
+        sim.start()
+        sim.pause("sched-c")  # its writes hang from now on: nothing of c's reaches the server
+        ring = sim["sched-a"].shard.ring
+        for i in range(90):
+            cluster.create(PODS, make_pod(f"p{i:02d}"))
+        of_c = {f"p{i:02d}" for i in range(90) if ring.owner_of_pod("default", f"p{i:02d}") == "sched-c"}
+        assert of_c
+        wait_until(lambda: len(bound(cluster)) == 90 - len(of_c), what="a's and b's pods bound")
+        assert not of_c & set(bound(cluster))
+        sim.advance(16)  # past c's 15 s lease (a and b renew every 5 s): a and b drop it from the ring and take its pods
+        assert list(sim["sched-a"].shard.ring.members) == ["sched-a", "sched-b"]
+        wait_until(lambda: len(bound(cluster)) == 90, what="c's pods taken over")
+        assert sum(r.shard.pods_taken_over for r in sim.running()) == len(of_c)
+        sim.resume("sched-c")  # its hung bindings go out now: every one is refused with a 409
+        wait_until(lambda: sim["sched-c"].scheduler.wait_for_bindings(0.1), what="c's bindings end")
+        sim.step(1)  # c renews: its lease changed ...
+        sim.step(1)  # ... which a and b see at their next read
+        assert sim.bound_twice() == [] and sim.overcommitted() == {}
+        assert sim["sched-c"].link.bound == []
+        assert list(sim["sched-a"].shard.ring.members) == ["sched-a", "sched-b", "sched-c"]
+
+
+def test_cleanup_removes_reservations_of_pods_gone_or_bound_elsewhere_and_keeps_pending_ones(
+        world: tuple[EmbeddedCluster, VirtualClock]) -> None:
+    cluster, clock = world
+    cluster.create(NODES, make_node("n1", cpu="8"))
+    cluster.create(NODES, make_node("n2", cpu="8"))
+    shard = Shard(cluster, identity="sched-a", clock=clock)
+    sched = Scheduler(cluster, clock=clock, shard=shard)
+    shard.attach(sched)
+    shard.tick()
+    # pods for another scheduler, so that they stay as we make them
+    pending = cluster.create(PODS, make_pod("pending", scheduler_name="nobody"))
+    elsewhere = cluster.create(PODS, make_pod("elsewhere", scheduler_name="nobody", node_name="n2"))
+    here = cluster.create(PODS, make_pod("here", scheduler_name="nobody", node_name="n1"))
+    sched.start()
+    try:
+        units, alloc = ledger_units({"cpu": "1", "pods": "1"}), ledger_units({"cpu": "8", "pods": "110"})
+        dead = CapacityLedger(cluster, holder="sched-dead")  # a replica that died between reserve and bind
+        for pod in (pending, elsewhere, here):
+            assert dead.reserve("n1", pod["metadata"]["uid"], units, alloc, pod=f"default/{pod['metadata']['name']}")
+        assert dead.reserve("n1", "uid-deleted-long-ago", units, alloc, pod="default/deleted")
+        # a second holder's entry for the pod bound here: one of the two is enough
+        assert CapacityLedger(cluster, holder="sched-b").reserve("n1", here["metadata"]["uid"], units, alloc,
+                                                                pod="default/here")
+        assert shard.cleanup() == 3
+        left = sorted((r.pod, r.holder) for r in CapacityLedger(cluster).reservations("n1").values())
+        assert left == [("default/here", "sched-b"), ("default/pending", "sched-dead")]
+        # a bound pod deleted: its room comes back at the next tick
+        cluster.delete(PODS, "here", "default", grace_period_seconds=0)
+        wait_until(lambda: sched.cache.pod_node("default/here") is None, what="the informer sees the delete")
+        shard.tick()
+        assert [r.pod for r in CapacityLedger(cluster).reservations("n1").values()] == ["default/pending"]
+    finally:
+        sched.stop(5.0)
+        shard.stop(1.0)
+
+
+def test_a_shard_must_be_attached_to_its_own_scheduler(world: tuple[EmbeddedCluster, VirtualClock]) -> None:
+    cluster, clock = world
+    shard = Shard(cluster, identity="sched-a", clock=clock)
+    with pytest.raises(ValueError, match="shard=shard"):
+        shard.attach(Scheduler(cluster, clock=clock))
+    with pytest.raises(ValueError, match="group needs a name"):
+        Shard(cluster, identity="sched-a", group="")
