@@ -133,6 +133,18 @@ class VirtualClock:
             heapq.heappush(self._waiters, (deadline, next(self._seq), cond))
 
 
+def pause_unless_stopped(clock: Clock, wake: threading.Condition, stop: threading.Event, seconds: float) -> None:
+    """Sleep `seconds` on `clock` (virtual or real), returning at once when `stop` is set and
+    `wake` notified: a loop thread's pause between rounds that shutdown can cut short."""
+    deadline = clock.monotonic() + seconds
+    with wake:
+        while not stop.is_set():
+            left = deadline - clock.monotonic()
+            if left <= 0:
+                return
+            clock.wait(wake, left)
+
+
 def rfc3339(ts: float) -> str:
     """A timestamp as the API server writes it: second resolution, UTC, trailing Z."""
     return datetime.fromtimestamp(int(ts), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

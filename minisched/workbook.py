@@ -8,7 +8,8 @@
   namespace: every pod (at once, no grace), lease, event and workbook custom object goes. With
   `cluster_wide=True` (an instructor between chapters): the same in every namespace but the
   system ones, plus the nodes the chapters created (nodes without a kubelet or KWOK behind them),
-  the workbook's CustomResourceDefinitions, minisched's leader lease, and the kind workers put
+  the workbook's CustomResourceDefinitions, minisched's leader and shard leases, the shards'
+  capacity ledgers, and the kind workers put
   back to deploy/kind.yaml's labels and taints, uncordoned.
 """
 
@@ -26,7 +27,8 @@ import yaml
 
 from minisched.cluster.base import Cluster
 from minisched.errors import AlreadyExists, ApiError, NotFound
-from minisched.resources import CRDS, EVENTS, LEASES, NAMESPACES, NODES, PODS, Resource
+from minisched.resources import CONFIG_MAPS, CRDS, EVENTS, LEASES, NAMESPACES, NODES, PODS, Resource
+from minisched.sharding.fence import LEDGER_LABEL
 
 NAMESPACE_ENV = "MINISCHED_NAMESPACE"
 SCHEDULER_NAME_ENV = "MINISCHED_SCHEDULER_NAME"
@@ -185,6 +187,9 @@ def reset(cluster: Cluster, namespace: str | None = None, *, cluster_wide: bool 
     for lease in _items(cluster, LEASES, "kube-system"):
         if lease["metadata"]["name"].startswith("minisched"):
             _delete(cluster, report, "leases", LEASES, lease)
+    for ledger in _items(cluster, CONFIG_MAPS, "kube-system"):  # sharded replicas' capacity ledgers
+        if (ledger["metadata"].get("labels") or {}).get(LEDGER_LABEL):
+            _delete(cluster, report, "configmaps", CONFIG_MAPS, ledger)
     for crd in crds:
         _delete(cluster, report, "customresourcedefinitions", CRDS, crd)
     baseline = kind_baseline(kind_config) if kind_config.exists() else {}

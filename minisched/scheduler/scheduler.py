@@ -17,6 +17,12 @@ What happens to one pod (kube's schedule_one.go):
    subresource refuses a second one.
 5. The informer then shows the pod bound and the cache confirms the assumption.
 
+With a `shard` (a ShardHook, Part II §4.3: one replica among several that share the cluster) the
+scheduler queues only the pods the hook says it owns, chooses among the hook's nodes first (all
+nodes if none fits there), and reserves the pod's room on the node's capacity ledger right before
+step 3's bind, releasing it if the bind fails; a refused reservation sends the pod back to the
+queue with nothing sent. `resync_ownership()` follows a change of the ring.
+
 The loop is deliberately lean: a pod's JSON is never copied, its PodInfo is parsed once per
 version when it is queued (as kube does), and the per-cycle snapshot is copy-on-write.
 
@@ -52,7 +58,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from minisched.clock import Clock, RealClock
+from minisched.clock import Clock, RealClock, pause_unless_stopped
 from minisched.cluster.base import Cluster
 from minisched.errors import ApiError, NotFound, is_conflict
 from minisched.informer import ResourceEventHandlerFuncs, SharedInformerFactory, unwrap_tombstone
@@ -863,13 +869,7 @@ class Scheduler:
 
     def _pause(self, seconds: float) -> None:
         """Sleep on the clock (virtual or real), waking at once on stop()."""
-        deadline = self.clock.monotonic() + seconds
-        with self._wake:
-            while not self._stop.is_set():
-                left = deadline - self.clock.monotonic()
-                if left <= 0:
-                    return
-                self.clock.wait(self._wake, left)
+        pause_unless_stopped(self.clock, self._wake, self._stop, seconds)
 
     def wait_for_bindings(self, timeout: float | None = 30.0) -> bool:
         """Block until no binding cycle is running (real seconds)."""
@@ -1177,6 +1177,9 @@ class Scheduler:
         self.cache.forget_pod(a.qpi.pod)
         with self._bindings_lock:
             self.stats.fence_refusals += 1
+        # the room assumed for it is free again: pods parked for lack of it may fit now (kube moves
+        # pods with AssignedPodDelete after any failed binding cycle)
+        self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
         current = self._current_pod(a.qpi.key)
         if current is None or self._assigned(current) or not self._owned(current):
             return

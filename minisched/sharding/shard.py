@@ -39,7 +39,7 @@ import threading
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
-from minisched.clock import Clock, RealClock
+from minisched.clock import Clock, RealClock, pause_unless_stopped
 from minisched.cluster.base import Cluster, Object
 from minisched.errors import ApiError, NotFound
 from minisched.meta import key_of
@@ -332,16 +332,7 @@ class Shard:
                     self.cleanup()
             except Exception:  # the heartbeat must outlive any one failure
                 log.exception("%s: shard upkeep failed", self.identity)
-            self._pause(self.membership.renew_period)
-
-    def _pause(self, seconds: float) -> None:
-        deadline = self.clock.monotonic() + seconds
-        with self._wake:
-            while not self._stop.is_set():
-                left = deadline - self.clock.monotonic()
-                if left <= 0:
-                    return
-                self.clock.wait(self._wake, left)
+            pause_unless_stopped(self.clock, self._wake, self._stop, self.membership.renew_period)
 
     def stop(self, timeout: float = 5.0, *, release: bool = True) -> None:
         """Stop the loop and, with `release`, leave the ring at once (others need not wait out the

@@ -238,3 +238,37 @@ def event_swimlanes(
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     ax.margins(x=0.08, y=0.15)
     return fig
+
+
+# -- Part II §4.3 --------------------------------------------------------------------------------------
+
+
+def node_fill(runs: Mapping[str, Mapping[str, tuple[int, int]]]) -> Figure:
+    """One panel per run: each node's CPU requested by its bound pods (bars, in CPUs) against its
+    allocatable (the line); bars over it in red. `runs`: label -> node -> (millicores, allocatable)."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    fig = Chart(figsize=(9, 3.0), layout="constrained")
+    axes = fig.subplots(1, max(1, len(runs)), sharey=True, squeeze=False)[0]
+    top = 1.0
+    for ax, (label, nodes) in zip(axes, runs.items(), strict=False):
+        names = sorted(nodes)
+        used = np.array([nodes[n][0] for n in names], dtype=float) / 1000
+        alloc = np.array([nodes[n][1] for n in names], dtype=float) / 1000
+        over = used > alloc
+        x = np.arange(len(names))
+        ax.bar(x, used, width=0.9, color=np.where(over, "tab:red", "tab:blue"))
+        if len(names):
+            ax.step(np.append(x, len(names)) - 0.5, np.append(alloc, alloc[-1]), where="post", color="black", linewidth=1)
+            top = max(top, float(used.max()), float(alloc.max()))
+        ax.set_title(f"{label}: {int(over.sum())} of {len(names)} nodes over", fontsize="medium")
+        ax.set_xlabel("node")
+        ax.set_xticks([])
+    axes[0].set_ylim(0, top * 1.4)
+    axes[0].set_ylabel("CPUs requested by bound pods")
+    axes[0].legend(handles=[Patch(color="tab:blue", label="within allocatable"),
+                            Patch(color="tab:red", label="over allocatable"),
+                            Line2D([], [], color="black", linewidth=1, label="allocatable")],
+                   loc="upper left", ncols=3, fontsize="small")
+    return fig

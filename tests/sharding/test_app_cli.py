@@ -4,10 +4,7 @@ with two replicas on one embedded cluster (real clock), and the per-shard metric
 from __future__ import annotations
 
 import threading
-import time
 import urllib.request
-from collections.abc import Callable
-from typing import Any
 
 import pytest
 
@@ -16,15 +13,7 @@ from minisched.cli import _parser, main
 from minisched.cluster.embedded import EmbeddedCluster
 from minisched.objects import make_node, make_pod
 from minisched.resources import LEASES, NODES, PODS
-
-
-def wait_until(cond: Callable[[], Any], timeout: float = 60.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := cond()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.02)
-    return value
+from tests.scheduler.runtime.helpers import wait_until
 
 
 def test_the_shard_flags_and_their_defaults() -> None:
@@ -90,3 +79,20 @@ def test_two_sharded_apps_share_the_pods_and_leave_the_ring_when_stopped() -> No
     assert not any(t.is_alive() for t in threads)
     for name in ("minisched-shard-sched-a", "minisched-shard-sched-b"):  # released, not left to expire
         assert cluster.get(LEASES, name, "kube-system")["spec"]["holderIdentity"] == ""
+
+
+def test_reset_all_removes_the_shard_leases_and_capacity_ledgers() -> None:
+    from minisched.resources import CONFIG_MAPS
+    from minisched.sharding import CapacityLedger, Membership, ledger_units
+    from minisched.workbook import reset
+
+    cluster = EmbeddedCluster()
+    Membership(cluster, identity="sched-a").renew()
+    ledger = CapacityLedger(cluster, holder="sched-a")
+    assert ledger.reserve("n1", "uid-1", {"cpu": 1000}, ledger_units({"cpu": "4"}), pod="default/p")
+    cluster.create(CONFIG_MAPS, {"metadata": {"name": "someone-elses", "namespace": "kube-system"}, "data": {}},
+                   "kube-system")
+    report = reset(cluster, cluster_wide=True)
+    assert report.deleted.get("configmaps") == 1
+    assert [c["metadata"]["name"] for c in cluster.list(CONFIG_MAPS, "kube-system")["items"]] == ["someone-elses"]
+    assert not cluster.list(LEASES, "kube-system")["items"]

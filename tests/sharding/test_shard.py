@@ -3,9 +3,7 @@ hand-over when the ring changes, and the cleanup of stale reservations (embedded
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
 
@@ -18,20 +16,7 @@ from minisched.sharding.fence import CapacityLedger, ledger_units
 from minisched.sharding.ring import Ring
 from minisched.sharding.shard import Shard
 from minisched.sharding.sim import ShardedSim
-
-
-def wait_until(cond: Callable[[], Any], timeout: float = 60.0, what: str = "condition",
-               clock: VirtualClock | None = None) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        if clock is not None:
-            clock.advance(0.5)
-        time.sleep(0.01)
+from tests.scheduler.runtime.helpers import advance_until, wait_until
 
 
 def bound(cluster: EmbeddedCluster) -> dict[str, str]:
@@ -57,7 +42,7 @@ def test_each_pod_is_bound_by_its_owner_inside_the_owners_partition(world: tuple
         assert list(ring.members) == ["sched-a", "sched-b", "sched-c"]
         for i in range(60):
             cluster.create(PODS, make_pod(f"p{i:02d}"))
-        wait_until(lambda: len(bound(cluster)) == 60, what="60 pods bound")
+        wait_until(lambda: len(bound(cluster)) == 60, 60, "60 pods bound")
         for r in sim.replicas.values():
             part = r.shard.partition()
             assert part and len(part) < 12
@@ -89,7 +74,7 @@ def test_a_pod_that_fits_nowhere_in_the_partition_falls_back_to_every_node(
         assert part is not None and 0 < len(part) < 9 and outside not in part
         name = next(f"big{i}" for i in range(100) if a.shard.ring.owner_of_pod("default", f"big{i}") == "sched-a")
         cluster.create(PODS, make_pod(name, cpu="8"))
-        wait_until(lambda: bound(cluster).get(name), what="the big pod bound", clock=clock)
+        advance_until(clock, lambda: bound(cluster).get(name), 60, "the big pod bound")
         assert bound(cluster)[name] == outside
         assert a.scheduler.stats.fallbacks == 1 and a.shard.stats().fallbacks == 1
 
@@ -111,7 +96,7 @@ def test_a_full_ledger_refuses_the_bind_and_the_pod_goes_to_another_node(
     try:
         for i in range(3):  # scoring spreads them: some pick n1 first and are refused there
             cluster.create(PODS, make_pod(f"p{i}", cpu="1"))
-        wait_until(lambda: len(bound(cluster)) == 3, what="3 pods bound", clock=clock)
+        advance_until(clock, lambda: len(bound(cluster)) == 3, 60, "3 pods bound")
         assert set(bound(cluster).values()) == {"n2"}
         assert sched.stats.fence_refusals >= 1
         assert {r.pod for r in CapacityLedger(cluster).reservations("n1").values()} == {"default/elsewhere"}
@@ -133,14 +118,14 @@ def test_a_replica_that_stops_renewing_hands_its_pods_over_and_the_owners_drop_n
             cluster.create(PODS, make_pod(f"p{i:02d}"))
         of_c = {f"p{i:02d}" for i in range(90) if ring.owner_of_pod("default", f"p{i:02d}") == "sched-c"}
         assert of_c
-        wait_until(lambda: len(bound(cluster)) == 90 - len(of_c), what="a's and b's pods bound")
+        wait_until(lambda: len(bound(cluster)) == 90 - len(of_c), 60, "a's and b's pods bound")
         assert not of_c & set(bound(cluster))
         sim.advance(16)  # past c's 15 s lease (a and b renew every 5 s): a and b drop it from the ring and take its pods
         assert list(sim["sched-a"].shard.ring.members) == ["sched-a", "sched-b"]
-        wait_until(lambda: len(bound(cluster)) == 90, what="c's pods taken over")
+        wait_until(lambda: len(bound(cluster)) == 90, 60, "c's pods taken over")
         assert sum(r.shard.pods_taken_over for r in sim.running()) == len(of_c)
         sim.resume("sched-c")  # its hung bindings go out now: every one is refused with a 409
-        wait_until(lambda: sim["sched-c"].scheduler.wait_for_bindings(0.1), what="c's bindings end")
+        wait_until(lambda: sim["sched-c"].scheduler.wait_for_bindings(0.1), 60, "c's bindings end")
         sim.step(1)  # c renews: its lease changed ...
         sim.step(1)  # ... which a and b see at their next read
         assert sim.bound_twice() == [] and sim.overcommitted() == {}
@@ -176,7 +161,7 @@ def test_cleanup_removes_reservations_of_pods_gone_or_bound_elsewhere_and_keeps_
         assert left == [("default/here", "sched-b"), ("default/pending", "sched-dead")]
         # a bound pod deleted: its room comes back at the next tick
         cluster.delete(PODS, "here", "default", grace_period_seconds=0)
-        wait_until(lambda: sched.cache.pod_node("default/here") is None, what="the informer sees the delete")
+        wait_until(lambda: sched.cache.pod_node("default/here") is None, 60, "the informer sees the delete")
         shard.tick()
         assert [r.pod for r in CapacityLedger(cluster).reservations("n1").values()] == ["default/pending"]
     finally:
@@ -191,3 +176,34 @@ def test_a_shard_must_be_attached_to_its_own_scheduler(world: tuple[EmbeddedClus
         shard.attach(Scheduler(cluster, clock=clock))
     with pytest.raises(ValueError, match="group needs a name"):
         Shard(cluster, identity="sched-a", group="")
+
+
+def test_the_node_fill_chart_marks_the_nodes_over_allocatable() -> None:
+    from minisched.widgets.charts import node_fill
+
+    fig = node_fill({"fenced": {"n1": (4000, 4000), "n2": (2000, 4000)},
+                     "unfenced": {"n1": (6000, 4000), "n2": (4000, 4000)}})
+    fenced, unfenced = fig.axes
+    assert fenced.get_title() == "fenced: 0 of 2 nodes over" and unfenced.get_title() == "unfenced: 1 of 2 nodes over"
+    heights = [p.get_height() for p in unfenced.patches if p.get_height() > 0]
+    assert heights[:2] == [6.0, 4.0]
+    assert fig._repr_png_()[:4] == b"\x89PNG"
+
+
+def test_schedule_with_only_restricts_the_choice_not_what_the_plugins_see() -> None:
+    from minisched.scheduler.framework.runtime import Framework
+    from minisched.scheduler.framework.types import PodInfo
+    from minisched.scheduler.snapshot import NodeTable
+
+    table = NodeTable()
+    for name, cpu in (("big", "64"), ("small", "2"), ("tiny", "1")):
+        table.add_node(make_node(name, cpu=cpu, memory="64Gi"))
+    from minisched.scheduler.framework.profile import default_profile
+
+    fwk = Framework(default_profile(), seed=0)
+    pod = PodInfo.from_pod(make_pod("p", cpu="1500m"))
+    assert fwk.schedule(pod, table).node == "big"  # least allocated wins when free to choose
+    assert fwk.schedule(pod, table, only={"small", "tiny"}).node == "small"  # tiny is too small
+    result = fwk.schedule(pod, table, only={"tiny"})
+    assert result.node is None and result.status.is_rejected
+    assert "Insufficient cpu" in result.decision.message
