@@ -219,6 +219,7 @@ class Replicas:
         rbac: Path = DEPLOY / "rbac.yaml",
         log_dir: Path | None = None,
         name_prefix: str = "minisched-",
+        verbose: int = 0,
     ) -> None:
         self.control_plane, self.admin = control_plane, admin
         self.spec = deployment_spec(deployment)
@@ -230,7 +231,9 @@ class Replicas:
         self.overrides = dict(overrides or {})
         self.rbac_objects = [d for d in yaml.safe_load_all(rbac.read_text()) if d]
         self.log_dir = log_dir or Path(tempfile.mkdtemp(prefix="minisched-replicas-"))
+        self.log_dir.mkdir(parents=True, exist_ok=True)
         self.name_prefix = name_prefix
+        self.verbose = verbose  # -v flags before `run` (logging only; the Deployment's args are unchanged)
         self.replicas: list[Replica] = []
         self.kubeconfig: Path | None = None
         self.scrape_token: str | None = None
@@ -255,7 +258,7 @@ class Replicas:
         self._started += 1
         port = free_port()
         args = local_args(self.spec.args, kubeconfig=self.kubeconfig, metrics_port=port, overrides=self.overrides)
-        argv = [sys.executable, "-m", "minisched.cli", *args]
+        argv = [sys.executable, "-m", "minisched.cli", *(["-v"] * self.verbose), *args]
         secure = "--secure-serving" in args
         replica = Replica(name, argv, self.log_dir / f"{name}.log", port, secure)
         self.replicas.append(replica)
