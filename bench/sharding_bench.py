@@ -9,7 +9,8 @@ Each configuration gets a fresh control plane (etcd + kube-apiserver + KWOK) on 
    fence), pods of `--pod-cpu` (default 100m) and 64Mi;
 3. N replicas of deploy/deployment.yaml's minisched started at once as processes, with the
    Deployment's own args (minisched.controlplane.replicas.Replicas: its ServiceAccount's token,
-   its RBAC, secure serving); `N-nofence` adds --no-capacity-fence;
+   its RBAC, secure serving); `N-nofence` adds --no-capacity-fence; `plain` is one replica with
+   the shard flags left out (unsharded minisched: no leases, no ledger), for the cost of sharding;
 4. an independent observer (minisched.controlplane.invariants.ClusterObserver) sees every pod bound
    and checks the invariants; a sampler reads the API server's own /metrics about once a second.
 
@@ -28,7 +29,7 @@ Printed per configuration:
 - the invariants: pods bound twice, over-committed nodes, pods pending that fit, never bound;
 - each replica's shard metrics at the end (every metric whose name has shard, fence or conflict).
 
-    .venv/bin/python bench/sharding_bench.py [--configs 1,2,3] [--nodes 40] [--fill 1.0] [--pod-cpu 100m]
+    .venv/bin/python bench/sharding_bench.py [--configs plain,1,2,3,3-nofence] [--nodes 40] [--fill 1.0] [--pod-cpu 100m]
         [--lease-duration 15] [--no-kwok] [--deployment FILE] [--json out.json]
 
 Needs the control-plane binaries (`make controlplane`) and a deploy/deployment.yaml that runs
@@ -130,7 +131,10 @@ def _self_cpu() -> float:
     return t.user + t.system
 
 
-def run_config(label: str, n: int, fence: bool, args: argparse.Namespace) -> dict[str, Any]:
+SHARD_FLAGS = ("--shards", "--shard-group", "--shard-lease-duration", "--no-capacity-fence")
+
+
+def run_config(label: str, n: int, fence: bool, args: argparse.Namespace, *, sharded: bool = True) -> dict[str, Any]:
     from minisched.cluster.real import RealCluster
     from minisched.controlplane import ControlPlane, ControlPlaneOptions, create_fake_nodes
     from minisched.controlplane.invariants import ClusterObserver
@@ -140,7 +144,7 @@ def run_config(label: str, n: int, fence: bool, args: argparse.Namespace) -> dic
     from minisched.quantity import milli_value
 
     pods = int(args.nodes * NODE_CPU * 1000 * args.fill) // milli_value(args.pod_cpu)
-    overrides: dict[str, str | None] = {"--shard-lease-duration": str(args.lease_duration)}
+    overrides: dict[str, str | None] = {"--shard-lease-duration": str(args.lease_duration)} if sharded else {}
     if not fence:
         overrides["--no-capacity-fence"] = None
     with ControlPlane(ControlPlaneOptions(start_kwok=not args.no_kwok, ready_timeout=120)) as cp:
@@ -166,7 +170,7 @@ def run_config(label: str, n: int, fence: bool, args: argparse.Namespace) -> dic
             before, self_before = _cpu(components), _self_cpu()
             started = time.monotonic()
             rs = Replicas(cp, admin, n=n, overrides=overrides, deployment=args.deployment,
-                          log_dir=cp.log_dir / "replicas")
+                          log_dir=cp.log_dir / "replicas", drop=() if sharded else SHARD_FLAGS)
             try:
                 rs.start()
                 pids = {**components, **{r.name: r.pid for r in rs.replicas}}
@@ -187,7 +191,7 @@ def run_config(label: str, n: int, fence: bool, args: argparse.Namespace) -> dic
     cpu["bench (observer, sampler)"] = round(self_after - self_before, 1)
     wall = done - started
     return {
-        "config": label, "replicas": n, "fence": fence, "nodes": args.nodes, "pods": pods, "bound": len(bound),
+        "config": label, "replicas": n, "fence": fence, "sharded": sharded, "nodes": args.nodes, "pods": pods, "bound": len(bound),
         "create_pods_per_s": round(create_rate, 1),
         "pods_per_s_avg": round(len(bound) / max(1e-9, last - first), 1),
         "pods_per_s_p50": percentile([float(s) for s in full], 50),
@@ -242,14 +246,17 @@ def _print(r: dict[str, Any]) -> None:
           f"pending that fit {r['pending_that_fit']}, never bound {r['never_bound']}"
           + (f" ({r['examples']})" if r["examples"] != "none" else ""))
     for name, metrics in r["shard_metrics"].items():
-        if metrics:
-            print(f"{'':<10} {name}: " + ", ".join(f"{k} {v:g}" for k, v in sorted(metrics.items())))
+        if metrics:  # one replica's series: its name says which, the labels need not
+            short = {k.split("{")[0].removeprefix("minisched_shard_").removesuffix("_total"): v
+                     for k, v in metrics.items()}
+            print(f"{'':<10} {name}: " + ", ".join(f"{k} {v:g}" for k, v in sorted(short.items())))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--configs", default="1,2,3",
-                        help="comma-separated replica counts, N or N-nofence (default 1,2,3)")
+                        help="comma-separated: N (replicas), N-nofence (with --no-capacity-fence), plain (one "
+                             "replica with the Deployment's args minus the shard flags); default 1,2,3")
     parser.add_argument("--nodes", type=int, default=40)
     parser.add_argument("--fill", type=float, default=1.0, help="the backlog's share of the cluster's CPU (0..1]")
     parser.add_argument("--pod-cpu", default="100m")
@@ -261,10 +268,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     configs = []
     for c in (c.strip() for c in args.configs.split(",") if c.strip()):
+        if c == "plain":
+            configs.append((c, 1, True, False))
+            continue
         m = re.fullmatch(r"(\d+)(-nofence)?", c)
         if m is None or int(m.group(1)) < 1:
-            parser.error(f"--configs: {c!r} is not N or N-nofence with N >= 1")
-        configs.append((c, int(m.group(1)), m.group(2) is None))
+            parser.error(f"--configs: {c!r} is not N, N-nofence (N >= 1) or plain")
+        configs.append((c, int(m.group(1)), m.group(2) is None, True))
     if args.nodes < 1 or not 0 < args.fill <= 1:
         parser.error("--nodes must be >= 1 and --fill in (0, 1]")
 
@@ -286,11 +296,11 @@ def main(argv: list[str] | None = None) -> int:
           f"--shard-lease-duration {args.lease_duration}; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}",
           flush=True)
     results = []
-    for label, n, fence in configs:
-        result = run_config(label, n, fence, args)
+    for label, n, fence, sharded in configs:
+        result = run_config(label, n, fence, args, sharded=sharded)
         _print(result)
         results.append(result)
-    base = next((r for r in results if r["replicas"] == 1 and r["fence"]), None)
+    base = next((r for r in results if r["replicas"] == 1 and r["fence"] and r["sharded"]), None)
     if base is not None:
         for r in results:
             if r is not base:

@@ -28,7 +28,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -96,10 +96,12 @@ def _split(args: Sequence[str]) -> list[tuple[str, str | None, bool]]:
 
 def local_args(
     args: Sequence[str], *, kubeconfig: Path, metrics_port: int, overrides: Mapping[str, str | None] | None = None,
+    drop: Collection[str] = (),
 ) -> list[str]:
     """The Deployment's args for a process on this machine (see the module docstring).
 
-    `overrides` maps a flag to its value (None: a flag without value; set or replaced)."""
+    `overrides` maps a flag to its value (None: a flag without value; set or replaced); flags in
+    `drop` are left out with their values (for a comparison run, e.g. without --shards)."""
     overrides = dict(overrides or {})
     for flag in overrides:
         if not flag.startswith("--"):
@@ -115,6 +117,8 @@ def local_args(
     overrides["--metrics-bind-address"] = "127.0.0.1"
     out: list[str] = []
     for flag, value, joined in parts:
+        if flag in drop:
+            continue
         if flag == "--in-cluster":
             out += ["--kubeconfig", str(kubeconfig)]
             continue
@@ -220,6 +224,7 @@ class Replicas:
         log_dir: Path | None = None,
         name_prefix: str = "minisched-",
         verbose: int = 0,
+        drop: Collection[str] = (),
     ) -> None:
         self.control_plane, self.admin = control_plane, admin
         self.spec = deployment_spec(deployment)
@@ -229,6 +234,7 @@ class Replicas:
         if self.n < 1:
             raise ValueError(f"need at least one replica, got {self.n}")
         self.overrides = dict(overrides or {})
+        self.drop = frozenset(drop)
         self.rbac_objects = [d for d in yaml.safe_load_all(rbac.read_text()) if d]
         self.log_dir = log_dir or Path(tempfile.mkdtemp(prefix="minisched-replicas-"))
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -257,7 +263,8 @@ class Replicas:
         name = f"{self.name_prefix}{self._started}"
         self._started += 1
         port = free_port()
-        args = local_args(self.spec.args, kubeconfig=self.kubeconfig, metrics_port=port, overrides=self.overrides)
+        args = local_args(self.spec.args, kubeconfig=self.kubeconfig, metrics_port=port, overrides=self.overrides,
+                          drop=self.drop)
         argv = [sys.executable, "-m", "minisched.cli", *(["-v"] * self.verbose), *args]
         secure = "--secure-serving" in args
         replica = Replica(name, argv, self.log_dir / f"{name}.log", port, secure)

@@ -34,6 +34,14 @@ def test_overrides_not_in_the_manifest_are_appended() -> None:
                        "--metrics-port", "1", "--metrics-bind-address", "127.0.0.1"]
 
 
+def test_dropped_flags_go_with_their_values() -> None:
+    args = ["run", "--in-cluster", "--shards", "--shard-group=g", "--shard-lease-duration", "15"]
+    out = local_args(args, kubeconfig=Path("/k"), metrics_port=1,
+                     drop={"--shards", "--shard-group", "--shard-lease-duration"})
+    assert out == ["run", "--kubeconfig", "/k", "--secure-serving", "--metrics-port", "1",
+                   "--metrics-bind-address", "127.0.0.1"]
+
+
 def test_the_translated_deployment_args_parse_as_minisched_run() -> None:
     """The CLI accepts what the harness makes of the Deployment's args: a renamed flag in either
     place fails here, before any process starts."""
