@@ -17,6 +17,8 @@ Printed per size:
   so nothing competes for the GIL (the loop's own ceiling);
 - algorithm: Framework.schedule alone, in the same process with nothing else running (what the
   numpy filter/score costs, without the loop, the API server and the GIL contention);
+- CPU per pod: the whole process's CPU time (every thread) over the drain, per decision: steadier
+  than the rates on a loaded machine (the drain is GIL-bound, so 1e6 / this is its ceiling);
 - peak RSS of the process.
 
     .venv/bin/python bench/scheduler_bench.py [--sizes 100,1000,5000] [--pods 2000] [--bind-workers 4]
@@ -67,13 +69,14 @@ def run_one(nodes: int, pods: int, bind_workers: int, varied: bool) -> dict[str,
     while sched.pending_pods()["active"] < pods:
         time.sleep(0.01)
 
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     decided = 0
     while sched.schedule_one(timeout=0):
         decided += 1
     t_decided = time.perf_counter() - t0
     sched.wait_for_bindings(120)
     t_bound = time.perf_counter() - t0
+    cpu_per_pod = (time.process_time() - cpu0) / max(decided, 1)  # every thread: loop, binding, events, informers
     cycles = sorted(sched.stats.cycle_seconds)
     bound = sched.stats.bound
 
@@ -107,7 +110,7 @@ def run_one(nodes: int, pods: int, bind_workers: int, varied: bool) -> dict[str,
     cluster.close()
     return {
         "nodes": nodes, "pods": pods, "shapes": "varied" if varied else "same", "decided": decided, "bound": bound,
-        "decisions_per_s": decided / t_decided, "bound_per_s": bound / t_bound,
+        "decisions_per_s": decided / t_decided, "bound_per_s": bound / t_bound, "cpu_us_per_pod": cpu_per_pod * 1e6,
         "p50_ms": _pct(cycles, 50) * 1e3, "p99_ms": _pct(cycles, 99) * 1e3,
         "solo_per_s": solo / t_solo, "solo_p50_ms": _pct(solo_cycles, 50) * 1e3,
         "solo_p99_ms": _pct(solo_cycles, 99) * 1e3,
@@ -136,7 +139,7 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",") if s]
     print(f"minisched scheduler bench: embedded cluster, default plugins, 100% of nodes scored, "
           f"{args.pods} pending pods, {args.bind_workers} bind workers")
-    print(f"{'nodes':>6} {'shapes':>7} {'decisions/s':>12} {'bound/s':>8} {'cycle p50':>10} {'cycle p99':>10} "
+    print(f"{'nodes':>6} {'shapes':>7} {'decisions/s':>12} {'bound/s':>8} {'CPU/pod':>8} {'cycle p50':>10} {'cycle p99':>10} "
           f"{'loop-only/s':>12} {'p50':>8} {'p99':>8} {'algo p50':>9} {'algo p99':>9} {'peak RSS':>9}")
     rows = []
     for n in sizes:
@@ -152,7 +155,8 @@ def main() -> None:
 
 
 def _print_row(r: dict[str, Any]) -> None:
-    print(f"{r['nodes']:>6} {r['shapes']:>7} {r['decisions_per_s']:>12.0f} {r['bound_per_s']:>8.0f} {r['p50_ms']:>8.3f}ms "
+    print(f"{r['nodes']:>6} {r['shapes']:>7} {r['decisions_per_s']:>12.0f} {r['bound_per_s']:>8.0f} "
+          f"{r['cpu_us_per_pod']:>6.0f}us {r['p50_ms']:>8.3f}ms "
           f"{r['p99_ms']:>8.3f}ms {r['solo_per_s']:>12.0f} {r['solo_p50_ms']:>6.3f}ms {r['solo_p99_ms']:>6.3f}ms "
           f"{r['algo_p50_ms']:>7.3f}ms {r['algo_p99_ms']:>7.3f}ms {r['peak_rss_mb']:>7.0f}MB", flush=True)
 

@@ -9,6 +9,11 @@ Where a lab's code comes from: `load_lab_module(lab, "exercise")` (the student's
 `"solution"` (the instructor's, absent from student copies) or a path to a .py file (a submission,
 as the grader sees it). Hidden checks live in the lab's `hidden_checks.py`, which student copies
 leave out; `lab_checks(lab, hidden=True)` adds them when present.
+
+What checks share: `running_scheduler` (an embedded cluster and a started Scheduler with the
+student's plugins, closed whatever happens), `placements`, `wait_until` (deadline-based polling,
+generous for loaded machines) and `in_threads` (the student's code on several threads at once,
+its exceptions raised in the checking thread).
 """
 
 from __future__ import annotations
@@ -17,11 +22,20 @@ import importlib
 import importlib.util
 import linecache
 import sys
+import threading
+import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType, TracebackType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from minisched.clock import Clock
+    from minisched.cluster.embedded import EmbeddedCluster
+    from minisched.scheduler.scheduler import Scheduler
 
 LABS_DIR = Path(__file__).resolve().parent
 
@@ -170,3 +184,86 @@ def main(lab: str, argv: Sequence[str]) -> int:
     report = run_checks(lab_checks(lab, hidden="--hidden" in argv), load_lab_module(lab, which))
     print(report)
     return 0 if report.ok else 1
+
+
+# ---- threads and a scheduler for a check to run the student's code in ----
+def in_threads(work: Callable[[int], None], threads: int, *, switch_interval: float | None = None) -> None:
+    """Run `work(k)` for k in range(threads), each on its own thread, started together, and wait
+    for all. The first exception one of them raised is raised here, in the checking thread, so the
+    check reports the student's line. With `switch_interval` the interpreter switches threads that
+    often meanwhile, so that an unguarded read-modify-write loses updates where a check can see."""
+    barrier = threading.Barrier(threads)
+    errors: list[BaseException] = []
+
+    def run(k: int) -> None:
+        barrier.wait()
+        try:
+            work(k)
+        except BaseException as e:
+            errors.append(e)
+
+    interval = sys.getswitchinterval()
+    if switch_interval is not None:
+        sys.setswitchinterval(switch_interval)
+    try:
+        running = [threading.Thread(target=run, args=(k,)) for k in range(threads)]
+        for t in running:
+            t.start()
+        for t in running:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    if errors:
+        raise errors[0]
+
+
+
+def wait_until(cond: Callable[[], bool], why: str, timeout: float = 10.0) -> None:
+    """Poll `cond` until it holds; AssertionError(`why`) after `timeout` real seconds (generous: the
+    checks run on loaded machines, and a condition that holds returns at once)."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(why)
+        time.sleep(0.01)
+
+
+@contextmanager
+def running_scheduler(
+    *,
+    nodes: Sequence[dict[str, Any]] = (),
+    objects: Sequence[tuple[str, dict[str, Any]]] = (),
+    config: Mapping[str, Any] | None = None,
+    plugins: Mapping[str, Any] | None = None,
+    clock: Clock | None = None,
+    loop: bool = False,
+    **scheduler_args: Any,
+) -> Iterator[tuple[EmbeddedCluster, Scheduler]]:
+    """An embedded cluster holding `nodes` and `objects` ((resource, object) pairs, created first),
+    and a started Scheduler on it with the in-tree plugins plus `plugins` (name -> factory, the
+    student's) under `config`. Without `loop` the check drives it with `sched.schedule_one()`.
+    Both are stopped and closed when the block ends, whatever the student's code did."""
+    from minisched.cluster.embedded import EmbeddedCluster
+    from minisched.scheduler.plugins import in_tree_registry
+    from minisched.scheduler.scheduler import Scheduler
+
+    cluster = EmbeddedCluster(clock=clock) if clock is not None else EmbeddedCluster()
+    sched: Scheduler | None = None
+    try:
+        for node in nodes:
+            cluster.create("nodes", node)
+        for resource, obj in objects:
+            cluster.create(resource, obj)
+        registry = in_tree_registry().merged(dict(plugins or {}))
+        sched = Scheduler(cluster, config=config, registry=registry, clock=clock, seed=0, **scheduler_args)
+        sched.start(loop=loop)
+        yield cluster, sched
+    finally:
+        if sched is not None:
+            sched.stop()
+        cluster.close()
+
+
+def placements(cluster: EmbeddedCluster, namespace: str = "default") -> dict[str, str | None]:
+    """Pod name -> the node it is bound to (None while pending)."""
+    return {p["metadata"]["name"]: p["spec"].get("nodeName") for p in cluster.list("pods", namespace)["items"]}

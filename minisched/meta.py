@@ -34,10 +34,12 @@ def annotations_of(obj: Object) -> dict[str, str]:
 
 def key_of(obj: Object) -> str:
     """client-go's MetaNamespaceKeyFunc: "namespace/name", or "name" for cluster-scoped objects."""
-    ns, name = namespace_of(obj), name_of(obj)
+    meta = obj.get("metadata") or {}  # name_of/namespace_of inlined: called several times per watch event
+    name = meta.get("name")
     if not name:
         raise ValueError("object has no metadata.name, so it has no key")
-    return f"{ns}/{name}" if ns else name
+    ns = meta.get("namespace")
+    return f"{ns}/{name}" if ns else str(name)
 
 
 def split_key(key: str) -> tuple[str, str]:

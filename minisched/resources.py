@@ -48,6 +48,18 @@ class Resource:
     def __str__(self) -> str:
         return f"{self.group_resource} ({self.api_version}, Kind={self.kind})"
 
+    def __eq__(self, other: object) -> bool:
+        # Compared on every request (`r == PODS`, ...): identity first, then the field that
+        # usually differs, instead of the generated method's two tuples of every field.
+        if self is other:
+            return True
+        if other.__class__ is not Resource:
+            return NotImplemented
+        assert isinstance(other, Resource)
+        return (self.plural == other.plural and self.group == other.group and self.version == other.version
+                and self.kind == other.kind and self.namespaced == other.namespaced
+                and self.subresources == other.subresources)
+
     @classmethod
     def from_crd(cls, crd: dict[str, Any], version: str | None = None) -> Resource:
         """The resource a CustomResourceDefinition (apiextensions.k8s.io/v1) serves.

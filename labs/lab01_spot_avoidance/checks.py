@@ -11,12 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from labs.harness import Check, main
-from minisched.cluster.embedded import EmbeddedCluster
+from labs.harness import Check, main, placements, running_scheduler
 from minisched.objects import make_node, make_pod
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.types import PodInfo
-from minisched.scheduler.plugins import in_tree_registry
 from minisched.scheduler.snapshot import NodeTable
 
 LAB = "lab01_spot_avoidance"
@@ -89,24 +87,14 @@ def scheduler_config(name: str) -> dict[str, Any]:
 
 def place(module: Any, pods: list[dict[str, Any]], nodes: list[dict[str, Any]]) -> dict[str, str | None]:
     """Schedule `pods` on `nodes` with the default plugins plus the student's at weight 10."""
-    from minisched.scheduler.scheduler import Scheduler
-
-    cluster = EmbeddedCluster()
-    for node in nodes:
-        cluster.create("nodes", node)
-    registry = in_tree_registry().merged({module.NAME: module.new})
-    sched = Scheduler(cluster, config=scheduler_config(module.NAME), registry=registry, seed=0)
-    sched.start(loop=False)
-    try:
+    with running_scheduler(nodes=nodes, config=scheduler_config(module.NAME), plugins={module.NAME: module.new}) \
+            as (cluster, sched):
         for p in pods:
             cluster.create("pods", p)
         for _ in pods:
             sched.schedule_one(timeout=5)
         sched.wait_for_bindings(timeout=10)
-        return {p["metadata"]["name"]: p["spec"].get("nodeName") for p in cluster.list("pods", "default")["items"]}
-    finally:
-        sched.stop()
-        cluster.close()
+        return placements(cluster)
 
 
 def check_scheduler_avoids_spot(module: Any) -> None:

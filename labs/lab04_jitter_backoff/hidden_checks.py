@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import random
-import threading
 from typing import Any
 
-from labs.harness import Check
+from labs.harness import Check, in_threads
 
 
 def check_long_failure_runs(module: Any) -> None:
@@ -18,24 +17,12 @@ def check_long_failure_runs(module: Any) -> None:
 
 def check_threads(module: Any) -> None:
     limiter = module.new(0.001, 1.0, random.Random(2))
-    barrier = threading.Barrier(8)
-    errors: list[BaseException] = []
 
-    def fail_often() -> None:
-        barrier.wait()
-        try:
-            for _ in range(500):
-                limiter.when("shared")
-        except BaseException as e:  # reported from the checking thread, with the student's line
-            errors.append(e)
+    def fail_often(k: int) -> None:
+        for _ in range(500):
+            limiter.when("shared")
 
-    threads = [threading.Thread(target=fail_often) for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
+    in_threads(fail_often, 8)
     got = limiter.num_requeues("shared")
     assert got == 4000, f"8 threads x 500 failures: expected 4000 requeues, got {got} (a lost update)"
 

@@ -6,16 +6,13 @@
 from __future__ import annotations
 
 import sys
-import time
 from dataclasses import dataclass
 from typing import Any
 
-from labs.harness import Check, main
+from labs.harness import Check, main, placements, running_scheduler, wait_until
 from minisched.clock import VirtualClock
-from minisched.cluster.embedded import EmbeddedCluster
 from minisched.objects import make_node, make_pod
 from minisched.resources import PRIORITY_CLASSES
-from minisched.scheduler.plugins import in_tree_registry
 
 LAB = "lab05_aging_queue_sort"
 
@@ -60,29 +57,14 @@ def config(aging: int) -> dict[str, Any]:
     }
 
 
-def wait_until(cond: Any, why: str, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(why)
-        time.sleep(0.01)
-
-
 def first_served(module: Any, waited: float) -> dict[str, str | None]:
     """Queue a priority-0 pod, wait `waited` virtual seconds, queue a priority-5 pod, then schedule
     once onto a node that fits one of them."""
-    from minisched.scheduler.scheduler import Scheduler
-
     clock = VirtualClock()
-    cluster = EmbeddedCluster(clock=clock)
-    cluster.create("nodes", make_node("only", cpu="1"))
-    for name, value in (("low", 0), ("high", 5)):
-        cluster.create(PRIORITY_CLASSES, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                                          "metadata": {"name": name}, "value": value})
-    sched = Scheduler(cluster, config=config(10), registry=in_tree_registry().merged({module.NAME: module.new}),
-                      clock=clock, seed=0)
-    sched.start(loop=False)
-    try:
+    classes = [(PRIORITY_CLASSES, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                   "metadata": {"name": name}, "value": value}) for name, value in (("low", 0), ("high", 5))]
+    with running_scheduler(nodes=[make_node("only", cpu="1")], objects=classes, config=config(10),
+                           plugins={module.NAME: module.new}, clock=clock) as (cluster, sched):
         cluster.create("pods", make_pod("old", cpu="1", priority_class_name="low"))
         wait_until(lambda: len(sched.queue) == 1, "the scheduler never queued pod old")
         clock.advance(waited)
@@ -90,10 +72,7 @@ def first_served(module: Any, waited: float) -> dict[str, str | None]:
         wait_until(lambda: len(sched.queue) == 2, "the scheduler never queued pod new")
         sched.schedule_one(timeout=5)
         sched.wait_for_bindings(timeout=10)
-        return {p["metadata"]["name"]: p["spec"].get("nodeName") for p in cluster.list("pods", "default")["items"]}
-    finally:
-        sched.stop()
-        cluster.close()
+        return placements(cluster)
 
 
 def check_scheduler(module: Any) -> None:

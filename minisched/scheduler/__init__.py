@@ -3,6 +3,7 @@
 - `framework/`: extension points, Status, PodInfo, profiles, the Framework runtime, diagnosis and
   the per-attempt decision record.
 - `plugins/`: the default plugins, one a module (DefaultPreemption among them).
+- `pod_info`: PodInfo, a pod parsed once (also importable from `framework.types`).
 - `snapshot`: the numpy NodeTable every cycle filters and scores.
 - `queue`: the SchedulingQueue (activeQ, backoffQ, unschedulable, gated).
 - `cache`: nodes and assigned pods, with assume / forget / confirm.

@@ -155,10 +155,10 @@ class SchedulerCache:
             self._remove_from_node(state)
 
     def is_assumed(self, pod: Object | str) -> bool:
-        key = pod if isinstance(pod, str) else key_of(pod)
-        with self._lock:
-            state = self._pods.get(key)
-            return state is not None and state.assumed
+        # One dict read and one attribute, each atomic under the GIL: no lock, so the scheduling
+        # loop never waits here for an informer or binding thread that holds it.
+        state = self._pods.get(pod if isinstance(pod, str) else key_of(pod))
+        return state is not None and state.assumed
 
     def cleanup_expired(self) -> int:
         """Forget assumed pods whose binding finished more than `assumed_ttl` ago without the
@@ -215,9 +215,8 @@ class SchedulerCache:
                 self._remove_from_node(state)
 
     def pod_node(self, key: str) -> str | None:
-        with self._lock:
-            state = self._pods.get(key)
-            return state.node_name if state else None
+        state = self._pods.get(key)  # atomic under the GIL, as in is_assumed
+        return state.node_name if state else None
 
     def pods_on(self, node_name: str) -> list[Object]:
         with self._lock:

@@ -96,7 +96,8 @@ class EventRecorder:
         self.written = 0
         self.dropped = 0
         self.failed = 0
-        self._queue: queue.Queue[Callable[[], None] | None] = queue.Queue()
+        # a C queue: no Python-level Condition for the binding threads that submit to contend on
+        self._queue: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self._worker: threading.Thread | None = None
         self._closed = False  # abandon()ed at a shutdown deadline: later writes are dropped
         self._lock = threading.Lock()
@@ -174,7 +175,9 @@ class EventRecorder:
             with self._lock:
                 self.dropped += 1
             return
-        self.start()
+        worker = self._worker
+        if worker is None or not worker.is_alive():
+            self.start()
         self._queue.put(fn)
 
     def _run(self, fn: Callable[[], None]) -> None:
@@ -194,12 +197,9 @@ class EventRecorder:
     def _loop(self) -> None:
         while True:
             fn = self._queue.get()
-            try:
-                if fn is None:
-                    return
-                self._run(fn)
-            finally:
-                self._queue.task_done()
+            if fn is None:
+                return
+            self._run(fn)
 
     def start(self) -> None:
         with self._lock:
@@ -226,7 +226,6 @@ class EventRecorder:
                 fn = self._queue.get_nowait()
             except queue.Empty:
                 break
-            self._queue.task_done()
             if isinstance(fn, _FlushMarker):
                 fn()  # whoever waits on that flush need not wait for writes that will never happen
             elif fn is not None:

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from minisched.scheduler.framework.types import AffinityTerm, LabelSelector, PodInfo, Requirement
+from minisched.scheduler.pod_info import AffinityTerm, LabelSelector, PodInfo, Requirement
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]

@@ -28,10 +28,9 @@ version when it is queued (as kube does), and the per-cycle snapshot is copy-on-
 
 Where minisched differs from kube-scheduler, and why: one handler serves both views of the pod
 informer (one listener thread instead of two); the queue moves unschedulable pods by a fixed
-plugin -> event table rather than QueueingHints; nominated pods are added to the snapshot once
-(kube filters twice, once with them added through the PreFilter extensions and once without,
-which matters for InterPodAffinity and PodTopologySpread: minisched counts them everywhere);
-a pod waiting at Permit holds one binding worker.
+plugin -> event table rather than QueueingHints; a pod waiting at Permit holds one binding
+worker. Nominated pods are handled as kube does: a node where some wait is filtered twice, with
+them added (through the PreFilter extensions) and without, and scoring never counts them.
 
 Shutdown has one deadline (`shutdown_timeout`, 20 s by default; Kubernetes kills a pod 30 s after
 SIGTERM) shared by everything that must end: the scheduling loop's current cycle, the binding
@@ -211,25 +210,33 @@ class _DaemonWorkers:
         self._size = size
         self._name = name
         self._jobs: queue_module.SimpleQueue[tuple[Callable[[Any], None], Any] | None] = queue_module.SimpleQueue()
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # taken by submit() and shutdown() only, never by a worker
         self._threads = 0
-        self._idle = 0
+        self._submitted = 0
+        # jobs finished, one counter per worker, each written by its worker alone: a worker never
+        # takes a lock the scheduling loop waits on (under the GIL a contended lock costs the loop
+        # the interpreter until the worker lets go of it, often a whole switch interval)
+        self._finished: list[int] = []
         self._closed = False
 
     def submit(self, fn: Callable[[Any], None], arg: Any) -> None:
         with self._lock:
             if self._closed:
                 raise RuntimeError(f"{self._name} workers are shut down")
-            start = self._idle == 0 and self._threads < self._size
+            self._submitted += 1
+            # A new thread only when every thread has a job (a count read while workers run can
+            # only be behind, which errs towards starting one more, never one fewer).
+            start = self._threads < self._size and self._submitted - sum(self._finished) > self._threads
             if start:
                 self._threads += 1
-            else:
-                self._idle -= 1 if self._idle else 0
+                self._finished.append(0)
+                slot = self._threads - 1
         self._jobs.put((fn, arg))
         if start:
-            threading.Thread(target=self._work, name=f"{self._name}-{self._threads}", daemon=True).start()
+            threading.Thread(target=self._work, args=(slot,), name=f"{self._name}-{slot + 1}", daemon=True).start()
 
-    def _work(self) -> None:
+    def _work(self, slot: int) -> None:
+        finished = self._finished
         while True:
             job = self._jobs.get()
             if job is None:
@@ -238,8 +245,7 @@ class _DaemonWorkers:
             try:
                 fn(arg)
             finally:
-                with self._lock:
-                    self._idle += 1
+                finished[slot] += 1
 
     def shutdown(self) -> list[Any]:
         """Accept no more jobs; return the arguments of those not started, and end the workers
@@ -258,6 +264,27 @@ class _DaemonWorkers:
         for _ in range(threads):
             self._jobs.put(None)
         return not_started
+
+
+class _Slots:
+    """A counting semaphore on a C queue of tokens: acquiring and releasing never take a lock
+    that a thread holding the GIL's rival could hold (threading.Semaphore's Python-level Condition
+    can make the scheduling loop wait for a binding thread's whole time slice)."""
+
+    def __init__(self, size: int) -> None:
+        self._tokens: queue_module.SimpleQueue[None] = queue_module.SimpleQueue()
+        for _ in range(size):
+            self._tokens.put(None)
+
+    def acquire(self, timeout: float) -> bool:
+        try:
+            self._tokens.get(timeout=timeout)
+        except queue_module.Empty:
+            return False
+        return True
+
+    def release(self) -> None:
+        self._tokens.put(None)
 
 
 class SchedulerHandle:
@@ -326,6 +353,13 @@ class SchedulerHandle:
         assert self.framework is not None
         statuses = self.framework.run_filters(state, pod, nodes)
         return next(iter(statuses.values()), Status.success())
+
+    def run_filter_plugins_with_nominated_pods(self, state: CycleState, pod: PodInfo, nodes: NodeTable,
+                                               node_name: str, removed: Sequence[PodInfo] = ()) -> Status:
+        """kube's RunFilterPluginsWithNominatedPods: node `node_name` of `nodes` without `removed`,
+        judged with the pods nominated there (state.nominated) and without them."""
+        assert self.framework is not None
+        return self.framework.run_filters_with_nominated_pods(state, pod, nodes, node_name, removed)
 
     def run_pre_filter_extension_remove_pod(self, state: CycleState, pod: PodInfo, victim: PodInfo,
                                             node_name: str) -> Status:
@@ -474,9 +508,12 @@ class Scheduler:
         self.shutdown_report: ShutdownReport | None = None
         self._cycle_pod: str | None = None  # the pod in the running scheduling cycle, for shutdown's log
         self._pool = _DaemonWorkers(bind_workers, "bind")
-        self._binding_slots = threading.BoundedSemaphore(max_bindings_in_flight)
+        self._binding_slots = _Slots(max_bindings_in_flight)
         self._bindings_lock = threading.Lock()
-        self._bindings_in_flight = 0
+        # bindings handed to the pool (counted by the scheduling loop alone, so it takes no lock
+        # for it) and finished (under _bindings_lock); in flight is the difference
+        self._bindings_started = 0
+        self._bindings_finished = 0
         self._bindings_idle = threading.Condition(self._bindings_lock)
         self._waiting: dict[str, _WaitingPod] = self.handle.waiting
         self._stop = threading.Event()
@@ -838,9 +875,13 @@ class Scheduler:
     def close(self) -> None:
         self.stop()
 
+    @property
+    def _bindings_in_flight(self) -> int:
+        return self._bindings_started - self._bindings_finished
+
     def _binding_done(self) -> None:
         with self._bindings_lock:
-            self._bindings_in_flight -= 1
+            self._bindings_finished += 1
             if not self._bindings_in_flight:
                 self._bindings_idle.notify_all()
         self._binding_slots.release()
@@ -941,16 +982,13 @@ class Scheduler:
             info = replace(info, nominated_node_name=nominated_node)
         state = CycleState()
         snapshot = self.cache.snapshot()
-        placed = [(node, p) for node, p in self.queue.nominated_infos()
-                  if p.priority >= info.priority and p.key != info.key]
-        if placed:
-            snapshot = snapshot.with_pods(placed)
         self.handle.current = snapshot
         self.handle.framework = fwk
         try:
             t_algo = time.perf_counter()
+            nominated = self.queue.nominated_infos()
             only = self.shard.nodes_to_try(False) if self.shard is not None else None
-            result = fwk.schedule(info, snapshot, state=state, only=only)
+            result = fwk.schedule(info, snapshot, state=state, nominated=nominated, only=only)
             if only is not None and result.node is None and result.status.is_rejected:
                 # Nowhere in our partition: every node, as Gödel's schedulers fall back to other
                 # partitions (a node another replica also places on: the capacity ledger decides).
@@ -960,7 +998,7 @@ class Scheduler:
                     self.shard.fallback(info.key)
                     self.stats.fallbacks += 1
                     state = CycleState()
-                    result = fwk.schedule(info, snapshot, state=state, only=wider)
+                    result = fwk.schedule(info, snapshot, state=state, nominated=nominated, only=wider)
             self._observe("observe_algorithm", time.perf_counter() - t_algo)
             if self.tracer is not None:
                 self._trace_decided("scheduled" if result.node else "unschedulable" if result.status.is_rejected
@@ -1066,8 +1104,7 @@ class Scheduler:
             if self._stop.is_set():
                 self._abandon_before_binding(qpi, fwk, info, state, node, waiting)
                 return
-        with self._bindings_lock:
-            self._bindings_in_flight += 1
+        self._bindings_started += 1
         trace: AttemptTrace | None = None
         if self.tracer is not None:
             trace = getattr(self._tls, "trace", None)

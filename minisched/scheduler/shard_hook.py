@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any, Protocol
 
-from minisched.scheduler.framework.types import PodInfo
+from minisched.scheduler.pod_info import PodInfo
 
 Object = dict[str, Any]
 

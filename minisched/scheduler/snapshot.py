@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from minisched.scheduler.framework.types import (
+from minisched.scheduler.pod_index import PodIndex
+from minisched.scheduler.pod_info import (
     CPU,
     EPHEMERAL_STORAGE,
     MEMORY,
@@ -35,7 +36,6 @@ from minisched.scheduler.framework.types import (
     parse_int64,
     resource_amount,
 )
-from minisched.scheduler.pod_index import PodIndex
 
 Object = dict[str, Any]
 IntArray = npt.NDArray[np.int64]

@@ -44,7 +44,7 @@ from minisched.cluster.base import Cluster, Object
 from minisched.errors import ApiError, NotFound
 from minisched.meta import key_of
 from minisched.resources import PODS
-from minisched.scheduler.framework.types import PodInfo
+from minisched.scheduler.pod_info import PodInfo
 from minisched.scheduler.scheduler import Scheduler
 from minisched.sharding.fence import CapacityLedger, Reservation
 from minisched.sharding.membership import Membership

@@ -28,8 +28,8 @@ from typing import Any
 from minisched.clock import Clock
 from minisched.cluster.base import Cluster, Object
 from minisched.resources import NODES, PODS, ResourceLike
-from minisched.scheduler.framework.types import PodInfo
 from minisched.scheduler.plugins.helpers import node_allocatable
+from minisched.scheduler.pod_info import PodInfo
 from minisched.scheduler.scheduler import Scheduler
 from minisched.sharding.shard import DEFAULT_GROUP, Shard
 

@@ -235,6 +235,34 @@ def test_node_status_is_kept_on_create_and_updated_through_status(cluster: Clust
         cluster.delete(NODES, name)
 
 
+def test_node_allocatable_defaults_to_capacity(cluster: Cluster) -> None:
+    # kube's SetDefaults_NodeStatus: a Node decoded without status.allocatable gets its capacity,
+    # on create, on a status update and on a patch alike (a kubelet that reports none)
+    name = unique("alloc")
+    node = make_node(name, cpu="4000m", memory="16Gi", pods="110")
+    del node["status"]["allocatable"]
+    try:
+        created = cluster.create(NODES, node)
+        assert created["status"]["allocatable"] == created["status"]["capacity"] == {
+            "cpu": "4", "memory": "16Gi", "pods": "110"}
+        assert cluster.get(NODES, name)["status"]["allocatable"] == created["status"]["capacity"]
+
+        created["status"]["allocatable"] = {"cpu": "3", "memory": "15Gi", "pods": "100"}
+        given = cluster.update(NODES, created, subresource="status")
+        assert given["status"]["allocatable"] == {"cpu": "3", "memory": "15Gi", "pods": "100"}  # kept as given
+
+        del given["status"]["allocatable"]
+        given["status"]["capacity"]["cpu"] = "8"
+        updated = cluster.update(NODES, given, subresource="status")
+        assert updated["status"]["allocatable"] == {"cpu": "8", "memory": "16Gi", "pods": "110"}
+
+        patched = cluster.patch(NODES, name, {"status": {"capacity": {"cpu": "2"}, "allocatable": None}},
+                                subresource="status")
+        assert patched["status"]["allocatable"] == {"cpu": "2", "memory": "16Gi", "pods": "110"}
+    finally:
+        cluster.delete(NODES, name)
+
+
 def test_pod_spec_node_name_cannot_be_changed_by_update(cluster: Cluster, ns: str) -> None:
     pod = cluster.create(PODS, make_pod("imm", namespace=ns))
     pod["spec"]["nodeName"] = "somewhere"

@@ -208,10 +208,299 @@ def lab05_non_strict(solution: types.ModuleType) -> types.ModuleType:
     return _sort_variant(solution, less)
 
 
+# ---- lab 6 ----
+def _histogram_variant(solution: types.ModuleType, **methods: Any) -> types.ModuleType:
+    m = _copy(solution)
+    cls = type("Variant", (solution.LatencyHistogram,), methods)
+    m.new = lambda buckets=solution.DEFAULT_BUCKETS: cls(buckets)
+    return m
+
+
+def lab06_exclusive_bounds(solution: types.ModuleType) -> types.ModuleType:
+    """bisect_right: a measurement equal to a bound lands one bucket too high."""
+    import bisect
+
+    def observe(self: Any, seconds: float) -> None:
+        with self._lock:
+            self._counts[bisect.bisect_right(self.buckets, seconds)] += 1
+            self._sum += seconds
+
+    return _histogram_variant(solution, observe=observe)
+
+
+def lab06_no_interpolation(solution: types.ModuleType) -> types.ModuleType:
+    """Answers the upper bound of the bucket the quantile falls in."""
+    def quantile(self: Any, q: float) -> float:
+        counts = self.counts()
+        b = int(np.searchsorted(np.cumsum(counts), q * counts.sum(), side="left"))
+        return self.buckets[min(b, len(self.buckets) - 1)]
+
+    return _histogram_variant(solution, quantile=quantile)
+
+
+def lab06_keeps_every_sample(solution: types.ModuleType) -> types.ModuleType:
+    """Keeps the measurements in a list and counts them on demand: right answers, growing memory."""
+    def observe(self: Any, seconds: float) -> None:
+        with self._lock:
+            self.__dict__.setdefault("samples", []).append(seconds)
+
+    def counts(self: Any) -> Any:
+        with self._lock:
+            samples = list(self.__dict__.get("samples", []))
+        return np.bincount(np.searchsorted(self.buckets, samples, side="left"),
+                           minlength=len(self.buckets) + 1).astype(np.int64)
+
+    return _histogram_variant(solution, observe=observe, counts=counts,
+                              count=property(lambda self: len(self.__dict__.get("samples", []))),
+                              sum=property(lambda self: float(sum(self.__dict__.get("samples", [])))))
+
+
+def lab06_new_child_every_time(solution: types.ModuleType) -> types.ModuleType:
+    return _histogram_variant(solution, labels=lambda self, **labels: solution.LatencyHistogram(self.buckets))
+
+
+# ---- lab 7 ----
+def _queue_variant(solution: types.ModuleType, **methods: Any) -> types.ModuleType:
+    m = _copy(solution)
+    cls = type("Variant", (solution.LatestQueue,), methods)
+    m.new = lambda maxsize: cls(maxsize)
+    return m
+
+
+def lab07_drops_the_newest(solution: types.ModuleType) -> types.ModuleType:
+    """The chapter's DroppingQueue policy: a full queue refuses the new item."""
+    def offer(self: Any, item: Any) -> bool:
+        with self._cond:
+            if len(self._items) >= self.maxsize:
+                self.dropped += 1
+                return False
+            self._items.append(item)
+            self.accepted += 1
+            self._cond.notify()
+            return True
+
+    return _queue_variant(solution, offer=offer)
+
+
+def lab07_evicts_without_counting(solution: types.ModuleType) -> types.ModuleType:
+    def offer(self: Any, item: Any) -> bool:
+        with self._cond:
+            full = len(self._items) >= self.maxsize
+            if full:
+                self._items.popleft()
+            self._items.append(item)
+            self.accepted += 1
+            self._cond.notify()
+            return not full
+
+    return _queue_variant(solution, offer=offer)
+
+
+def lab07_get_raises_when_empty(solution: types.ModuleType) -> types.ModuleType:
+    """queue.Queue's habit: raise Empty when the time is up, instead of answering None."""
+    import queue
+
+    def get(self: Any, timeout: float | None = None) -> Any:
+        with self._cond:
+            if not self._items:
+                self._cond.wait(timeout)
+            if not self._items:
+                raise queue.Empty
+            return self._items.popleft()
+
+    return _queue_variant(solution, get=get)
+
+
+# ---- lab 8 ----
+def lab08_resolves_every_rank(solution: types.ModuleType) -> types.ModuleType:
+    """Keeps the plugins and asks isinstance in every rank(): right answers, a Protocol check per call."""
+    m = _copy(solution)
+
+    class PerCall(solution.PluginSet):
+        def __init__(self, plugins: Any, weights: Any = None) -> None:
+            super().__init__(plugins, weights)
+            self.plugins, self.weights = list(plugins), dict(weights or {})
+
+        def rank(self, candidates: Any) -> Any:
+            admitters = [p for p in self.plugins if isinstance(p, solution.Admitter)]
+            admitted = [c for c in candidates if all(p.admit(c) for p in admitters)]
+            totals = [0.0] * len(admitted)
+            for p in self.plugins:
+                if isinstance(p, solution.Scorer):
+                    raw = [float(p.score(c)) for c in admitted]
+                    if isinstance(p, solution.Normalizer):
+                        raw = list(p.normalize(raw))
+                    totals = [t + self.weights.get(p.name, 1.0) * r for t, r in zip(totals, raw, strict=True)]
+            order = sorted(range(len(admitted)), key=lambda i: -totals[i])
+            return [solution.Ranked(admitted[i], totals[i]) for i in order]
+
+    m.PluginSet = PerCall
+    m.new = lambda plugins, weights=None: PerCall(plugins, weights)
+    return m
+
+
+def lab08_ignores_normalize(solution: types.ModuleType) -> types.ModuleType:
+    m = _copy(solution)
+
+    class Raw(solution.PluginSet):
+        def __init__(self, plugins: Any, weights: Any = None) -> None:
+            super().__init__(plugins, weights)
+            self._scoring = [solution._Scoring(s.name, s.weight, s.score, None) for s in self._scoring]
+
+    m.new = lambda plugins, weights=None: Raw(plugins, weights)
+    return m
+
+
+def lab08_ties_reversed(solution: types.ModuleType) -> types.ModuleType:
+    """sorted(zip(totals, indices), reverse=True): equal totals come out last-first."""
+    m = _copy(solution)
+
+    class Reversed(solution.PluginSet):
+        def rank(self, candidates: Any) -> Any:
+            ranked = super().rank(candidates)
+            index = {id(r.item): i for i, r in enumerate(ranked)}
+            order = sorted(((r.score, index[id(r.item)]) for r in ranked), reverse=True)
+            return [ranked[i] for _, i in order]
+
+    m.new = lambda plugins, weights=None: Reversed(plugins, weights)
+    return m
+
+
+def lab08_skips_unusable_plugins(solution: types.ModuleType) -> types.ModuleType:
+    """Quietly leaves out a plugin that implements nothing, so a typo in a method name goes unnoticed."""
+    m = _copy(solution)
+
+    def new(plugins: Any, weights: Any = None) -> Any:
+        usable = [p for p in plugins if isinstance(p, (solution.Admitter, solution.Scorer))]
+        return solution.PluginSet(usable, weights)
+
+    m.new = new
+    return m
+
+
+# ---- lab 9 ----
+def _finder_variant(solution: types.ModuleType, compare: str = "each", every: bool = True,
+                    leave_tracing: bool = False) -> types.ModuleType:
+    import gc
+    import tracemalloc
+
+    def growing_lines(run_round: Any, rounds: int = 4, warmup: int = 2, min_bytes: int = 1) -> Any:
+        if rounds < 2 or warmup < 0:
+            raise ValueError(f"rounds ({rounds}) must be at least 2 and warmup ({warmup}) not negative")
+        started = not tracemalloc.is_tracing()
+        if started:
+            tracemalloc.start()
+        try:
+            for _ in range(warmup):
+                run_round()
+            first = previous = solution._snapshot()
+            grown: dict[str, list[int]] = {}
+            for _ in range(rounds):
+                run_round()
+                now = solution._snapshot()
+                if compare == "each":
+                    for stat in now.compare_to(previous, "lineno"):
+                        if stat.size_diff >= min_bytes:
+                            frame = stat.traceback[0]
+                            grown.setdefault(f"{frame.filename}:{frame.lineno}", []).append(stat.size_diff)
+                previous = now
+            if compare == "first-last":
+                for stat in previous.compare_to(first, "lineno"):
+                    if stat.size_diff >= min_bytes:
+                        frame = stat.traceback[0]
+                        grown[f"{frame.filename}:{frame.lineno}"] = [stat.size_diff] * rounds
+            found = [solution.Growth(loc, sum(d) / rounds) for loc, d in grown.items() if not every or len(d) == rounds]
+            return sorted(found, key=lambda g: (-g.bytes_per_round, g.location))
+        finally:
+            gc.collect()
+            if started and not leave_tracing:
+                tracemalloc.stop()
+
+    m = _copy(solution)
+    m.growing_lines = growing_lines
+    return m
+
+
+def lab09_first_and_last_only(solution: types.ModuleType) -> types.ModuleType:
+    return _finder_variant(solution, compare="first-last")
+
+
+def lab09_grew_in_any_round(solution: types.ModuleType) -> types.ModuleType:
+    return _finder_variant(solution, every=False)
+
+
+def lab09_leaves_tracemalloc_on(solution: types.ModuleType) -> types.ModuleType:
+    return _finder_variant(solution, leave_tracing=True)
+
+
+# ---- lab 10 ----
+def _walk_variant(solution: types.ModuleType, waiting_on: Callable[[Any, Any], list[str]]) -> types.ModuleType:
+    m = _copy(solution)
+    m.waiting_on = waiting_on
+    return m
+
+
+def lab10_direct_only(solution: types.ModuleType) -> types.ModuleType:
+    """Only the pods that name one of `names` themselves: one step, not the whole walk."""
+    def waiting_on(graph: Any, names: Any) -> list[str]:
+        sources = np.array([graph.index_of(n) for n in names], dtype=np.int64)
+        seen = np.zeros(graph.n, dtype=bool)
+        seen[solution._successors(graph, sources)] = True
+        seen[sources] = False
+        return [graph.names[i] for i in np.flatnonzero(seen)]
+
+    return _walk_variant(solution, waiting_on)
+
+
+def lab10_keeps_the_names(solution: types.ModuleType) -> types.ModuleType:
+    """Forgets to leave out a name reached from another name (or from itself, round a cycle)."""
+    def waiting_on(graph: Any, names: Any) -> list[str]:
+        sources = np.array([graph.index_of(n) for n in names], dtype=np.int64)
+        seen = np.zeros(graph.n, dtype=bool)
+        frontier = np.unique(solution._successors(graph, sources))
+        while frontier.size:
+            seen[frontier] = True
+            nxt = np.unique(solution._successors(graph, frontier))
+            frontier = nxt[~seen[nxt]]
+        return [graph.names[i] for i in np.flatnonzero(seen)]
+
+    return _walk_variant(solution, waiting_on)
+
+
+def lab10_alphabetical(solution: types.ModuleType) -> types.ModuleType:
+    return _walk_variant(solution, lambda graph, names: sorted(solution.waiting_on(graph, names)))
+
+
+def lab10_recursive(solution: types.ModuleType) -> types.ModuleType:
+    """A recursive depth-first walk: right on small graphs, RecursionError down a long chain."""
+    def waiting_on(graph: Any, names: Any) -> list[str]:
+        sources = [graph.index_of(n) for n in names]
+        seen: set[int] = set()
+
+        def visit(i: int) -> None:
+            for j in map(int, graph.successors(i)):
+                if j not in seen:
+                    seen.add(j)
+                    visit(j)
+
+        for s in sources:
+            visit(s)
+        return [graph.names[i] for i in sorted(seen - set(sources))]
+
+    return _walk_variant(solution, waiting_on)
+
+
 MISTAKES: dict[str, list[Mistake]] = {
     "lab01_spot_avoidance": [lab01_ignores_annotation, lab01_scores_all_rows, lab01_any_annotation_value],
     "lab02_cordon_reconciler": [lab02_uncordons_everything, lab02_crashes_on_deleted],
     "lab03_policy_function": [lab03_float_compare, lab03_node_only, lab03_raises_on_text],
     "lab04_jitter_backoff": [lab04_no_overflow_guard, lab04_half_jitter, lab04_global_counter],
     "lab05_aging_queue_sort": [lab05_plain_priority, lab05_ages_the_wrong_way, lab05_non_strict],
+    "lab06_latency_histogram": [lab06_exclusive_bounds, lab06_no_interpolation, lab06_keeps_every_sample,
+                                lab06_new_child_every_time],
+    "lab07_latest_queue": [lab07_drops_the_newest, lab07_evicts_without_counting, lab07_get_raises_when_empty],
+    "lab08_plugin_set": [lab08_resolves_every_rank, lab08_ignores_normalize, lab08_ties_reversed,
+                         lab08_skips_unusable_plugins],
+    "lab09_leak_finder": [lab09_first_and_last_only, lab09_grew_in_any_round, lab09_leaves_tracemalloc_on],
+    "lab10_waiting_pods": [lab10_direct_only, lab10_keeps_the_names, lab10_alphabetical, lab10_recursive],
 }

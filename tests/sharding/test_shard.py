@@ -123,7 +123,10 @@ def test_a_replica_that_stops_renewing_hands_its_pods_over_and_the_owners_drop_n
         sim.advance(16)  # past c's 15 s lease (a and b renew every 5 s): a and b drop it from the ring and take its pods
         assert list(sim["sched-a"].shard.ring.members) == ["sched-a", "sched-b"]
         wait_until(lambda: len(bound(cluster)) == 90, 60, "c's pods taken over")
-        assert sum(r.shard.pods_taken_over for r in sim.running()) == len(of_c)
+        assert of_c <= {key.split("/")[1] for r in sim.running() for key, _, _ in r.link.bound}
+        # queued by the ring change (a pod whose creation an informer had not seen yet by then is
+        # queued by its add event instead, so not necessarily all of them)
+        assert 0 < sum(r.shard.pods_taken_over for r in sim.running()) <= len(of_c)
         sim.resume("sched-c")  # its hung bindings go out now: every one is refused with a 409
         wait_until(lambda: sim["sched-c"].scheduler.wait_for_bindings(0.1), 60, "c's bindings end")
         sim.step(1)  # c renews: its lease changed ...

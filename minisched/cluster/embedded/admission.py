@@ -155,6 +155,19 @@ def pod_status_on_create(pod: Object) -> None:
     pod["status"] = {"phase": "Pending", "qosClass": qos_class(pod)}
 
 
+def default_node_status(node: Object) -> None:
+    """kube's SetDefaults_NodeStatus (pkg/apis/core/v1/defaults.go), run on every decoded Node
+    (create, update, status update, patch): a node that reports no allocatable can allocate its
+    whole capacity. Only a missing (or null) allocatable is defaulted; an empty capacity leaves it
+    alone (Go omits the empty map it would copy)."""
+    status = node.get("status")
+    if not isinstance(status, dict) or status.get("allocatable") is not None:
+        return
+    capacity = status.get("capacity")
+    if isinstance(capacity, dict) and capacity:
+        status["allocatable"] = dict(capacity)
+
+
 def default_priority_class(pc: Object) -> None:
     pc.setdefault("preemptionPolicy", PREEMPT_LOWER_PRIORITY)
     pc.setdefault("value", 0)

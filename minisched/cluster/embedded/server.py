@@ -487,6 +487,8 @@ class EmbeddedCluster:
             stored["apiVersion"] = f"{r.group}/{version}"
         else:
             stored["apiVersion"] = r.api_version
+            if r == NODES:
+                admission.default_node_status(stored)  # v1 defaulting, at decode
             quantities.canonicalize(r, stored)  # decoded and encoded again, as the real server does
         stored["kind"] = r.kind
         return stored

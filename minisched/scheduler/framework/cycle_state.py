@@ -11,13 +11,16 @@ class CycleState:
     Keys are conventionally "<Extension><Plugin>" (e.g. "PreScoreNodeResourcesFit"). `skip_filter`
     and `skip_score` hold the plugins whose PreFilter/PreScore returned Skip this cycle."""
 
-    __slots__ = ("_data", "skip_filter", "skip_score", "record")
+    __slots__ = ("_data", "skip_filter", "skip_score", "record", "nominated")
 
     def __init__(self, *, record: bool = True) -> None:
         self._data: dict[str, Any] = {}
         self.skip_filter: set[str] = set()
         self.skip_score: set[str] = set()
         self.record = record  # keep the per-node decision record for this attempt
+        # node -> pods nominated there by earlier preemptions that this pod must leave room for
+        # (priority at least its own; kube's PodNominator as RunFilterPluginsWithNominatedPods asks it)
+        self.nominated: dict[str, list[Any]] = {}
 
     def write(self, key: str, value: Any) -> None:
         self._data[key] = value
@@ -41,4 +44,5 @@ class CycleState:
         c._data = dict(self._data)
         c.skip_filter = set(self.skip_filter)
         c.skip_score = set(self.skip_score)
+        c.nominated = self.nominated
         return c

@@ -127,6 +127,8 @@ class Diagnosis:
                     d.reason_counts[message] = d.reason_counts.get(message, 0) + count
         extra = dict(extra or {})
         for status in extra.values():
+            if status.plugin:  # a filter's rejection judged apart (a node with nominated pods)
+                d.unschedulable_plugins.add(status.plugin)
             for reason in status.reasons:
                 d.reason_counts[reason] = d.reason_counts.get(reason, 0) + 1
 

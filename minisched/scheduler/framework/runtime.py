@@ -148,6 +148,16 @@ _ATTR = {
 }
 
 
+def nominated_by_node(pod: PodInfo, nominated: Iterable[tuple[str, PodInfo]]) -> dict[str, list[PodInfo]]:
+    """node -> the pods nominated there that `pod` must leave room for: at least its priority, and
+    not the pod itself (kube's addGENominatedPods)."""
+    out: dict[str, list[PodInfo]] = {}
+    for node, other in nominated:
+        if other.priority >= pod.priority and other.key != pod.key:
+            out.setdefault(node, []).append(other)
+    return out
+
+
 class Framework:
     """One profile's plugins, ready to run. Not thread-safe across scheduling cycles (they are
     serial, as in kube); binding points may run concurrently if the plugins allow it."""
@@ -258,15 +268,16 @@ class Framework:
     ) -> ScheduleResult:
         """Choose a node for `pod` in snapshot `nodes` (kube's SchedulePod).
 
-        `nominated`: (node, pod) of pods nominated by earlier preemptions; those with at least this
-        pod's priority are counted as if already there, so this pod does not take their room.
+        `nominated`: (node, pod) of pods nominated by earlier preemptions. As kube's
+        RunFilterPluginsWithNominatedPods, a node with nominated pods of at least this pod's priority
+        must pass the filters twice: with those pods added (so this pod does not take their room)
+        and without them (so it does not rely on pods that may never come, e.g. for pod affinity).
+        Only that node's own nominated pods are added, and scoring sees the plain snapshot.
         `only`: node names the pod may be placed on (a shard's partition); the plugins still see
         every node (spreading and affinity count the whole cluster), as with a PreFilter result."""
         started = time.perf_counter()
         state = state if state is not None else CycleState()
-        placed = [(node, p) for node, p in nominated if p.priority >= pod.priority and p.key != pod.key]
-        if placed:
-            nodes = nodes.with_pods(placed)
+        state.nominated = nominated_by_node(pod, nominated)
         n = len(nodes)
         decision = Decision(pod.key, self.profile_name, nodes.names)
         if n == 0:
@@ -325,6 +336,9 @@ class Framework:
             if allowed is None or allowed[row]:
                 view = nodes.for_node(pod.nominated_node_name)
                 results, passed, _ = self._run_filters(state, pod, view)
+                if passed[0] and pod.nominated_node_name in state.nominated:
+                    with_them = self.run_filters_with_nominated_pods(state, pod, nodes, pod.nominated_node_name)
+                    passed[0] = with_them.is_success
                 if passed[0]:
                     decision.evaluated_rows = np.array([row], np.intp)
                     decision.filter_plugins = [p.name for p in self._active_filters(state)]
@@ -349,6 +363,22 @@ class Framework:
             # kube does not filter nodes outside a PreFilter result: they fail for that reason alone
             passed = passed & allowed
             first_fail = np.where(allowed, first_fail, -1)
+        # nodes where nominated pods wait: judged again with them added; a rejection there is the
+        # node's verdict (kube's first pass is the one with the nominated pods)
+        with_nominated: dict[str, Status] = {}
+        if state.nominated:
+            passed, first_fail = passed.copy(), first_fail.copy()
+            for name in state.nominated:
+                row = nodes.row(name)
+                if row is None or (allowed is not None and not allowed[row]):
+                    continue
+                status = self._filter_with_added(state, pod, nodes, name)
+                if status.is_error:
+                    return ScheduleResult(None, status, decision)
+                if not status.is_success:
+                    passed[row] = False
+                    first_fail[row] = -1
+                    with_nominated[name] = status
         self._observe("Filter", Status.success(), t0)
 
         # percentageOfNodesToScore: stop once enough feasible nodes are found, starting where the
@@ -376,12 +406,12 @@ class Framework:
         decision.feasible_rows = feasible
 
         if feasible.size == 0:
-            extra = {}
+            extra = dict(with_nominated)  # nothing fit, so every node was evaluated
             if allowed is not None:
                 outside = Status(
                     Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("node is filtered out by the prefilter result",)
                 )
-                extra = {names[int(r)]: outside for r in evaluated if not allowed[r]}
+                extra |= {names[int(r)]: outside for r in evaluated if not allowed[r]}
             diagnosis = Diagnosis.from_filters(
                 n, list(names), evaluated, decision.filter_plugins, results, decision.first_fail, extra
             )
@@ -453,6 +483,29 @@ class Framework:
             if not status.is_success:
                 return status.with_plugin(p.name)
         return Status.success()
+
+    def run_filters_with_nominated_pods(self, state: CycleState, pod: PodInfo, nodes: NodeTable, node_name: str,
+                                        removed: Sequence[PodInfo] = ()) -> Status:
+        """kube's RunFilterPluginsWithNominatedPods on node `node_name` of `nodes` with `removed`
+        taken off: with the pods nominated there added (PreFilter state told through AddPod), then,
+        if that passed, without them. The first rejection is the verdict."""
+        if node_name in state.nominated:
+            status = self._filter_with_added(state, pod, nodes, node_name, removed)
+            if not status.is_success:
+                return status
+        view = nodes.for_node(node_name, removed=removed)
+        return next(iter(self.run_filters(state, pod, view).values()), Status.success())
+
+    def _filter_with_added(self, state: CycleState, pod: PodInfo, nodes: NodeTable, node_name: str,
+                           removed: Sequence[PodInfo] = ()) -> Status:
+        added = state.nominated[node_name]
+        with_them = state.clone()
+        for other in added:
+            status = self.run_pre_filter_extension_add_pod(with_them, pod, other, node_name)
+            if not status.is_success:
+                return status
+        view = nodes.for_node(node_name, removed=removed, added=added)
+        return next(iter(self.run_filters(with_them, pod, view).values()), Status.success())
 
     def run_filters(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> dict[str, Status]:
         """Filter verdicts per node (node -> Status of its first failing filter, Success if none):

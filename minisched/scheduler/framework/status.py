@@ -44,7 +44,11 @@ class Status:
 
     @classmethod
     def skip(cls, plugin: str = "") -> Status:
-        return cls(Code.SKIP, (), plugin)
+        # several plugins say it every cycle; a Status never changes, so one per plugin name
+        status = _SKIPS.get(plugin)
+        if status is None:
+            status = _SKIPS[plugin] = cls(Code.SKIP, (), plugin)
+        return status
 
     @classmethod
     def wait(cls, plugin: str = "") -> Status:
@@ -85,3 +89,4 @@ class Status:
 
 
 _SUCCESS = Status()
+_SKIPS: dict[str, Status] = {}

@@ -300,7 +300,7 @@ class DefaultPreemption:
             return [], Status.unschedulable(f"0/{total} nodes are available: {total} {NOT_HELPFUL}.", plugin=NAME)
         pdbs = self._pdbs()
         offset, wanted = offset_and_num_candidates(len(potential), self.rng, self.percentage, self.absolute)
-        hopeless = self._hopeless(pod, table, statuses)
+        hopeless = self._hopeless(pod, table, statuses, state.nominated)
         candidates: list[Candidate] = []
         failures: dict[str, int] = {}
         non_violating = 0
@@ -331,7 +331,7 @@ class DefaultPreemption:
 
     @staticmethod
     def _hopeless(
-        pod: PodInfo, table: Any, statuses: Mapping[str, Status]
+        pod: PodInfo, table: Any, statuses: Mapping[str, Status], nominated: Mapping[str, list[PodInfo]] | None = None
     ) -> Callable[[str], list[str] | None]:
         """A shortcut for the common hopeless case, exact for NodeResourcesFit rejections: nodes that
         failed only for resources and where evicting every lower-priority pod would still leave too
@@ -342,6 +342,8 @@ class DefaultPreemption:
         used = {r: table.requested(r).tolist() for r in [*resources, "pods"]}
 
         def check(name: str) -> list[str] | None:
+            if nominated and name in nominated:
+                return None  # pods nominated there hold room the table does not show: the dry run decides
             status = statuses.get(name)
             if status is None or status.plugin != "NodeResourcesFit" or not status.reasons:
                 return None
@@ -367,19 +369,23 @@ class DefaultPreemption:
 
     def _fits_on(self, state: CycleState, pod: PodInfo, table: Any, node_name: str) -> Callable[[list[PodInfo]], Status]:
         run = self.handle.run_filter_plugins
+        # kube's SelectVictimsOnNode runs RunFilterPluginsWithNominatedPods: the pods nominated to
+        # this node keep their room in the what-if too (a handle without it: the plain filters)
+        run_nominated = getattr(self.handle, "run_filter_plugins_with_nominated_pods", None)
         # PreFilter state counted over the whole cluster (InterPodAffinity's topology counts) must
         # forget the victims too: kube's SelectVictimsOnNode runs RemovePod on a cloned state
         remove = getattr(self.handle, "run_pre_filter_extension_remove_pod", None)
 
         def fits(removed: list[PodInfo]) -> Status:
-            view = table.for_node(node_name, removed=removed)
             s = state.clone()
             if remove is not None:
                 for victim in removed:
                     status = remove(s, pod, victim, node_name)
                     if not status.is_success:
                         return status
-            return run(s, pod, view)
+            if run_nominated is not None:
+                return run_nominated(s, pod, table, node_name, removed)
+            return run(s, pod, table.for_node(node_name, removed=removed))
 
         return fits
 
