@@ -30,7 +30,7 @@ Printed per configuration:
 - each replica's shard metrics at the end (every metric whose name has shard, fence or conflict).
 
     .venv/bin/python bench/sharding_bench.py [--configs plain,1,2,3,3-nofence] [--nodes 40] [--fill 1.0] [--pod-cpu 100m]
-        [--lease-duration 15] [--no-kwok] [--deployment FILE] [--json out.json]
+        [--lease-duration 15] [--no-kwok] [--deployment FILE] [--keep-logs] [--json out.json]
 
 Needs the control-plane binaries (`make controlplane`) and a deploy/deployment.yaml that runs
 --shards; without either it says so and exits 0.
@@ -147,7 +147,8 @@ def run_config(label: str, n: int, fence: bool, args: argparse.Namespace, *, sha
     overrides: dict[str, str | None] = {"--shard-lease-duration": str(args.lease_duration)} if sharded else {}
     if not fence:
         overrides["--no-capacity-fence"] = None
-    with ControlPlane(ControlPlaneOptions(start_kwok=not args.no_kwok, ready_timeout=120)) as cp:
+    with ControlPlane(ControlPlaneOptions(start_kwok=not args.no_kwok, ready_timeout=120,
+                                          keep_logs=args.keep_logs)) as cp:
         admin = RealCluster.from_kubeconfig(path=str(cp.kubeconfig))
         admin.create("namespaces", {"metadata": {"name": NAMESPACE}})
         if args.no_kwok:
@@ -170,7 +171,8 @@ def run_config(label: str, n: int, fence: bool, args: argparse.Namespace, *, sha
             before, self_before = _cpu(components), _self_cpu()
             started = time.monotonic()
             rs = Replicas(cp, admin, n=n, overrides=overrides, deployment=args.deployment,
-                          log_dir=cp.log_dir / "replicas", drop=() if sharded else SHARD_FLAGS)
+                          log_dir=cp.log_dir / "replicas", drop=() if sharded else SHARD_FLAGS,
+                          verbose=1 if args.keep_logs else 0)
             try:
                 rs.start()
                 pids = {**components, **{r.name: r.pid for r in rs.replicas}}
@@ -202,6 +204,7 @@ def run_config(label: str, n: int, fence: bool, args: argparse.Namespace, *, sha
         "bound_twice": len(report.bound_twice), "overcommits": len(report.overcommits),
         "pending_that_fit": len(report.pending_that_fit), "never_bound": len(report.unbound),
         "examples": report.problems(3), "shard_metrics": shard_metrics,
+        "logs": str(cp.log_dir) if args.keep_logs else None,
     }
 
 
@@ -242,6 +245,8 @@ def _print(r: dict[str, Any]) -> None:
         print(f"{'':<12} {25 * q:>3}-{25 * (q + 1)}%: bindings {ok} accepted, {refused} refused 409 "
               f"({refused / max(1, ok + refused):.1%}); ledger writes {ledger_ok} accepted, "
               f"{ledger_refused} refused 409 ({ledger_refused / max(1, ledger_ok + ledger_refused):.1%})")
+    if r.get("logs"):
+        print(f"{'':<10} logs: {r['logs']}")
     print(f"{'':<10} invariants: bound twice {r['bound_twice']}, over-committed {r['overcommits']}, "
           f"pending that fit {r['pending_that_fit']}, never bound {r['never_bound']}"
           + (f" ({r['examples']})" if r["examples"] != "none" else ""))
@@ -264,6 +269,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-kwok", action="store_true", help="nodes created Ready, no KWOK updating pods")
     parser.add_argument("--deployment", type=Path, default=None,
                         help="the Deployment manifest whose args the replicas run (default deploy/deployment.yaml)")
+    parser.add_argument("--keep-logs", action="store_true",
+                        help="keep each control plane's and replica's logs (replicas at -v) and print where")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)
     configs = []

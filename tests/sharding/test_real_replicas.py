@@ -189,8 +189,8 @@ def test_a_replica_killed_mid_drain_has_its_shard_finished_by_the_others(
     victim = rs[1]
     make_nodes(real_cluster, ns, 9, cpu="8")
     with _observer(control_plane, ns) as obs:
-        pods = Creators(real_cluster, ns, 300, cpu="100m")
-        pods.wait_created(90)
+        pods = Creators(real_cluster, ns, 240, cpu="100m")
+        pods.wait_created(60)
         killed = rs.kill(victim)
         bound_at_kill = {k for k, r in list(obs.pods.items()) if r.node is not None}
         pods.join()
@@ -225,13 +225,13 @@ def test_a_replica_joining_mid_drain_takes_a_share(
     rs = start_replicas(2)
     make_nodes(real_cluster, ns, 9, cpu="8")
     with _observer(control_plane, ns) as obs:
-        first = Creators(real_cluster, ns, 150, cpu="100m", prefix="a")
-        first.wait_created(30)
+        first = Creators(real_cluster, ns, 100, cpu="100m", prefix="a")
+        first.wait_created(20)
         joined_at = time.monotonic()
         newcomer = rs.add()
         first.join()
         rs.wait_ready()
-        second = Creators(real_cluster, ns, 150, cpu="100m", prefix="b")
+        second = Creators(real_cluster, ns, 100, cpu="100m", prefix="b")
         second.join()
         keys = first.keys() + second.keys()
         _wait_bound(obs, keys, DRAIN_TIMEOUT, rs)
