@@ -295,7 +295,7 @@ def paused_replica_run(
     timeout: float = 120.0,
 ) -> PausedRun:
     """Three replicas on a fresh embedded cluster and a VirtualClock; `paused` stops (its writes
-    hang) before `pods` 1-CPU pods arrive, so it decides its share on what it sees but sends
+    hang) before `pods` 1-CPU pods arrive, so it decides its share on an empty cluster but sends
     nothing; the clock moves past its lease, the others take its pods over and fill the nodes;
     then it resumes and its decisions, stale by now, go out. The nodes hold fewer pods than come,
     so they are full when it resumes: without the capacity fence its late bindings over-commit them."""
@@ -314,11 +314,20 @@ def paused_replica_run(
     try:
         sim.start()
         ring = Ring(names)
-        sim.pause(paused)
+        # Every replica is held while the pods arrive, so the paused one decides its whole share
+        # before any other binding reaches its cache: its decisions are as stale as they can get
+        # (in a real run that depends on who is faster; here it is made certain).
+        for name in names:
+            sim.pause(name)
         pod_names = [f"pod-{i:05d}" for i in range(pods)]
         for name in pod_names:
             cluster.create(PODS, make_pod(name, cpu="1", memory="1Gi"))
         owned = {n for n in pod_names if ring.owner_of_pod("default", n) == paused}
+        _wait(lambda: sim[paused].scheduler.cache.assumed_count() == len(owned), timeout,
+              "the paused replica's decisions")
+        for name in names:
+            if name != paused:
+                sim.resume(name)
         sim.settle(timeout=timeout, step=lease_duration / 6)  # the others bind their own pods
         sim.advance(lease_duration + 1)  # the paused replica's lease expires: the others take its pods
         sim.settle(timeout=timeout, step=lease_duration / 6)
