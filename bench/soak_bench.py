@@ -89,6 +89,7 @@ def main() -> int:
     from minisched.controlplane.processes import free_port
     from minisched.errors import ApiError, NotFound
     from minisched.objects import make_node, make_pod
+    from minisched.observability.soak import print_verdicts
 
     try:
         find_binaries()
@@ -194,12 +195,8 @@ def main() -> int:
               (f"sockets slope {slopes['sockets'][0]:+.2f}/min < 1", slopes["sockets"][0] < 1)]
     if not args.trace:
         checks.insert(0, (f"RSS slope {rss_kib:+.1f} KiB per 1,000 pods < {RSS_LIMIT:g}", rss_kib < RSS_LIMIT))
-    print()
-    for what, ok in checks:
-        print(f"{'PASS' if ok else 'FAIL'}  {what}")
-    ok = all(ok for _, ok in checks)
-    print(f"{'PASS' if ok else 'FAIL'}  minisched flat after warm-up over {args.minutes:g} minutes"
-          f"{' (RSS not judged under --trace)' if args.trace else ''}")
+    ok = print_verdicts(checks, f"minisched flat after warm-up over {args.minutes:g} minutes"
+                                f"{' (RSS not judged under --trace)' if args.trace else ''}")
     return 0 if ok else 1
 
 

@@ -65,7 +65,7 @@ from minisched.observability.runtime import (
     live_type_counts,
     rss_bytes,
 )
-from minisched.observability.soak import run_soak
+from minisched.observability.soak import print_verdicts, run_soak
 from minisched.scheduler.scheduler import Scheduler
 
 TRACED_LIMIT = 16.0  # bytes per pod, second half
@@ -140,10 +140,6 @@ def slope(rows: list[Row], value: np.ndarray) -> float:
     """Least-squares growth of `value` per pod over `rows`."""
     x = np.array([r.pods for r in rows], np.float64)
     return float(np.polyfit(x, value.astype(np.float64), 1)[0])
-
-
-def verdict(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
 
 
 def main() -> int:
@@ -263,12 +259,8 @@ def main() -> int:
             print(f"  {st.size_diff / 1024:+9.1f} KiB {st.count_diff:+7d} blocks {per_pod:+7.2f} B/pod  {where}")
         checks.append((f"no minisched line growing by {TRACED_LIMIT:g}+ bytes per pod "
                        f"({', '.join(growing) or 'none'})", not growing))
-    print()
-    for what, ok in checks:
-        print(f"{verdict(ok)}  {what}")
-    ok = all(ok for _, ok in checks)
-    print(f"{verdict(ok)}  memory flat after warm-up over {result.pods:,} pods"
-          f"{' (traced run: RSS not judged)' if args.trace else ''}")
+    ok = print_verdicts(checks, f"memory flat after warm-up over {result.pods:,} pods"
+                                f"{' (traced run: RSS not judged)' if args.trace else ''}")
     if args.plot:
         plot(rows, middle, rss_slope, args.plot)
     sys.stdout.flush()
