@@ -86,7 +86,7 @@ def main() -> int:
     from minisched.cluster.real import RealCluster
     from minisched.controlplane import BinariesNotFound, ControlPlane, ControlPlaneOptions, find_binaries
     from minisched.controlplane.observe import PodObserver
-    from minisched.controlplane.processes import free_port
+    from minisched.controlplane.processes import _die_with_parent, free_port
     from minisched.errors import ApiError, NotFound
     from minisched.objects import make_node, make_pod
     from minisched.observability.soak import print_verdicts
@@ -113,7 +113,8 @@ def main() -> int:
             argv = [sys.executable, "-X", "tracemalloc=1", "-c", _TRACED, str(dumps), *run]
         else:
             argv = [sys.executable, "-m", "minisched.cli", *run]
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+        # killed with the bench if the bench is killed first (as the control plane's processes are)
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, preexec_fn=_die_with_parent)
         stop = threading.Event()
         churned = {"created": 0, "deleted": 0, "errors": 0}
 
