@@ -20,6 +20,7 @@ Scheduler.stop) and the wait for the leading thread; the lease release has its o
 
 from __future__ import annotations
 
+import collections
 import logging
 import os
 import random
@@ -43,6 +44,8 @@ from minisched.observability.shard_metrics import register_shard_metrics
 from minisched.scheduler.events import EventRecorder
 from minisched.scheduler.scheduler import DEFAULT_SHUTDOWN_TIMEOUT, Scheduler
 from minisched.sharding.shard import DEFAULT_GROUP, Shard
+
+SERVICE_CYCLE_LOG = 1_000  # scheduling-cycle latencies a running service keeps in memory
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +165,12 @@ class SchedulerApp:
             options.setdefault("bind_guard", self.elector.holds_lease)
         if self.shard is not None:
             options["shard"] = self.shard
-        return Scheduler(self.cluster, config=self.config, clock=self.clock, observer=self.metrics, **options)
+        sched = Scheduler(self.cluster, config=self.config, clock=self.clock, observer=self.metrics, **options)
+        # A service reports its latencies as histograms on /metrics; the scheduler's own latency log
+        # (200,000 entries by default, for notebooks and benches) would only fill: 6 MiB of floats,
+        # rising for hours, which a soak cannot tell from a leak. Keep the newest few.
+        sched.stats.cycle_seconds = collections.deque(maxlen=SERVICE_CYCLE_LOG)
+        return sched
 
     def _note(self, what: str) -> None:
         self.leadership.append((self.clock.now(), what))

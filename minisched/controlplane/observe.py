@@ -217,7 +217,8 @@ class PodObserver:
             return self.pods.get(key)
 
     def bound_count(self) -> int:
-        return sum(1 for r in self.pods.values() if r.bound is not None)
+        with self._cond:  # the watch thread adds records meanwhile
+            return sum(1 for r in self.pods.values() if r.bound is not None)
 
     def bound_times(self) -> list[float]:
         with self._cond:

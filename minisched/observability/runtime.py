@@ -358,18 +358,27 @@ class MemoryWatch(Collector):
     Prometheus collector on the registry it is given (the scheduler's, so /metrics shows both).
 
     `sample()` takes a measurement (call it between rounds of work, or let `start_sampling` call
-    it on a thread); a scrape reports the latest sample, so scraping stays cheap. tracemalloc slows
-    allocation by roughly 2x: `trace=True` turns it on from `start()`, else top differences are
-    unavailable and traced bytes read 0.
+    it on a thread); a scrape reports the latest sample, so scraping stays cheap. The newest
+    `keep` samples are kept (a watch on a scheduler that runs for weeks must not grow itself).
+    tracemalloc slows allocation by roughly 2x: `trace=True` turns it on from `start()`, else top
+    differences are unavailable and traced bytes read 0.
     """
 
     def __init__(
-        self, registry: CollectorRegistry | None = None, *, trace: bool = False, frames: int = 1, top: int = 10
+        self,
+        registry: CollectorRegistry | None = None,
+        *,
+        trace: bool = False,
+        frames: int = 1,
+        top: int = 10,
+        keep: int = 10_000,
     ) -> None:
+        if keep < 1:
+            raise ValueError(f"keep at least one sample, got keep={keep}")
         self.trace = trace
         self.frames = frames
         self.top = top
-        self.samples: list[MemorySample] = []
+        self.samples: collections.deque[MemorySample] = collections.deque(maxlen=keep)
         self.gc_pause_histogram: Histogram | None = None
         self._started_tracing = False
         self._baseline: tracemalloc.Snapshot | None = None

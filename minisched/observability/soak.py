@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,7 +28,7 @@ from minisched.observability.runtime import MemorySample, MemoryWatch
 from minisched.resources import EVENTS, PODS
 from minisched.scheduler.scheduler import Scheduler
 
-__all__ = ["SoakResult", "run_soak"]
+__all__ = ["SoakResult", "print_verdicts", "run_soak"]
 
 
 @dataclass
@@ -123,3 +123,16 @@ def run_soak(
         if on_round is not None:
             on_round(r, sample)
     return result
+
+
+def print_verdicts(checks: Sequence[tuple[str, bool]], overall: str) -> bool:
+    """Print PASS or FAIL before each check's description, then before `overall` (PASS only when
+    every check passed); return that overall verdict. The soak benches judge "flat" with it."""
+    if not checks:
+        raise ValueError("no checks to judge")
+    print()
+    for what, ok in checks:
+        print(f"{'PASS' if ok else 'FAIL'}  {what}")
+    passed = all(ok for _, ok in checks)
+    print(f"{'PASS' if passed else 'FAIL'}  {overall}")
+    return passed

@@ -8,8 +8,9 @@ and np.bincount over the matching slots' node rows gives the count per node. kub
 over each NodeInfo's pods instead (podtopologyspread's countPodsMatchSelector).
 
 The NodeTable keeps one index and changes it as pods come and go; snapshots share its arrays
-copy-on-write, as they share the table's. The value and namespace vocabularies only grow, so a
-snapshot can share them too.
+copy-on-write, as they share the table's. The value and namespace vocabularies only grow between
+two compactions, so a snapshot can share them too; a compaction renumbers them (and the affinity
+terms) from the live slots into new dicts, so pods long gone leave nothing behind.
 
 The affinity terms pods carry (podAffinity, podAntiAffinity, required and preferred) are kept as
 entries beside the slots: (slot, term id, kind, weight), each distinct term stored once. So "which
@@ -163,6 +164,40 @@ class PodIndex:
         self._top = self._cap = len(live)
         self._free_count = 0
         self._shared = False
+        self._alive = None
+        self._renumber()
+
+    def _renumber(self) -> None:
+        """Keep only the label values, label keys, namespaces and affinity terms that live slots use,
+        renumbered densely. Pods carry values unique to them or their owner (a Job's controller-uid,
+        a StatefulSet's pod-name, each rollout's pod-template-hash), so a vocabulary that only grew
+        would hold one entry per pod ever placed. New dicts and columns: snapshots keep theirs."""
+        labels: dict[str, Int32Array] = {}
+        value_ids: dict[str, dict[str, int]] = {}
+        for key, col in self._labels.items():
+            used = np.unique(col[col >= 0])
+            if used.size == 0:  # no live pod carries this key any more
+                continue
+            labels[key] = _remapped(col, used)
+            names = dict.fromkeys(range(used.size), "")
+            wanted = {int(old): new for new, old in enumerate(used)}
+            for value, old in self._value_ids[key].items():
+                new = wanted.get(old)
+                if new is not None:
+                    names[new] = value
+            value_ids[key] = {value: new for new, value in names.items()}
+        self._labels, self._value_ids = labels, value_ids
+        used_ns = np.unique(self.namespace)
+        ns_of = {old: name for name, old in self._ns_ids.items()}
+        self.namespace = _remapped(self.namespace, used_ns)
+        self._ns_ids = {ns_of[int(old)]: new for new, old in enumerate(used_ns)}
+        used_terms = np.unique(self._t_term)
+        self._t_term = _remapped(self._t_term, used_terms)
+        self.terms = [self.terms[int(old)] for old in used_terms]
+        self._term_ids = {term: new for new, term in enumerate(self.terms)}
+        self.match_cache = {}  # its arrays are indexed by the old term ids
+        self.namespace_selectors = any(t.namespace_selector is not None and t.namespace_selector.requirements
+                                       for t in self.terms)
 
     # ---------------------------------------------------------------- kept counts
     def _adopt(self) -> None:
@@ -384,6 +419,15 @@ class PodIndex:
 
     def labels_known(self) -> Mapping[str, Mapping[str, int]]:
         return self._value_ids
+
+
+def _remapped(ids: npt.NDArray[np.int32], used: npt.NDArray[Any]) -> npt.NDArray[np.int32]:
+    """`ids` (-1 for none) with each id in the sorted `used` replaced by its position there."""
+    if used.size == 0:
+        return ids.copy()
+    table = np.full(int(used[-1]) + 1, -1, np.int32)
+    table[used] = np.arange(used.size, dtype=np.int32)
+    return np.where(ids >= 0, table[np.maximum(ids, 0)], -1).astype(np.int32)
 
 
 def _resized(a: np.ndarray, size: int, used: int) -> Any:

@@ -112,3 +112,17 @@ def test_a_leader_that_loses_its_lease_stops_scheduling_and_returns(cluster):
         assert app.lost_lease
     finally:
         stop.set()
+
+
+def test_a_service_keeps_a_short_latency_log(cluster):
+    """`minisched run` exports latencies as histograms; its in-memory log of cycle latencies held
+    200,000 floats (6 MiB when full, rising for hours in the real-control-plane soak's tracemalloc
+    top differences); a service keeps the newest 1,000."""
+    from minisched.app import SERVICE_CYCLE_LOG
+
+    app = SchedulerApp(cluster)
+    sched = app._new_scheduler()
+    assert sched.stats.cycle_seconds.maxlen == SERVICE_CYCLE_LOG == 1_000
+    for _ in range(3 * SERVICE_CYCLE_LOG):
+        sched._observe_attempt("scheduled", 0.0, cycle_only=True)
+    assert len(sched.stats.cycle_seconds) == SERVICE_CYCLE_LOG

@@ -81,3 +81,18 @@ def test_process_usage_reads_this_process() -> None:
     usage = process_usage(os.getpid())
     assert usage.cpu_seconds > 0
     assert usage.peak_rss_bytes > 10 * 2**20
+
+
+def test_observer_counts_bound_pods_under_its_lock() -> None:
+    """bound_count() read the record dict while the watch thread added to it ("dictionary changed
+    size during iteration" ended a 10-minute soak at 6 minutes): it now holds the observer's lock,
+    so while another thread holds it, the count waits."""
+    import threading
+
+    with PodObserver(EmbeddedCluster()) as obs:
+        counted = threading.Event()
+        with obs._cond:
+            counter = threading.Thread(target=lambda: (obs.bound_count(), counted.set()), daemon=True)
+            counter.start()
+            assert not counted.wait(0.3), "bound_count() read the records without the observer's lock"
+        assert counted.wait(30)

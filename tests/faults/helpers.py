@@ -3,13 +3,17 @@ an outage, and the checks the independent observer makes at the end of every sce
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
 import threading
 import time
 import urllib.request
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -168,3 +172,84 @@ def wait_all_bound(obs: PodObserver, namespace: str, names: list[str], timeout: 
 def bound_after(obs: PodObserver, since: float) -> list[float]:
     """Observer times (time.monotonic) of bindings after `since`, sorted."""
     return sorted(r.bound for r in obs.pods.values() if r.bound is not None and r.bound > since)
+
+
+# ----------------------------------------------------------------------------- scenario building blocks
+
+WORKERS = ("--bind-workers", "16")
+
+
+@contextlib.contextmanager
+def scenario(cluster: Any, prefix: str, nodes: int = 4) -> Iterator[tuple[str, PodObserver]]:
+    """A fresh namespace `prefix-<random>`, `nodes` nodes with room for every pod, and the independent
+    observer watching them: (namespace, observer)."""
+    ns = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    cluster.create("namespaces", {"metadata": {"name": ns}})
+    made = make_nodes(cluster, ns, nodes)
+    with PodObserver(cluster, namespace=ns, nodes=made) as obs:
+        yield ns, obs
+
+
+@contextlib.contextmanager
+def running(kubeconfig: Path, log_path: Path, *args: str, ready: bool = True) -> Iterator[MinischedProcess]:
+    """`minisched run` with the suite's binding workers, ready (unless `ready=False`); SIGTERMed at the
+    end if still running, and its log then checked for tracebacks (when the block succeeded)."""
+    proc = MinischedProcess(kubeconfig, log_path, *WORKERS, *args)
+    try:
+        if ready:
+            proc.wait_ready()
+        yield proc
+    finally:
+        if proc.running():
+            proc.terminate(30)
+    proc.assert_clean_log()
+
+
+def creating(cluster: Any, namespace: str, n: int, *, rate: float, first: int = 60, prefix: str = "p") -> PodCreator:
+    """A PodCreator started, once it has created `first` pods (a fault injected then lands mid-drain)."""
+    creator = PodCreator(cluster, namespace, n, rate=rate, prefix=prefix).start()
+    creator.wait_created(min(first, n))
+    return creator
+
+
+def bound_times(obs: PodObserver, namespace: str, names: list[str]) -> list[float]:
+    """Observer times of the bindings of `names` that were seen bound, sorted."""
+    return sorted(r.bound for n in names if (r := obs.record(f"{namespace}/{n}")) is not None and r.bound is not None)
+
+
+def report(what: str, value: float, unit: str = "s") -> None:
+    print(f"\n[fault suite] {what}: {value:.1f} {unit}".rstrip())
+
+
+def sigterm_within(proc: MinischedProcess, deadline: float, what: str) -> float:
+    """SIGTERM `proc` (started with --shutdown-timeout `deadline`): it must exit within the deadline
+    (plus 1.5 s for the interpreter's exit), say what it abandoned if anything, and leave no traceback."""
+    exit_seconds = proc.terminate(deadline + 20)
+    report(f"SIGTERM {what}: exit (deadline {deadline:g} s)", exit_seconds)
+    assert exit_seconds < deadline + 1.5, proc.tail()
+    log = proc.log()
+    assert "shut down cleanly" in log or "shutdown deadline" in log, proc.tail()
+    abandoned = re.findall(r"shutdown deadline of .*", log)
+    print("\n[fault suite] " + (abandoned[0] if abandoned else "shut down cleanly"))
+    proc.assert_clean_log()
+    return exit_seconds
+
+
+def a_restart_binds_the_rest(kubeconfig: Path, log_path: Path, obs: PodObserver, namespace: str,
+                             creator: PodCreator, timeout: float = 60) -> None:
+    """A new minisched binds every pod `creator` made (once it has made them all), none twice."""
+    creator.join()
+    restarted = time.monotonic()
+    with running(kubeconfig, log_path, ready=False):
+        wait_all_bound(obs, namespace, creator.names(), timeout)
+        after = bound_after(obs, restarted)
+        if after:
+            report("restarted minisched: first binding after its start", after[0] - restarted)
+        check_invariants(obs, creator.names(), namespace)
+
+
+def election(lease: str, namespace: str, *, duration: float, renew: float, retry: float = 0.5) -> tuple[str, ...]:
+    """`minisched run` options for leader election on lease `namespace/lease`."""
+    return ("--leader-elect", "--lease-name", lease, "--lease-namespace", namespace,
+            "--leader-elect-lease-duration", f"{duration:g}", "--leader-elect-renew-deadline", f"{renew:g}",
+            "--leader-elect-retry-period", f"{retry:g}")

@@ -11,7 +11,7 @@ import pytest
 from minisched.cluster.embedded import EmbeddedCluster
 from minisched.objects import make_node
 from minisched.observability.runtime import MemorySample, MemoryWatch
-from minisched.observability.soak import run_soak
+from minisched.observability.soak import print_verdicts, run_soak
 from minisched.resources import EVENTS, PODS
 from minisched.scheduler.events import EventRecorder
 from minisched.scheduler.scheduler import Scheduler
@@ -92,3 +92,15 @@ def test_event_correlator_bound_is_configurable() -> None:
             EventRecorder(cluster, max_correlated=0)
     finally:
         cluster.close()
+
+
+def test_verdicts_pass_only_when_every_check_passes(capsys: pytest.CaptureFixture[str]) -> None:
+    assert print_verdicts([("slope 1 < 2", True), ("blocks 3 < 4", True)], "flat") is True
+    assert print_verdicts([("slope 5 < 2", False), ("blocks 3 < 4", True)], "flat") is False
+    lines = capsys.readouterr().out.split("\n")
+    assert [line for line in lines if line] == [
+        "PASS  slope 1 < 2", "PASS  blocks 3 < 4", "PASS  flat",
+        "FAIL  slope 5 < 2", "PASS  blocks 3 < 4", "FAIL  flat",
+    ]
+    with pytest.raises(ValueError, match="no checks"):
+        print_verdicts([], "flat")

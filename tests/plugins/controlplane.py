@@ -1,7 +1,8 @@
 """Fixtures for the real control plane: etcd + kube-apiserver + KWOK built by `make controlplane`.
 
 - `control_plane` (session): one ControlPlane for the whole run; its logs are kept (and their
-  directory printed) when any test failed, or with MINISCHED_KEEP_LOGS=1.
+  directory printed) when any test failed, or with MINISCHED_KEEP_LOGS=1. `control_plane_fixtures`
+  makes the same fixtures for another scope (a folder that needs a control plane of its own).
 - `real_cluster`: a RealCluster on it. After each test, whatever the test created (namespaces,
   pods, nodes, priority classes, ...) is deleted again, so every test starts from the same state,
   as it does on a fresh embedded cluster.
@@ -17,7 +18,7 @@ import os
 import sys
 import uuid
 from collections.abc import Iterator
-from typing import Any, NoReturn
+from typing import Any, Literal, NoReturn
 
 import pytest
 
@@ -58,44 +59,57 @@ def require_binaries() -> Binaries:
         pytest.skip(f"real control plane not built ({err}); enable these tests with `make controlplane`")
 
 
-@pytest.fixture(scope="session")
-def control_plane(request: pytest.FixtureRequest) -> Iterator[ControlPlane]:
-    binaries = require_binaries()
-    keep = os.environ.get(KEEP_LOGS_ENV, "") not in ("", "0")
-    cp = ControlPlane(ControlPlaneOptions(keep_logs=keep), binaries)
-    try:
-        cp.start()
-    except ProcessFailed as err:
-        pytest.fail(f"the real control plane did not start (logs kept in {cp.log_dir}): {err}", pytrace=False)
-    yield cp
-    failed = request.session.testsfailed > 0
-    cp.stop(keep_logs=keep or failed)
-    if keep or failed:
-        print(f"\ncontrol-plane logs kept in {cp.log_dir}", file=sys.stderr)
+def control_plane_fixtures(scope: Literal["session", "package", "module"]) -> tuple[Any, Any, Any, Any]:
+    """The fixtures `control_plane`, `_real_cluster_shared`, `_baseline` and `real_cluster` for one
+    control plane of `scope`. This plugin makes the session's; a folder whose tests kill, restart
+    or compact their control plane gets one of its own by assigning these in its conftest.py
+    (tests/faults), which overrides the session's for that folder only:
+
+        control_plane, _real_cluster_shared, _baseline, real_cluster = control_plane_fixtures("package")
+
+    (Fixtures are found by the names of module attributes; `name=` pins them here as well.)"""
+
+    @pytest.fixture(scope=scope, name="control_plane")
+    def control_plane(request: pytest.FixtureRequest) -> Iterator[ControlPlane]:
+        """etcd + kube-apiserver + KWOK, started once for the scope; logs kept if a test failed."""
+        binaries = require_binaries()
+        keep = os.environ.get(KEEP_LOGS_ENV, "") not in ("", "0")
+        cp = ControlPlane(ControlPlaneOptions(keep_logs=keep), binaries)
+        try:
+            cp.start()
+        except ProcessFailed as err:
+            pytest.fail(f"the real control plane did not start (logs kept in {cp.log_dir}): {err}", pytrace=False)
+        yield cp
+        failed = request.session.testsfailed > 0
+        cp.stop(keep_logs=keep or failed)
+        if keep or failed:
+            print(f"\ncontrol-plane logs kept in {cp.log_dir}", file=sys.stderr)
+
+    @pytest.fixture(scope=scope, name="_real_cluster_shared")
+    def real_cluster_shared(control_plane: ControlPlane) -> Iterator[Any]:
+        from minisched.cluster.real import RealCluster
+
+        cluster = RealCluster.from_kubeconfig(path=str(control_plane.kubeconfig))
+        try:
+            yield cluster
+        finally:
+            cluster.close()
+
+    @pytest.fixture(scope=scope, name="_baseline")
+    def baseline(_real_cluster_shared: Any) -> dict[str, set[tuple[str, str]]]:
+        """What exists before any test ran (the API server's own objects), so cleanup leaves it alone."""
+        return {r: _keys(_real_cluster_shared, r) for r in _CLEANED}
+
+    @pytest.fixture(name="real_cluster")
+    def real_cluster(_real_cluster_shared: Any, _baseline: dict[str, set[tuple[str, str]]]) -> Iterator[Any]:
+        """A RealCluster on the control plane; objects the test creates are removed after it."""
+        yield _real_cluster_shared
+        cleanup(_real_cluster_shared, _baseline)
+
+    return control_plane, real_cluster_shared, baseline, real_cluster
 
 
-@pytest.fixture(scope="session")
-def _real_cluster_session(control_plane: ControlPlane) -> Iterator[Any]:
-    from minisched.cluster.real import RealCluster
-
-    cluster = RealCluster.from_kubeconfig(path=str(control_plane.kubeconfig))
-    try:
-        yield cluster
-    finally:
-        cluster.close()
-
-
-@pytest.fixture(scope="session")
-def _baseline(_real_cluster_session: Any) -> dict[str, set[tuple[str, str]]]:
-    """What exists before any test ran (the API server's own objects), so cleanup leaves it alone."""
-    return {r: _keys(_real_cluster_session, r) for r in _CLEANED}
-
-
-@pytest.fixture
-def real_cluster(_real_cluster_session: Any, _baseline: dict[str, set[tuple[str, str]]]) -> Iterator[Any]:
-    """A RealCluster on the session's control plane; objects the test creates are removed after it."""
-    yield _real_cluster_session
-    cleanup(_real_cluster_session, _baseline)
+control_plane, _real_cluster_shared, _baseline, real_cluster = control_plane_fixtures("session")
 
 
 @pytest.fixture
