@@ -85,3 +85,22 @@ def test_the_nominated_node_fast_path_also_keeps_room_for_others() -> None:
     higher = info("higher", cpu="2", priority=100)
     r = Framework(seed=1).schedule(PodInfo.from_pod(pod), nodes.snapshot(), nominated=[("a", higher)])
     assert r.node == "b" and not r.decision.nominated
+
+
+def test_one_pass_and_node_by_node_agree_when_filters_read_only_their_node() -> None:
+    # Plain pods (no affinity or spreading): the with-nominated verdicts come from one vectorised
+    # pass; they must equal judging each nominated node on its own one-node copy.
+    nodes = table(*(make_node(f"n{i}", cpu="4") for i in range(6)))
+    nominated = [(f"n{i}", info(f"w{i}", cpu=str(i), priority=100)) for i in range(6)]
+    pod = info("new", cpu="2")
+    fw = Framework(seed=1)
+    r = fw.schedule(pod, nodes.snapshot(), nominated=nominated)
+    feasible = sorted(r.decision.node_names[int(row)] for row in r.decision.feasible_rows)
+    assert feasible == ["n0", "n1", "n2"]
+    from minisched.scheduler.framework.cycle_state import CycleState
+
+    state = CycleState()  # PreFilter's state and the nominations, as the cycle left them
+    fw.schedule(pod, nodes.snapshot(), state=state, nominated=nominated)
+    one_by_one = {name: fw._filter_with_added(state, pod, nodes.snapshot(), name).is_success for name in state.nominated}
+    vectorised = {name: s.is_success for name, s in fw._verdicts_with_nominated(state, pod, nodes.snapshot()).items()}
+    assert one_by_one == vectorised == {f"n{i}": i <= 2 for i in range(6)}
