@@ -48,6 +48,7 @@ Object = dict[str, Any]
 PRIORITY_CLASS_PREFIX = "scheduler-perf-priority-"
 DEFAULT_NODE_TEMPLATE = "../templates/node-default.yaml"
 DEFAULT_POD_TEMPLATE = "../templates/pod-default.yaml"
+GENERATE_NAME_ATTEMPTS = 8  # as kube-apiserver's RetryGenerateName (1 + 7 retries)
 
 # opcode -> the options this driver runs; any other option of a known opcode is listed unsupported.
 SUPPORTED_OPTIONS: dict[str, frozenset[str]] = {
@@ -345,7 +346,19 @@ class Executor:
         return obj
 
     def create_object(self, resource: Resource, obj: Object, namespace: str | None) -> str:
-        created = self.cluster.create(resource, self.prepare(resource, obj), namespace)
+        prepared = self.prepare(resource, obj)
+        meta = prepared.get("metadata") or {}
+        generated = bool(meta.get("generateName")) and not meta.get("name")
+        for attempt in range(GENERATE_NAME_ATTEMPTS):
+            try:
+                created = self.cluster.create(resource, prepared, namespace)
+                break
+            except AlreadyExists:
+                # kube-apiserver retries a generated name that is taken (RetryGenerateName, GA in 1.32);
+                # the embedded cluster does not, and 5 random characters collide within a few
+                # thousand pods (PreemptionBasic creates 5,000). Only a generated name is retried.
+                if not generated or attempt == GENERATE_NAME_ATTEMPTS - 1:
+                    raise
         if resource == NODES:
             with self._lock:
                 self.result.nodes_created += 1
