@@ -216,3 +216,39 @@ def test_params_can_be_overridden_and_the_name_says_so(tmp_path: Path) -> None:
     assert tc.workload("1000Nodes").ops[0]["count"] == 1000
     with pytest.raises(WorkloadError, match="no params \\['nodes'\\]"):
         tc.workload("1000Nodes", {"nodes": 5})
+
+
+def test_pods_created_from_many_threads_never_outrun_their_priority_class(tmp_path: Path) -> None:
+    """The driver maps spec.priority to a PriorityClass it creates on first use. With 16 creator
+    threads (the real backends'), the other threads used the class's name before it existed and the
+    API server refused the pod (403 "no PriorityClass with name scheduler-perf-priority-10 was
+    found", PreemptionBasic at 500 nodes). Here creating the class is slowed to make that certain."""
+    import time as _time
+
+    from minisched.perf.driver import Executor
+    from minisched.resources import PODS, PRIORITY_CLASSES, resolve
+
+    (tmp_path / "pod.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata:\n  generateName: p-\nspec:\n"
+                                       "  priority: 10\n  containers: [{name: c, image: i}]\n")
+    tc = TestCase("Custom", tmp_path / "case" / "performance-config.yaml", ({"opcode": "barrier"},),
+                  ({"name": "w", "params": {}},), None)
+    backend = EmbeddedMinisched()
+    backend.create_workers = 16
+    real_create = backend.cluster.create
+
+    def create(resource: Any, obj: Any, namespace: str | None = None) -> Any:
+        if resolve(resource) == PRIORITY_CLASSES:
+            _time.sleep(0.3)
+        return real_create(resource, obj, namespace)
+
+    try:
+        ex = Executor(tc.workload("w"), backend)
+        ex.ensure_namespace("ns")
+        backend.cluster.create = create  # type: ignore[method-assign]
+        names = ex._create_many(PODS, tmp_path / "pod.yaml", 32, "ns")
+        assert len(set(names)) == 32
+        pods = backend.cluster.list(PODS, "ns")["items"]
+        assert {p["spec"]["priorityClassName"] for p in pods} == {"scheduler-perf-priority-10"}
+        assert {p["spec"]["priority"] for p in pods} == {10}
+    finally:
+        backend.stop()
