@@ -17,7 +17,7 @@ measured pods and peak RSS (what is measured is said per backend), and any pod t
 scheduled and was not, or an over-committed node. Ops or options the driver cannot run are listed.
 
     .venv/bin/python bench/scheduler_perf_bench.py [--short] [--size 500Nodes] [--backends embedded,minisched,kube]
-        [--workloads SchedulingBasic,...] [--list] [--json out.json]
+        [--workloads SchedulingBasic,...] [--params initNodes=500,...] [--list] [--json out.json]
 
 Default size: each test case's workload whose name starts with 500Nodes (or the nearest smaller /
 larger unlabelled one: 1000Nodes for PreemptionBasic and SchedulingWithMixedChurn, 500Nodes/10Init/1kPods
@@ -78,12 +78,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", help="workload name to run in every test case that has it (e.g. 5000Nodes)")
     parser.add_argument("--backends", default="embedded,minisched,kube")
     parser.add_argument("--workloads", help="comma-separated test cases (default: the issue's eleven)")
+    parser.add_argument("--params", help="override workload params, e.g. initNodes=500,initPods=2000,measurePods=500 "
+                                          "(PreemptionBasic at 500 nodes); the workload's name says so")
     parser.add_argument("--list", action="store_true", help="list the workloads and what the driver cannot run")
     parser.add_argument("--verbose", action="store_true", help="print each op as it runs")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)
 
-    from minisched.perf import ISSUE_WORKLOADS, WorkloadFilesNotFound, load_test_cases, scheduler_perf_root
+    from minisched.perf import (
+        ISSUE_WORKLOADS,
+        WorkloadError,
+        WorkloadFilesNotFound,
+        load_test_cases,
+        scheduler_perf_root,
+    )
     from minisched.perf.driver import unsupported_parts
 
     try:
@@ -108,6 +116,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"note: real-cluster backends skipped: {err}")
             backends = [b for b in backends if b == "embedded"]
 
+    overrides: dict[str, int] = {}
+    for item in (args.params or "").split(","):
+        if item.strip():
+            key, sep, value = item.partition("=")
+            if not sep or not value.strip().isdigit():
+                parser.error(f"--params: {item!r} is not name=<integer>")
+            overrides[key.strip()] = int(value)
     workloads = []
     references: dict[str, tuple[str, float] | None] = {n: cases[n].reference_threshold() for n in names}
     for n in names:
@@ -118,7 +133,10 @@ def main(argv: list[str] | None = None) -> int:
             size = args.size or DEFAULT_SIZES.get(n)
             if size is None or size not in tc.workload_names():
                 parser.error(f"{n} has no workload {size!r}; it has {tc.workload_names()}")
-            workloads.append(tc.workload(size))
+            try:
+                workloads.append(tc.workload(size, overrides))
+            except WorkloadError as err:
+                parser.error(str(err))
 
     print(f"kube's scheduler_perf workloads from {root}")
     from minisched.perf import NEEDS_INTER_POD_AFFINITY

@@ -39,7 +39,7 @@ from typing import Any, Protocol
 
 from minisched.cluster.base import Cluster
 from minisched.controlplane.observe import PodObserver, ProcessUsage, node_allocatable
-from minisched.errors import AlreadyExists, ApiError, NotFound
+from minisched.errors import AlreadyExists, ApiError, Forbidden, NotFound
 from minisched.perf.checks import placement_violations
 from minisched.perf.workloads import Workload, is_indexed, load_template
 from minisched.resources import NAMESPACES, NODES, PODS, PRIORITY_CLASSES, Resource, resolve
@@ -48,6 +48,8 @@ Object = dict[str, Any]
 PRIORITY_CLASS_PREFIX = "scheduler-perf-priority-"
 DEFAULT_NODE_TEMPLATE = "../templates/node-default.yaml"
 DEFAULT_POD_TEMPLATE = "../templates/pod-default.yaml"
+GENERATE_NAME_ATTEMPTS = 8  # as kube-apiserver's RetryGenerateName (1 + 7 retries)
+PRIORITY_CLASS_WAIT = 10.0  # seconds a pod may be refused for a PriorityClass the driver just made
 
 # opcode -> the options this driver runs; any other option of a known opcode is listed unsupported.
 SUPPORTED_OPTIONS: dict[str, frozenset[str]] = {
@@ -299,6 +301,7 @@ class Executor:
         self._pending_barrier: dict[str, set[str]] = {}  # namespace -> pods created without waiting
         self._churns: list[_Churn] = []
         self._lock = threading.Lock()
+        self._priority_lock = threading.Lock()
         self.observer: PodObserver | None = None
 
     # --- objects
@@ -315,14 +318,16 @@ class Executor:
 
     def _priority_class(self, value: int) -> str:
         name = f"{PRIORITY_CLASS_PREFIX}{value}"
-        with self._lock:
+        # held while creating: a creator thread that finds the value known must find the class made
+        # (with 16 creator threads, one pod reached the API server before its class: 403)
+        with self._priority_lock:
             if value in self._priority_classes:
                 return name
+            with contextlib.suppress(AlreadyExists):
+                self.cluster.create(PRIORITY_CLASSES, {
+                    "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
+                    "value": value, "description": "scheduler_perf pods that set spec.priority directly"})
             self._priority_classes.add(value)
-        with contextlib.suppress(AlreadyExists):
-            self.cluster.create(PRIORITY_CLASSES, {
-                "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
-                "value": value, "description": "scheduler_perf pods that set spec.priority directly"})
         self._adapt(f"spec.priority {value} -> priorityClassName {name} (Priority admission stays on)")
         return name
 
@@ -345,7 +350,28 @@ class Executor:
         return obj
 
     def create_object(self, resource: Resource, obj: Object, namespace: str | None) -> str:
-        created = self.cluster.create(resource, self.prepare(resource, obj), namespace)
+        prepared = self.prepare(resource, obj)
+        meta = prepared.get("metadata") or {}
+        generated = bool(meta.get("generateName")) and not meta.get("name")
+        admitted_by = time.monotonic() + PRIORITY_CLASS_WAIT
+        attempt = 0
+        while True:
+            try:
+                created = self.cluster.create(resource, prepared, namespace)
+                break
+            except Forbidden as err:
+                # kube-apiserver's Priority admission reads PriorityClasses from its informer: a
+                # class created a moment ago may not be there yet ("no PriorityClass with name")
+                if "PriorityClass" not in str(err) or time.monotonic() > admitted_by:
+                    raise
+                time.sleep(0.2)
+            except AlreadyExists:
+                # kube-apiserver retries a generated name that is taken (RetryGenerateName, GA in 1.32);
+                # the embedded cluster does not, and 5 random characters collide within a few
+                # thousand pods (PreemptionBasic creates 5,000). Only a generated name is retried.
+                attempt += 1
+                if not generated or attempt == GENERATE_NAME_ATTEMPTS:
+                    raise
         if resource == NODES:
             with self._lock:
                 self.result.nodes_created += 1

@@ -107,10 +107,20 @@ class TestCase:
     def workload_names(self) -> list[str]:
         return [str(w["name"]) for w in self.workloads]
 
-    def workload(self, name: str) -> Workload:
+    def workload(self, name: str, params: Mapping[str, Any] | None = None) -> Workload:
+        """Workload `name`; `params` overrides some of its params (e.g. a PreemptionBasic at 500
+        nodes, which kube's file does not list), named in the workload's name."""
         for w in self.workloads:
             if w.get("name") == name:
-                return self._resolve(w)
+                if not params:
+                    return self._resolve(w)
+                unknown = sorted(set(params) - set(w.get("params") or {}))
+                if unknown:
+                    raise WorkloadError(f"{self.name}/{name} has no params {unknown}; it has "
+                                        f"{sorted(w.get('params') or {})}")
+                label = ",".join(f"{k}={v}" for k, v in params.items())
+                return self._resolve({**w, "name": f"{name}[{label}]", "threshold": None,
+                                      "params": {**(w.get("params") or {}), **params}})
         raise KeyError(f"{self.name} has no workload {name!r}; it has {self.workload_names()}")
 
     def reference_threshold(self) -> tuple[str, float] | None:

@@ -347,7 +347,9 @@ class PodIndex:
         col = self.namespace[: self._top]
         if not ids:
             return np.zeros(self._top, np.bool_)
-        return col == ids[0] if len(ids) == 1 else np.isin(col, ids)
+        if len(ids) == 1:
+            return col == ids[0]
+        return _lookup_table(ids, len(self._ns_ids))[col]
 
     def term_entries(self) -> tuple[Int32Array, Int32Array, npt.NDArray[np.int8], IntArray]:
         """(slot, term id, kind, weight) of every affinity term that pods carry (free slots too:
@@ -373,7 +375,7 @@ class PodIndex:
         if len(wanted) == 1:  # the usual `app=web`: one comparison, much cheaper than isin
             hit = values == wanted[0]
         elif wanted:
-            hit = np.isin(values, np.array(wanted, np.int32))
+            hit = _lookup_table(wanted, len(ids))[values]  # -1 (key absent) reads the False past the end
         else:
             hit = np.zeros(top, np.bool_)
         return hit if r.operator == "In" else ~hit
@@ -428,6 +430,14 @@ def _remapped(ids: npt.NDArray[np.int32], used: npt.NDArray[Any]) -> npt.NDArray
     table = np.full(int(used[-1]) + 1, -1, np.int32)
     table[used] = np.arange(used.size, dtype=np.int32)
     return np.where(ids >= 0, table[np.maximum(ids, 0)], -1).astype(np.int32)
+
+
+def _lookup_table(ids: Sequence[int], size: int) -> BoolArray:
+    """True at `ids` among 0..size-1, plus one False at the end that an id of -1 reads: indexing
+    an id column with it is np.isin without the sort."""
+    table = np.zeros(size + 1, np.bool_)
+    table[list(ids)] = True
+    return table
 
 
 def _resized(a: np.ndarray, size: int, used: int) -> Any:

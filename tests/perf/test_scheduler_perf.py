@@ -169,3 +169,86 @@ def test_create_any_sleep_barrier_and_delete_on_embedded_cluster(tmp_path: Path)
     assert sorted(seen["nodes"]) == ["unique-0", "unique-1"]
     assert [u.what for u in result.unsupported] == ["createAny Widget"]
     assert result.throughput[0].pods == 2
+
+
+def test_a_taken_generated_name_is_retried_and_a_taken_given_name_is_not(tmp_path: Path) -> None:
+    """kube-apiserver generates a new name when a generateName'd one is taken (RetryGenerateName);
+    the embedded cluster does not, and with 5 random characters 5,000 pods (PreemptionBasic)
+    collide about one run in three, so the driver retries as the real server would."""
+    from minisched.errors import AlreadyExists
+    from minisched.perf.driver import Executor
+    from minisched.resources import CONFIG_MAPS
+
+    tc = TestCase("Custom", tmp_path / "performance-config.yaml", ({"opcode": "barrier"},),
+                  ({"name": "w", "params": {}},), None)
+    backend = EmbeddedMinisched()
+    real_create = backend.cluster.create
+    taken = {"generated": 2, "given": 1}
+
+    def create(resource: Any, obj: Any, namespace: str | None = None) -> Any:
+        which = "given" if obj["metadata"].get("name") else "generated"
+        if taken[which]:
+            taken[which] -= 1
+            raise AlreadyExists("taken")
+        return real_create(resource, obj, namespace)
+
+    try:
+        ex = Executor(tc.workload("w"), backend)
+        ex.ensure_namespace("ns")
+        backend.cluster.create = create  # type: ignore[method-assign]
+        name = ex.create_object(CONFIG_MAPS, {"apiVersion": "v1", "kind": "ConfigMap",
+                                              "metadata": {"generateName": "cm-"}}, "ns")
+        assert name.startswith("cm-") and taken["generated"] == 0
+        with pytest.raises(AlreadyExists):
+            ex.create_object(CONFIG_MAPS, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}, "ns")
+    finally:
+        backend.stop()
+
+
+def test_params_can_be_overridden_and_the_name_says_so(tmp_path: Path) -> None:
+    ops = ({"opcode": "createNodes", "countParam": "$initNodes"},
+           {"opcode": "createPods", "countParam": "$measurePods", "collectMetrics": True})
+    tc = TestCase("PreemptionBasic", tmp_path / "performance-config.yaml", ops,
+                  ({"name": "1000Nodes", "threshold": 5, "params": {"initNodes": 1000, "measurePods": 1000}},), None)
+    w = tc.workload("1000Nodes", {"initNodes": 500})
+    assert [op["count"] for op in w.ops] == [500, 1000]
+    assert w.name == "1000Nodes[initNodes=500]" and w.threshold is None
+    assert tc.workload("1000Nodes").ops[0]["count"] == 1000
+    with pytest.raises(WorkloadError, match="no params \\['nodes'\\]"):
+        tc.workload("1000Nodes", {"nodes": 5})
+
+
+def test_pods_created_from_many_threads_never_outrun_their_priority_class(tmp_path: Path) -> None:
+    """The driver maps spec.priority to a PriorityClass it creates on first use. With 16 creator
+    threads (the real backends'), the other threads used the class's name before it existed and the
+    API server refused the pod (403 "no PriorityClass with name scheduler-perf-priority-10 was
+    found", PreemptionBasic at 500 nodes). Here creating the class is slowed to make that certain."""
+    import time as _time
+
+    from minisched.perf.driver import Executor
+    from minisched.resources import PODS, PRIORITY_CLASSES, resolve
+
+    (tmp_path / "pod.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata:\n  generateName: p-\nspec:\n"
+                                       "  priority: 10\n  containers: [{name: c, image: i}]\n")
+    tc = TestCase("Custom", tmp_path / "case" / "performance-config.yaml", ({"opcode": "barrier"},),
+                  ({"name": "w", "params": {}},), None)
+    backend = EmbeddedMinisched()
+    backend.create_workers = 16
+    real_create = backend.cluster.create
+
+    def create(resource: Any, obj: Any, namespace: str | None = None) -> Any:
+        if resolve(resource) == PRIORITY_CLASSES:
+            _time.sleep(0.3)
+        return real_create(resource, obj, namespace)
+
+    try:
+        ex = Executor(tc.workload("w"), backend)
+        ex.ensure_namespace("ns")
+        backend.cluster.create = create  # type: ignore[method-assign]
+        names = ex._create_many(PODS, tmp_path / "pod.yaml", 32, "ns")
+        assert len(set(names)) == 32
+        pods = backend.cluster.list(PODS, "ns")["items"]
+        assert {p["spec"]["priorityClassName"] for p in pods} == {"scheduler-perf-priority-10"}
+        assert {p["spec"]["priority"] for p in pods} == {10}
+    finally:
+        backend.stop()

@@ -213,6 +213,24 @@ def _lookup(counts: IntArray | None, vids: npt.NDArray[np.int32]) -> IntArray:
     return padded[vids]
 
 
+def _by_topology_key(pc: PodIndex, term_ids: npt.NDArray[Any]) -> list[tuple[str, BoolArray]]:
+    """Term entries grouped by their term's topology key, in order of first appearance: (key, mask
+    over `term_ids`). Python looks at each distinct term once; the entries are numpy's (a thousand
+    pods carrying one term are one term here, not a thousand string comparisons)."""
+    if term_ids.size == 0:
+        return []
+    distinct, inverse = np.unique(term_ids, return_inverse=True)
+    names: dict[str, int] = {}
+    key_of_distinct = np.fromiter((names.setdefault(pc.terms[int(t)].topology_key, len(names)) for t in distinct),
+                                  np.intp, distinct.size)
+    key_of_entry = key_of_distinct[inverse.reshape(-1)]
+    if len(names) == 1:
+        return [(next(iter(names)), np.ones(term_ids.size, np.bool_))]
+    by_id = list(names)
+    present, first = np.unique(key_of_entry, return_index=True)
+    return [(by_id[int(k)], key_of_entry == k) for k in present[np.argsort(first, kind="stable")]]
+
+
 def _incoming_slots(pc: PodIndex, term: AffinityTerm) -> BoolArray:
     """Slots of live pods that an incoming pod's term (namespaces resolved) matches."""
     mask = pc.selector_mask(term.selector) & pc.alive
@@ -257,7 +275,12 @@ class InterPodAffinity:
         slot, tid, kind, _ = pc.term_entries()
         if slot.size == 0:
             return np.zeros(0, np.intp), None
-        sel = (kind == kinds[0]) if len(kinds) == 1 else np.isin(kind, kinds)
+        if len(kinds) == 1:
+            sel = kind == kinds[0]
+        else:
+            wanted = np.zeros(PREFERRED_ANTI_AFFINITY + 1, np.bool_)  # the kinds are 0..3
+            wanted[list(kinds)] = True
+            sel = wanted[kind]
         sel &= pc.alive[slot]
         if not sel.any():
             return np.zeros(0, np.intp), None
@@ -310,10 +333,8 @@ class InterPodAffinity:
         entries, ns_labels = self._matching_terms(pc, (REQUIRED_ANTI_AFFINITY,), pod)
         if entries.size:
             slot, tid, _, _ = pc.term_entries()
-            keys = [pc.terms[int(t)].topology_key for t in tid[entries]]
-            for key in dict.fromkeys(keys):
-                mine = entries[np.fromiter((k == key for k in keys), np.bool_, len(keys))]
-                _add_counts(existing, nodes, key, rows[slot[mine]])
+            for key, mine in _by_topology_key(pc, tid[entries]):
+                _add_counts(existing, nodes, key, rows[slot[entries[mine]]])
         return _FilterState(pod, affinity_terms, anti_terms, ns_labels, nodes,
                             _nonzero(affinity), _nonzero(anti), _nonzero(existing))
 
@@ -425,9 +446,7 @@ class InterPodAffinity:
             k, ew = kind[entries], weight[entries]
             weights = np.where(k == REQUIRED_AFFINITY, self.hard_pod_affinity_weight,
                                np.where(k == PREFERRED_AFFINITY, ew, -ew)).astype(np.int64)
-            keys = [pc.terms[int(t)].topology_key for t in tid[entries]]
-            for key in dict.fromkeys(keys):
-                mine = np.fromiter((x == key for x in keys), np.bool_, len(keys))
+            for key, mine in _by_topology_key(pc, tid[entries]):
                 touched |= _add_counts(scores, nodes, key, node_rows[slot[entries[mine]]], weights[mine])
         if not touched:
             return Status.skip(NAME)
