@@ -288,6 +288,40 @@ def test_a_binding_that_landed_although_it_failed_keeps_its_reservation(
         shard.stop(1.0)
 
 
+def test_a_binding_without_an_answer_keeps_its_reservation_for_it_may_land_later(
+        world: tuple[EmbeddedCluster, VirtualClock]) -> None:
+    # The binding times out and the pod still looks pending when the scheduler looks; the server
+    # then stores it (a slow request lands after the client gave up). The room must still be held.
+    cluster, clock = world
+    cluster.create(NODES, make_node("n1", cpu="4"))
+
+    class NoAnswer:
+        lost = 0
+
+        def bind(self, namespace: str, name: str, node_name: str, *, uid: str | None = None) -> None:
+            self.lost += 1
+            raise Timeout(f"POST pods/{name}/binding: read timed out")
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(cluster, name)
+
+    slow: Any = NoAnswer()
+    shard = Shard(slow, identity="sched-a", clock=clock)
+    sched = Scheduler(slow, clock=clock, shard=shard)
+    shard.attach(sched)
+    shard.tick()
+    sched.start()
+    try:
+        pod = cluster.create(PODS, make_pod("p", cpu="3"))
+        wait_until(lambda: slow.lost and sched.wait_for_bindings(0.1), 60, "the binding given up")
+        cluster.bind("default", "p", "n1", uid=pod["metadata"]["uid"])  # it lands after all
+        entries = CapacityLedger(cluster).reservations("n1").values()
+        assert [(r.uid, r.pod) for r in entries] == [(pod["metadata"]["uid"], "default/p")]
+    finally:
+        sched.stop(5.0)
+        shard.stop(1.0)
+
+
 def test_a_shard_must_be_attached_to_its_own_scheduler(world: tuple[EmbeddedCluster, VirtualClock]) -> None:
     cluster, clock = world
     shard = Shard(cluster, identity="sched-a", clock=clock)
