@@ -31,6 +31,10 @@ bound only once, and counting it twice would hold room no pod uses (on a full cl
 fit would stay pending for good).
 `prune` removes the entries a cleanup loop finds stale (the pod gone, or bound to another node).
 
+One holder's own threads (a replica's binding threads, its clean-up) take turns on a node's ledger (a
+lock per node): they would otherwise refuse each other's writes, and the precondition is only needed
+between replicas.
+
 `fenced=False` drops the precondition (an unconditional update, last write wins). It exists only to
 show, in tests and the notebook, the over-commit the precondition prevents.
 """
