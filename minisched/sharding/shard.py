@@ -46,6 +46,7 @@ from minisched.errors import ApiError, NotFound
 from minisched.meta import key_of
 from minisched.resources import PODS
 from minisched.scheduler.pod_info import PodInfo
+from minisched.scheduler.queue import WILDCARD_EVENT
 from minisched.scheduler.scheduler import Scheduler
 from minisched.sharding.fence import CapacityLedger, Reservation
 from minisched.sharding.membership import Membership
@@ -117,6 +118,7 @@ class Shard:
         self._partition_of: tuple[tuple[str, ...], int] | None = None  # (ring members, node count)
         self._gone: collections.deque[tuple[str, str]] = collections.deque()  # (node, uid) to release
         self._full: dict[str, float] = {}  # node -> until when to avoid it (its ledger refused us)
+        self._avoid_ended = False  # a node left _full since the last heartbeat
         self._next_cleanup = 0.0
         self._stop = threading.Event()
         self._wake = threading.Condition()
@@ -178,7 +180,17 @@ class Shard:
         with self._lock:
             for node in [n for n, until in self._full.items() if until <= now]:
                 del self._full[node]
+                self._avoid_ended = True
             return frozenset(self._full)
+
+    def _retry_after_avoiding(self) -> None:
+        """A node avoided after a refusal may be tried again: move the pods parked unschedulable
+        meanwhile (no cluster event says that a ledger has room again: its ConfigMap is not watched)."""
+        self._avoided()
+        with self._lock:
+            ended, self._avoid_ended = self._avoid_ended, False
+        if ended and self.scheduler is not None:
+            self.scheduler.queue.move_all_to_active_or_backoff(WILDCARD_EVENT)
 
     def fallback(self, pod_key: str) -> None:
         with self._lock:
@@ -260,7 +272,9 @@ class Shard:
             log.warning("%s: listing the shard leases failed: %s; keeping ring %s", self.identity, err,
                         list(self._ring.members))
             return False
-        return self._set_members(members)
+        changed = self._set_members(members)
+        self._retry_after_avoiding()
+        return changed
 
     def _set_members(self, members: list[str]) -> bool:
         ring = Ring(members)

@@ -322,6 +322,37 @@ def test_a_binding_without_an_answer_keeps_its_reservation_for_it_may_land_later
         shard.stop(1.0)
 
 
+def test_pods_parked_while_a_refused_node_was_avoided_are_retried_when_it_may_be_tried_again(
+        world: tuple[EmbeddedCluster, VirtualClock]) -> None:
+    # The bench's 36 pods left pending that fit node-11: refused there, the node avoided, nowhere
+    # else to go, so parked unschedulable; the ledger then had room again, which no cluster event
+    # says, and they waited for the 5-minute flush.
+    cluster, clock = world
+    cluster.create(NODES, make_node("n1", cpu="4"))
+    other = CapacityLedger(cluster, holder="sched-z")
+    held_for = cluster.create(PODS, make_pod("held", scheduler_name="nobody", cpu="4"))  # pending: its entry is kept
+    uid = held_for["metadata"]["uid"]
+    assert other.reserve("n1", uid, ledger_units({"cpu": "4", "pods": "1"}), ledger_units({"cpu": "4", "pods": "110"}),
+                         pod="default/held")
+    shard = Shard(cluster, identity="sched-a", clock=clock)
+    sched = Scheduler(cluster, clock=clock, shard=shard)
+    shard.attach(sched)
+    shard.tick()
+    sched.start()
+    try:
+        cluster.create(PODS, make_pod("p", cpu="1"))
+        advance_until(clock, lambda: sched.stats.fence_refusals and sched.queue.where("default/p") == "unschedulable",
+                      60, "p refused on n1, then parked", step=0.25)
+        assert other.release("n1", uid)  # the other replica gave the room back: no event of any kind
+        clock.advance(shard.membership.renew_period)  # n1 is no longer avoided ...
+        shard.tick()  # ... which the heartbeat notices
+        wait_until(lambda: bound(cluster).get("p"), 60, "p retried and bound")
+        assert bound(cluster)["p"] == "n1"
+    finally:
+        sched.stop(5.0)
+        shard.stop(1.0)
+
+
 def test_a_shard_must_be_attached_to_its_own_scheduler(world: tuple[EmbeddedCluster, VirtualClock]) -> None:
     cluster, clock = world
     shard = Shard(cluster, identity="sched-a", clock=clock)
