@@ -59,7 +59,7 @@ from typing import Any, Protocol
 
 from minisched.clock import Clock, RealClock, pause_unless_stopped
 from minisched.cluster.base import Cluster
-from minisched.errors import ApiError, NotFound, is_conflict
+from minisched.errors import ApiError, NotFound, Timeout, is_conflict
 from minisched.informer import ResourceEventHandlerFuncs, SharedInformerFactory, unwrap_tombstone
 from minisched.meta import key_of
 from minisched.resources import (
@@ -1237,8 +1237,12 @@ class Scheduler:
         self._observe("observe_attempt", a.outcome[0], time.perf_counter() - a.started)
         a.framework.run_unreserve(a.state, a.info, a.node)
         self.cache.forget_pod(a.qpi.pod)
-        self._release(a)
         err = status.error
+        if isinstance(err, Timeout):
+            # No answer: the binding may still land after we looked. The ledger keeps its room (the
+            # pod may use it on a retry; the shard's clean-up removes it once the pod is elsewhere).
+            a.reserved = False
+        self._release(a)
         if isinstance(err, ApiError) and is_conflict(err):
             # Usually someone else bound it (or it is being deleted), and the informer will say so.
             # But kube-apiserver also answers 409 when etcd failed under the write ("rpc error: code

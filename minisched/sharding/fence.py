@@ -25,9 +25,15 @@ everything else in base units (bytes, pods, devices).
 
 An entry is keyed by the pod's UID *and* the holder (the replica that wrote it): a pod deleted and
 created again under the same name is another pod, and two replicas that both think they own a pod
-(a ring change) each hold their own entry, so the one whose bind fails releases only its own. Both
-entries count while both exist (room held twice for a moment: conservative, never over).
+(a ring change) each hold their own entry, so the one whose bind fails releases only its own. A pod
+counts once on a node whichever replicas hold entries for it (the largest of its entries): it can be
+bound only once, and counting it twice would hold room no pod uses (on a full cluster, pods that
+fit would stay pending for good).
 `prune` removes the entries a cleanup loop finds stale (the pod gone, or bound to another node).
+
+One holder's own threads (a replica's binding threads, its clean-up) take turns on a node's ledger (a
+lock per node): they would otherwise refuse each other's writes, and the precondition is only needed
+between replicas.
 
 `fenced=False` drops the precondition (an unconditional update, last write wins). It exists only to
 show, in tests and the notebook, the over-commit the precondition prevents.
@@ -46,7 +52,7 @@ from minisched.errors import AlreadyExists, Conflict, NotFound
 from minisched.quantity import milli_value, value
 from minisched.resources import CONFIG_MAPS
 
-__all__ = ["CapacityLedger", "FenceContention", "Reservation", "ledger_units"]
+__all__ = ["CapacityLedger", "FenceContention", "Reservation", "held", "ledger_units"]
 
 LEDGER_LABEL = "minisched.io/capacity-ledger"
 _KEY_CHARS = re.compile(r"[^-._a-zA-Z0-9]")  # what a ConfigMap data key may not contain
@@ -105,6 +111,7 @@ class CapacityLedger:
         self.max_attempts = max_attempts
         self.fenced = fenced
         self._lock = threading.Lock()
+        self._node_locks: dict[str, threading.Lock] = {}
         self.conflicts = 0  # 409s answered by a re-read (the fence at work)
         self.refusals = 0  # reservations refused for lack of room
         self.pruned = 0  # stale entries removed by prune
@@ -120,7 +127,8 @@ class CapacityLedger:
         return self._parse(ledger)
 
     def used(self, node: str) -> dict[str, int]:
-        return _sum(r.requests for r in self.reservations(node).values())
+        """The room the ledger holds on `node`: each pod counted once (see `held`)."""
+        return held(self.reservations(node).values())
 
     def key(self, uid: str) -> str:
         """This holder's entry key for pod `uid`."""
@@ -137,13 +145,19 @@ class CapacityLedger:
         self._check(allocatable, "allocatable")
         value = json.dumps({"pod": pod, "uid": uid, "holder": self.holder,
                             "requests": dict(sorted(requests.items()))}, separators=(",", ":"))
+        mine = Reservation(uid, pod, self.holder, dict(requests))
+        with self._node_lock(node):
+            return self._reserve(node, key, value, mine, allocatable, pod or uid)
+
+    def _reserve(self, node: str, key: str, value: str, mine: Reservation,
+                 allocatable: Mapping[str, int], what: str) -> bool:
         for _ in range(self.max_attempts):
             ledger = self._read_or_create(node)
             entries = self._parse(ledger)
             if key in entries:
                 return True
-            used = _sum(r.requests for r in entries.values())
-            if any(used.get(r, 0) + amount > allocatable.get(r, 0) for r, amount in requests.items() if amount):
+            after = held([*entries.values(), mine])  # a pod another replica holds here counts once
+            if any(after.get(r, 0) > allocatable.get(r, 0) for r, amount in mine.requests.items() if amount):
                 with self._lock:
                     self.refusals += 1
                 return False
@@ -151,11 +165,15 @@ class CapacityLedger:
             data[key] = value
             if self._write(ledger, data):
                 return True
-        raise FenceContention(f"reserving {pod or uid} on node {node}: lost the write race {self.max_attempts} times")
+        raise FenceContention(f"reserving {what} on node {node}: lost the write race {self.max_attempts} times")
 
     def release(self, node: str, uid: str) -> bool:
         """Drop this holder's reservation for pod `uid` on `node`; False if there was none."""
         key = self.key(uid)
+        with self._node_lock(node):
+            return self._release(node, key, uid)
+
+    def _release(self, node: str, key: str, uid: str) -> bool:
         for _ in range(self.max_attempts):
             try:
                 ledger = self.cluster.get(CONFIG_MAPS, self._name(node), self.namespace)
@@ -169,10 +187,15 @@ class CapacityLedger:
                 return True
         raise FenceContention(f"releasing {uid} on node {node}: lost the write race {self.max_attempts} times")
 
-    def prune(self, node: str, stale: Callable[[Reservation], bool]) -> int:
+    def prune(self, node: str, stale: Callable[[Reservation], bool], *, attempts: int | None = None) -> int:
         """Remove every entry on `node` (whoever holds it) for which `stale` answers True, in one
-        write under the precondition (a 409: re-read, ask again). Returns how many were removed."""
-        for _ in range(self.max_attempts):
+        write under the precondition (a 409: re-read, ask again). Returns how many were removed.
+        `attempts` bounds the re-reads (default `max_attempts`): a clean-up can wait for a quieter moment."""
+        with self._node_lock(node):
+            return self._prune(node, stale, attempts or self.max_attempts)
+
+    def _prune(self, node: str, stale: Callable[[Reservation], bool], attempts: int) -> int:
+        for _ in range(attempts):
             try:
                 ledger = self.cluster.get(CONFIG_MAPS, self._name(node), self.namespace)
             except NotFound:
@@ -186,9 +209,18 @@ class CapacityLedger:
                 with self._lock:
                     self.pruned += len(gone)
                 return len(gone)
-        raise FenceContention(f"pruning node {node}: lost the write race {self.max_attempts} times")
+        raise FenceContention(f"pruning node {node}: lost the write race {attempts} times")
 
     # -- internals -----------------------------------------------------------------------------------
+
+    def _node_lock(self, node: str) -> threading.Lock:
+        """One lock per node: this holder's own threads (its bindings, its clean-up) take turns on a
+        node's ledger, so a 409 always means another replica wrote."""
+        with self._lock:
+            lock = self._node_locks.get(node)
+            if lock is None:
+                lock = self._node_locks[node] = threading.Lock()
+            return lock
 
     def _name(self, node: str) -> str:
         if not node:
@@ -254,6 +286,18 @@ class CapacityLedger:
 
     def __repr__(self) -> str:
         return f"CapacityLedger({self.holder!r}, {self.namespace}/{self.prefix}*, fenced={self.fenced})"
+
+
+def held(reservations: Iterable[Reservation]) -> dict[str, int]:
+    """The room `reservations` hold: each pod (UID) once, at the largest of its entries per
+    resource, whichever replicas wrote them. Two replicas' entries for one pod are one pod: only one
+    of their bindings can succeed (the pod's own fence)."""
+    per_pod: dict[str, dict[str, int]] = {}
+    for r in reservations:
+        mine = per_pod.setdefault(r.uid, {})
+        for resource, amount in r.requests.items():
+            mine[resource] = max(mine.get(resource, 0), amount)
+    return _sum(per_pod.values())
 
 
 def _sum(entries: Iterable[Mapping[str, int]]) -> dict[str, int]:

@@ -22,9 +22,10 @@ What each part does:
   refused a reservation is avoided for a renew period (our cache does not show yet what filled it).
 - The fences. Pods: POST pods/binding answers 409 to the second binding. Nodes: `reserve` writes
   the pod's requests into the node's ledger under a resourceVersion precondition before the bind,
-  `release` takes them back when the bind fails, `pod_gone` when a bound pod goes, and `cleanup()`
-  removes the entries left behind by a replica that died between reserve and bind (the pod is gone,
-  finished or bound to another node). An entry of a pod still pending is kept: its holder may be
+  `release` takes them back when the bind fails (unless the pod is on the node after all),
+  `pod_gone` when a bound pod goes, and `cleanup()` removes the entries left behind by a replica
+  that died between reserve and bind (the pod is gone, finished or bound to another node); a
+  refused reservation first removes such entries from that node's ledger. An entry of a pod still pending is kept: its holder may be
   paused, not dead, and bind when it resumes.
 
 `capacity_fence=False` (`minisched run --no-capacity-fence`) skips the ledger: replicas then share
@@ -45,6 +46,7 @@ from minisched.errors import ApiError, NotFound
 from minisched.meta import key_of
 from minisched.resources import PODS
 from minisched.scheduler.pod_info import PodInfo
+from minisched.scheduler.queue import WILDCARD_EVENT
 from minisched.scheduler.scheduler import Scheduler
 from minisched.sharding.fence import CapacityLedger, Reservation
 from minisched.sharding.membership import Membership
@@ -55,6 +57,9 @@ __all__ = ["DEFAULT_GROUP", "Shard", "ShardStats"]
 log = logging.getLogger(__name__)
 
 DEFAULT_GROUP = "minisched"
+# A clean-up prune that keeps losing the write race gives up after this many tries: the room is
+# freed at the next round, and reservations (which need the ledger now) go first.
+CLEANUP_ATTEMPTS = 5
 
 
 @dataclass(frozen=True)
@@ -113,10 +118,12 @@ class Shard:
         self._partition_of: tuple[tuple[str, ...], int] | None = None  # (ring members, node count)
         self._gone: collections.deque[tuple[str, str]] = collections.deque()  # (node, uid) to release
         self._full: dict[str, float] = {}  # node -> until when to avoid it (its ledger refused us)
+        self._avoid_ended = False  # a node left _full since the last heartbeat
         self._next_cleanup = 0.0
         self._stop = threading.Event()
         self._wake = threading.Condition()
-        self._thread: threading.Thread | None = None
+        self._thread: threading.Thread | None = None  # the heartbeat
+        self._upkeep_thread: threading.Thread | None = None
         self.fallbacks = 0
         self.ring_changes = 0
         self.pods_taken_over = 0
@@ -173,7 +180,17 @@ class Shard:
         with self._lock:
             for node in [n for n, until in self._full.items() if until <= now]:
                 del self._full[node]
+                self._avoid_ended = True
             return frozenset(self._full)
+
+    def _retry_after_avoiding(self) -> None:
+        """A node avoided after a refusal may be tried again: move the pods parked unschedulable
+        meanwhile (no cluster event says that a ledger has room again: its ConfigMap is not watched)."""
+        self._avoided()
+        with self._lock:
+            ended, self._avoid_ended = self._avoid_ended, False
+        if ended and self.scheduler is not None:
+            self.scheduler.queue.move_all_to_active_or_backoff(WILDCARD_EVENT)
 
     def fallback(self, pod_key: str) -> None:
         with self._lock:
@@ -184,15 +201,41 @@ class Shard:
             return True
         requests = {r: int(v) for r, v in info.requests.items() if v}
         requests["pods"] = 1
-        if self.ledger.reserve(node, _uid(info.uid, info.key), requests, allocatable, pod=info.key):
+        uid = _uid(info.uid, info.key)
+        if self.ledger.reserve(node, uid, requests, allocatable, pod=info.key):
+            return True
+        # Refused. Entries of pods deleted or bound elsewhere may hold the room: the node's owner
+        # removes them only every cleanup period, and not at all while the ring views disagree.
+        if self._prune_stale(node) and self.ledger.reserve(node, uid, requests, allocatable, pod=info.key):
             return True
         with self._lock:
             self._full[node] = self.clock.monotonic() + self.membership.renew_period
         return False
 
     def release(self, info: PodInfo, node: str) -> None:
-        if self.ledger is not None:
-            self.ledger.release(node, _uid(info.uid, info.key))
+        """The bind failed as the scheduler saw it. Release the room unless the pod is on `node` after
+        all: a binding whose answer was lost (a timeout) may have landed, and a 409 may answer a
+        binding of ours that already did (a pod retried while our informer lagged: the reserve found
+        our own entry and said yes). Releasing then would free room a bound pod uses, the next pod
+        gets it, and the node is over-committed. When in doubt (the pod cannot be read) keep it: the
+        clean-up removes an entry whose pod went elsewhere."""
+        if self.ledger is None:
+            return
+        uid = _uid(info.uid, info.key)
+        namespace, _, name = info.key.partition("/")
+        try:
+            pod = self.cluster.get(PODS, name, namespace)
+        except NotFound:
+            pod = None
+        except ApiError as err:
+            log.warning("%s: not releasing %s on %s: cannot read the pod (%s); the clean-up will",
+                        self.identity, info.key, node, err)
+            return
+        same_pod = pod is not None and (not info.uid or str((pod.get("metadata") or {}).get("uid") or "") == info.uid)
+        if same_pod and pod is not None and str((pod.get("spec") or {}).get("nodeName") or "") == node:
+            log.info("%s: %s is bound to %s after all: its reservation stays", self.identity, info.key, node)
+            return
+        self.ledger.release(node, uid)
 
     def pod_gone(self, pod: Object, node: str) -> None:
         # Called on the informer's thread: no API call here, the shard's loop releases it.
@@ -209,8 +252,14 @@ class Shard:
         self.scheduler = scheduler
 
     def tick(self) -> bool:
-        """Renew our lease, read the members, and if the ring changed, requeue what moved; release
-        the reservations of pods gone since. True if the ring changed."""
+        """`heartbeat()`, then release the reservations of pods gone since. True if the ring changed."""
+        changed = self.heartbeat()
+        self._release_gone()
+        return changed
+
+    def heartbeat(self) -> bool:
+        """Renew our lease, read the members, and if the ring changed, requeue what moved. No ledger
+        write here: nothing that retries under contention. True if the ring changed."""
         try:
             self.membership.renew()
         except ApiError as err:
@@ -224,7 +273,7 @@ class Shard:
                         list(self._ring.members))
             return False
         changed = self._set_members(members)
-        self._release_gone()
+        self._retry_after_avoiding()
         return changed
 
     def _set_members(self, members: list[str]) -> bool:
@@ -245,11 +294,14 @@ class Shard:
 
     def _release_gone(self) -> None:
         ledger = self.ledger
-        while self._gone and ledger is not None:
-            node, uid = self._gone.popleft()
+        while ledger is not None:
+            try:
+                node, uid = self._gone.popleft()
+            except IndexError:  # none left (the loop's thread and a caller of tick() may both pop)
+                return
             if self._owns_node(node):  # the node's owner releases; the cleanup catches the rest
                 try:
-                    ledger.prune(node, _of_pod(uid))
+                    ledger.prune(node, _of_pod(uid), attempts=CLEANUP_ATTEMPTS)
                 except (ApiError, RuntimeError) as err:
                     log.warning("%s: releasing %s on %s failed: %s", self.identity, uid, node, err)
 
@@ -277,10 +329,29 @@ class Shard:
                 entries = ledger.reservations(node)
                 stale = self._stale(node, entries, by_uid)
                 if stale:
-                    removed += ledger.prune(node, _in(stale))
+                    removed += ledger.prune(node, _in(stale), attempts=CLEANUP_ATTEMPTS)
             except (ApiError, RuntimeError, ValueError) as err:
                 log.warning("%s: cleaning the ledger of %s failed: %s", self.identity, node, err)
         return removed
+
+    def _prune_stale(self, node: str) -> int:
+        """Remove the stale entries on `node`'s ledger, whoever owns the node; how many went."""
+        ledger, sched = self.ledger, self.scheduler
+        if ledger is None or sched is None or sched._pod_informer is None:
+            return 0
+        store = sched._pod_informer.store
+        try:
+            entries = ledger.reservations(node)
+            by_uid: dict[str, Object] = {}
+            for r in entries.values():
+                pod = store.get_by_key(r.pod) if r.pod else None
+                if pod is not None and str((pod.get("metadata") or {}).get("uid") or "") == r.uid:
+                    by_uid[r.uid] = pod
+            stale = self._stale(node, entries, by_uid)
+            return ledger.prune(node, _in(stale), attempts=CLEANUP_ATTEMPTS) if stale else 0
+        except (ApiError, RuntimeError, ValueError) as err:
+            log.warning("%s: cleaning the ledger of %s failed: %s", self.identity, node, err)
+            return 0
 
     def _stale(self, node: str, entries: Mapping[str, Reservation], by_uid: Mapping[str, Object]) -> set[tuple[str, str]]:
         stale: set[tuple[str, str]] = set()
@@ -317,20 +388,34 @@ class Shard:
     # -- the loop ---------------------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Run `tick()` every renew period (and `cleanup()` every cleanup period) on a thread."""
+        """Renew and read the ring every renew period on one thread; release the room of pods gone
+        and run `cleanup()` every cleanup period on another. The heartbeat never waits behind the
+        clean-up: its ledger writes retry under the same contention as everyone's reservations, and
+        a renewal that slips past the lease drops this replica out of everyone's ring."""
         if self._thread is not None:
             return
-        self._thread = threading.Thread(target=self._run, name=f"shard-{self.identity}", daemon=True)
+        self._thread = threading.Thread(target=self._heartbeat_loop, name=f"shard-{self.identity}", daemon=True)
+        self._upkeep_thread = threading.Thread(target=self._upkeep_loop, name=f"shard-upkeep-{self.identity}",
+                                               daemon=True)
         self._thread.start()
+        self._upkeep_thread.start()
 
-    def _run(self) -> None:
+    def _heartbeat_loop(self) -> None:
         while not self._stop.is_set():
             try:
-                self.tick()
+                self.heartbeat()
+            except Exception:  # the heartbeat must outlive any one failure
+                log.exception("%s: shard heartbeat failed", self.identity)
+            pause_unless_stopped(self.clock, self._wake, self._stop, self.membership.renew_period)
+
+    def _upkeep_loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._release_gone()
                 if self.clock.monotonic() >= self._next_cleanup:
                     self._next_cleanup = self.clock.monotonic() + self.cleanup_period
                     self.cleanup()
-            except Exception:  # the heartbeat must outlive any one failure
+            except Exception:
                 log.exception("%s: shard upkeep failed", self.identity)
             pause_unless_stopped(self.clock, self._wake, self._stop, self.membership.renew_period)
 
@@ -340,8 +425,9 @@ class Shard:
         self._stop.set()
         with self._wake:
             self._wake.notify_all()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        for thread in (self._thread, self._upkeep_thread):
+            if thread is not None:
+                thread.join(timeout)
         if release:
             try:
                 self.membership.release()

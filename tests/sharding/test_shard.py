@@ -3,14 +3,18 @@ hand-over when the ring changes, and the cleanup of stale reservations (embedded
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from minisched.clock import VirtualClock
+from minisched.cluster.base import Object
 from minisched.cluster.embedded import EmbeddedCluster
+from minisched.errors import Timeout
 from minisched.objects import make_node, make_pod
-from minisched.resources import NODES, PODS
+from minisched.resources import CONFIG_MAPS, LEASES, NODES, PODS, ResourceLike
 from minisched.scheduler.scheduler import Scheduler
 from minisched.sharding.fence import CapacityLedger, ledger_units
 from minisched.sharding.ring import Ring
@@ -84,9 +88,10 @@ def test_a_full_ledger_refuses_the_bind_and_the_pod_goes_to_another_node(
     cluster, clock = world
     cluster.create(NODES, make_node("n1", cpu="4"))
     cluster.create(NODES, make_node("n2", cpu="4"))
-    # another replica reserved all of n1 for a pod our informer has not seen bound (yet)
+    # another replica reserved all of n1 for a pod still pending (that replica may be about to bind it)
+    elsewhere = cluster.create(PODS, make_pod("elsewhere", scheduler_name="nobody", cpu="4"))
     other = CapacityLedger(cluster, holder="sched-z")
-    assert other.reserve("n1", "uid-elsewhere", ledger_units({"cpu": "4", "pods": "1"}),
+    assert other.reserve("n1", elsewhere["metadata"]["uid"], ledger_units({"cpu": "4", "pods": "1"}),
                          ledger_units({"cpu": "4", "memory": "16Gi", "pods": "110"}), pod="default/elsewhere")
     shard = Shard(cluster, identity="sched-a", clock=clock)
     sched = Scheduler(cluster, clock=clock, shard=shard)
@@ -167,6 +172,182 @@ def test_cleanup_removes_reservations_of_pods_gone_or_bound_elsewhere_and_keeps_
         wait_until(lambda: sched.cache.pod_node("default/here") is None, 60, "the informer sees the delete")
         shard.tick()
         assert [r.pod for r in CapacityLedger(cluster).reservations("n1").values()] == ["default/pending"]
+    finally:
+        sched.stop(5.0)
+        shard.stop(1.0)
+
+
+def test_a_refused_reservation_first_removes_stale_entries_on_that_node(
+        world: tuple[EmbeddedCluster, VirtualClock]) -> None:
+    # A dead replica's entries for pods deleted or bound elsewhere fill the only node; the periodic
+    # cleanup is not due (the shard's loop is not even running): the refused reservation cleans them.
+    cluster, clock = world
+    cluster.create(NODES, make_node("n1", cpu="4"))
+    cluster.create(NODES, make_node("n2", cpu="4", unschedulable=True))
+    elsewhere = cluster.create(PODS, make_pod("elsewhere", scheduler_name="nobody", node_name="n2", cpu="2"))
+    dead = CapacityLedger(cluster, holder="sched-dead")
+    alloc = ledger_units({"cpu": "4", "memory": "16Gi", "pods": "110"})
+    assert dead.reserve("n1", "uid-deleted", ledger_units({"cpu": "2", "pods": "1"}), alloc, pod="default/deleted")
+    assert dead.reserve("n1", elsewhere["metadata"]["uid"], ledger_units({"cpu": "2", "pods": "1"}), alloc,
+                        pod="default/elsewhere")
+    shard = Shard(cluster, identity="sched-a", clock=clock)
+    sched = Scheduler(cluster, clock=clock, shard=shard)
+    shard.attach(sched)
+    shard.tick()
+    sched.start()
+    try:
+        cluster.create(PODS, make_pod("p", cpu="1"))
+        advance_until(clock, lambda: bound(cluster).get("p"), 60, "p bound on n1")
+        assert bound(cluster)["p"] == "n1"
+        assert [r.pod for r in CapacityLedger(cluster).reservations("n1").values()] == ["default/p"]
+    finally:
+        sched.stop(5.0)
+        shard.stop(1.0)
+
+
+def test_the_lease_is_renewed_while_the_ledger_cleanup_is_stuck(world: tuple[EmbeddedCluster, VirtualClock]) -> None:
+    # The bench's flapping rings: the renewal waited behind a clean-up retrying under contention.
+    # Here the clean-up hangs on its first ledger read; the lease must still be renewed on time.
+    cluster, clock = world
+    cluster.create(NODES, make_node("n1", cpu="4"))
+    stuck, unstick = threading.Event(), threading.Event()
+
+    class LedgerReadsHang:
+        def get(self, resource: ResourceLike, name: str, namespace: str | None = None) -> Object:
+            if resource == CONFIG_MAPS:
+                stuck.set()
+                unstick.wait(60)
+            return cluster.get(resource, name, namespace)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(cluster, name)
+
+    hanging: Any = LedgerReadsHang()
+    shard = Shard(hanging, identity="sched-a", clock=clock)
+    sched = Scheduler(cluster, clock=clock, shard=shard)
+    shard.attach(sched)
+    shard.tick()
+    sched.start()
+    cluster.create(PODS, make_pod("here", scheduler_name="nobody", node_name="n1"))
+    CapacityLedger(cluster).reserve("n1", "uid-x", {"pods": 1}, {"pods": 110}, pod="default/x")
+    wait_until(lambda: sched._pod_informer is not None and sched._pod_informer.store.list(), 60, "informer synced")
+    shard.start()
+    try:
+        wait_until(stuck.is_set, 60, "the clean-up reading a ledger")
+
+        def renew_time() -> str:
+            return str(cluster.get(LEASES, shard.membership.lease_name, "kube-system")["spec"]["renewTime"])
+
+        before = renew_time()
+        advance_until(clock, lambda: renew_time() != before, 60, "a renewal while the clean-up hangs",
+                      step=shard.membership.renew_period)
+        assert list(shard.ring.members) == ["sched-a"]
+    finally:
+        unstick.set()
+        sched.stop(5.0)
+        shard.stop(5.0)
+
+
+def test_a_binding_that_landed_although_it_failed_keeps_its_reservation(
+        world: tuple[EmbeddedCluster, VirtualClock]) -> None:
+    # A cause of the bench's over-commit with the fence on: the binding lands, its answer is lost
+    # (a timeout under load), the scheduler releases the reservation, and the ledger no longer
+    # counts a pod bound on the node: the next reservation there takes room that is not free.
+    cluster, clock = world
+    cluster.create(NODES, make_node("n1", cpu="4"))
+
+    class AnswerLost:
+        lost = 0
+
+        def bind(self, namespace: str, name: str, node_name: str, *, uid: str | None = None) -> None:
+            cluster.bind(namespace, name, node_name, uid=uid)
+            if not self.lost:
+                self.lost += 1
+                raise Timeout(f"POST pods/{name}/binding: read timed out")
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(cluster, name)
+
+    lossy: Any = AnswerLost()
+    shard = Shard(lossy, identity="sched-a", clock=clock)
+    sched = Scheduler(lossy, clock=clock, shard=shard)
+    shard.attach(sched)
+    shard.tick()
+    sched.start()
+    try:
+        pod = cluster.create(PODS, make_pod("p", cpu="3"))
+        wait_until(lambda: lossy.lost and sched.wait_for_bindings(0.1) and sched.cache.pod_node("default/p"),
+                   60, "the binding done and the informer showing p bound")
+        assert bound(cluster) == {"p": "n1"}
+        entries = CapacityLedger(cluster).reservations("n1").values()
+        assert [(r.uid, r.pod) for r in entries] == [(pod["metadata"]["uid"], "default/p")]
+        assert not CapacityLedger(cluster, holder="sched-b").reserve(
+            "n1", "uid-q", ledger_units({"cpu": "2", "pods": "1"}), ledger_units({"cpu": "4", "pods": "110"}))
+    finally:
+        sched.stop(5.0)
+        shard.stop(1.0)
+
+
+def test_a_binding_without_an_answer_keeps_its_reservation_for_it_may_land_later(
+        world: tuple[EmbeddedCluster, VirtualClock]) -> None:
+    # The binding times out and the pod still looks pending when the scheduler looks; the server
+    # then stores it (a slow request lands after the client gave up). The room must still be held.
+    cluster, clock = world
+    cluster.create(NODES, make_node("n1", cpu="4"))
+
+    class NoAnswer:
+        lost = 0
+
+        def bind(self, namespace: str, name: str, node_name: str, *, uid: str | None = None) -> None:
+            self.lost += 1
+            raise Timeout(f"POST pods/{name}/binding: read timed out")
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(cluster, name)
+
+    slow: Any = NoAnswer()
+    shard = Shard(slow, identity="sched-a", clock=clock)
+    sched = Scheduler(slow, clock=clock, shard=shard)
+    shard.attach(sched)
+    shard.tick()
+    sched.start()
+    try:
+        pod = cluster.create(PODS, make_pod("p", cpu="3"))
+        wait_until(lambda: slow.lost and sched.wait_for_bindings(0.1), 60, "the binding given up")
+        cluster.bind("default", "p", "n1", uid=pod["metadata"]["uid"])  # it lands after all
+        entries = CapacityLedger(cluster).reservations("n1").values()
+        assert [(r.uid, r.pod) for r in entries] == [(pod["metadata"]["uid"], "default/p")]
+    finally:
+        sched.stop(5.0)
+        shard.stop(1.0)
+
+
+def test_pods_parked_while_a_refused_node_was_avoided_are_retried_when_it_may_be_tried_again(
+        world: tuple[EmbeddedCluster, VirtualClock]) -> None:
+    # The bench's 36 pods left pending that fit node-11: refused there, the node avoided, nowhere
+    # else to go, so parked unschedulable; the ledger then had room again, which no cluster event
+    # says, and they waited for the 5-minute flush.
+    cluster, clock = world
+    cluster.create(NODES, make_node("n1", cpu="4"))
+    other = CapacityLedger(cluster, holder="sched-z")
+    held_for = cluster.create(PODS, make_pod("held", scheduler_name="nobody", cpu="4"))  # pending: its entry is kept
+    uid = held_for["metadata"]["uid"]
+    assert other.reserve("n1", uid, ledger_units({"cpu": "4", "pods": "1"}), ledger_units({"cpu": "4", "pods": "110"}),
+                         pod="default/held")
+    shard = Shard(cluster, identity="sched-a", clock=clock)
+    sched = Scheduler(cluster, clock=clock, shard=shard)
+    shard.attach(sched)
+    shard.tick()
+    sched.start()
+    try:
+        cluster.create(PODS, make_pod("p", cpu="1"))
+        advance_until(clock, lambda: sched.stats.fence_refusals and sched.queue.where("default/p") == "unschedulable",
+                      60, "p refused on n1, then parked", step=0.25)
+        assert other.release("n1", uid)  # the other replica gave the room back: no event of any kind
+        clock.advance(shard.membership.renew_period)  # n1 is no longer avoided ...
+        shard.tick()  # ... which the heartbeat notices
+        wait_until(lambda: bound(cluster).get("p"), 60, "p retried and bound")
+        assert bound(cluster)["p"] == "n1"
     finally:
         sched.stop(5.0)
         shard.stop(1.0)
