@@ -1,7 +1,7 @@
 """The §4.3 proof on the embedded cluster and a virtual clock: three replicas, two thousand pods, one
 replica paused past its lease and resumed. With the capacity fence: no pod bound twice, no node
-over allocatable, and the paused replica's pods taken over. Without it: the late bindings of the
-resumed replica over-commit nodes (the pod's 409 alone does not protect them)."""
+over allocatable, and the paused replica's pods taken over. Without it: nodes are over-committed
+(the pod's 409 alone does not protect them)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,9 @@ def test_without_the_fence_the_same_run_overcommits_nodes() -> None:
     run = paused_replica_run(capacity_fence=False, pods=2000)
     assert run.bound_twice == []  # pods/binding's 409 still fences the pod ...
     assert run.overcommitted  # ... but not the node
-    assert run.stale_bound > 0 and run.bound > run.slots
+    # more pods bound than the nodes hold; whether the resumed replica's late bindings or the
+    # others' fallbacks onto its nodes did it depends on thread timing, so neither is asserted
+    assert run.bound > run.slots
     assert all(used > total for used, total in
                (run.node_cpu[node] for node in run.overcommitted))
 
