@@ -102,7 +102,10 @@ def test_a_standby_takes_over_when_the_leader_stops_and_no_pod_is_bound_twice(cl
 
 
 def test_a_leader_that_loses_its_lease_stops_scheduling_and_returns(cluster):
-    app = SchedulerApp(cluster, leader_elect=True, identity="sched-a", lease_namespace="default", **FAST_LEASE)
+    # A shutdown deadline well inside the join below: with the API server gone, whatever still has
+    # to reach it waits out the deadline (20 s by default, as long as the join, so a loaded run lost)
+    app = SchedulerApp(cluster, leader_elect=True, identity="sched-a", lease_namespace="default",
+                       shutdown_timeout=5.0, **FAST_LEASE)
     stop, thread = start(app)
     try:
         wait_until(lambda: app.scheduler is not None, "sched-a to lead")
