@@ -109,6 +109,13 @@ def test_a_leader_that_loses_its_lease_stops_scheduling_and_returns(cluster):
     stop, thread = start(app)
     try:
         wait_until(lambda: app.scheduler is not None, "sched-a to lead")
+        factory = app.scheduler.factory  # type: ignore[union-attr]
+
+        def synced() -> bool:  # every informer listed: the outage below hits a running scheduler
+            started = factory.wait_for_cache_sync(0)
+            return bool(started) and len(started) == len(factory.informers()) and all(started.values())
+
+        wait_until(synced, "sched-a's informers to sync")
         cluster.faults.fail_next(10_000)  # the API server goes away: renewals fail past the deadline
         thread.join(20)
         assert not thread.is_alive(), "run() must return once the lease is lost"
