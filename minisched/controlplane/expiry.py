@@ -6,7 +6,7 @@ A watch resumes from a resourceVersion; once the server no longer keeps that ver
 - the embedded cluster compacts its history with a fault hook (`faults.force_expiry`);
 - a real API server answers from etcd, whose history we compact (`ControlPlane.compact_etcd`), but
   only where the request reaches etcd: with its watch cache on (the default, and what a student's
-  cluster runs) it serves an old version from the cache instead, as synthetic ADDED events. So for a
+  cluster runs) it serves an old version from the cache's event window instead. So for a
   real backend `history_expiry` starts a private control plane (etcd + kube-apiserver, no KWOK) with
   `--watch-cache=false`, from the binaries `make controlplane` built.
 

@@ -211,8 +211,8 @@ class ControlPlane:
         """Compact etcd's history up to its current revision; returns that revision.
 
         Watches from an older resourceVersion then get 410 Gone, but only where they reach etcd:
-        with the watch cache on (the default) the API server serves old versions from its cache, as
-        synthetic ADDED events while it has dropped no event since its last list. Start with
+        with the watch cache on (the default) the API server serves old versions from its cache's event
+        window (back to its last list from etcd until it drops its first event). Start with
         ControlPlaneOptions(watch_cache=False) to see the 410 a real cluster gives a long-gone client."""
         status, body = self._etcd_post("/v3/kv/range", {"key": "AA==", "limit": 1, "keys_only": True})
         if status != 200:

@@ -140,6 +140,9 @@ def test_two_scheduled_events_for_one_pod_are_two_successful_bindings(cluster: E
     obs = _observe(cluster)
     try:
         cluster.bind("default", "p", "n1")
+        # The pod's update and the events arrive on separate watches: wait for the binding too,
+        # or the check can run while the observer still sees the pod pending.
+        _settle(obs, lambda o: o.bound_count() == 1, "the pod bound")
         for replica in ("r1", "r2"):
             cluster.create("events", {
                 "metadata": {"name": f"p.{replica}", "namespace": "default"},
