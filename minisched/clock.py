@@ -68,6 +68,9 @@ class VirtualClock:
         self._waiters: list[tuple[float, int, threading.Condition]] = []
         # Callers poll wait() in a loop; one registration per (deadline, condition) keeps the heap small.
         self._registered: set[tuple[float, int]] = set()
+        # Threads inside sleep()/wait() now: a test driver advances time only once every thread it
+        # expects has come to rest on the clock (a thread busy in a slow real call has not).
+        self._resting = 0
 
     def now(self) -> float:
         with self._lock:
@@ -106,25 +109,42 @@ class VirtualClock:
         with self._lock:
             return self._waiters[0][0] if self._waiters else None
 
+    def resting(self) -> int:
+        """How many threads are sleeping or waiting on this clock right now."""
+        with self._lock:
+            return self._resting
+
+    def _rest(self, delta: int) -> None:
+        with self._lock:
+            self._resting += delta
+
     def sleep(self, seconds: float) -> None:
         cond = threading.Condition()
         deadline = self.now() + max(seconds, 0.0)
-        with cond:
-            while self.now() < deadline:
-                self._register(deadline, cond)
-                cond.wait(0.05)
+        self._rest(1)
+        try:
+            with cond:
+                while self.now() < deadline:
+                    self._register(deadline, cond)
+                    cond.wait(0.05)
+        finally:
+            self._rest(-1)
 
     def wait(self, cond: threading.Condition, timeout: float | None) -> bool:
-        if timeout is None:
-            cond.wait()
-            return True
-        deadline = self.now() + max(timeout, 0.0)
-        if self.now() >= deadline:
-            return False
-        self._register(deadline, cond)
-        # A short real-time cap guards against a notify lost between _register and wait.
-        cond.wait(0.05)
-        return self.now() < deadline
+        self._rest(1)
+        try:
+            if timeout is None:
+                cond.wait()
+                return True
+            deadline = self.now() + max(timeout, 0.0)
+            if self.now() >= deadline:
+                return False
+            self._register(deadline, cond)
+            # A short real-time cap guards against a notify lost between _register and wait.
+            cond.wait(0.05)
+            return self.now() < deadline
+        finally:
+            self._rest(-1)
 
     def _register(self, deadline: float, cond: threading.Condition) -> None:
         with self._lock:

@@ -14,7 +14,7 @@ from minisched.controllers.leaderelection import LeaderElector
 from minisched.deadline import Context, background
 from minisched.errors import Conflict, ServiceUnavailable
 from minisched.resources import LEASES
-from tests.chapters45.helpers import drive, drive_until, eventually
+from tests.chapters45.helpers import alive_threads, drive, drive_until, eventually
 
 NS = "kube-system"
 
@@ -94,11 +94,12 @@ def test_fail_over_when_the_leader_stops(cluster: Cluster, virtual_clock: Virtua
     a = Candidate(cluster, "sched-a", virtual_clock).start()
     eventually(lambda: a.leading(), what="sched-a to lead")
     b = Candidate(cluster, "sched-b", virtual_clock).start()
-    drive(virtual_clock, 5.0)
+    drive(virtual_clock, 5.0, resting=alive_threads(a, b))
     assert not b.started and b.elector.leader() == "sched-a", "b follows while a renews"
     a.ctx.cancel("rolling update")
     a.thread.join(5)  # type: ignore[union-attr]
-    took = drive_until(virtual_clock, lambda: bool(b.started), limit=10, what="sched-b to take over")
+    took = drive_until(virtual_clock, lambda: bool(b.started), limit=10, what="sched-b to take over",
+                       resting=alive_threads(b))
     assert took <= 2.0 * (1 + 1.2) + 0.5, "a released lease is taken on b's next retry, not after 15 s"
     spec = lease(cluster)["spec"]
     assert spec["holderIdentity"] == "sched-b" and spec["leaseTransitions"] == 1
@@ -112,12 +113,13 @@ def test_fail_over_when_the_leader_loses_the_lease(cluster: Cluster, virtual_clo
     a = Candidate(link, "sched-a", virtual_clock).start()
     eventually(lambda: a.leading(), what="sched-a to lead")
     b = Candidate(cluster, "sched-b", virtual_clock).start()
-    drive(virtual_clock, 3.0)
+    drive(virtual_clock, 3.0, resting=alive_threads(a, b))
     cut_at = virtual_clock.now()
     link.cut = True  # a can no longer reach the API server; it cannot release either
     # small virtual steps: on a real API server each of a's failing renewals takes real time, and a
     # thread starved on a loaded machine would see the clock jump past its renew deadline
-    drive_until(virtual_clock, lambda: bool(b.started), limit=30, step=0.05, what="sched-b to take over")
+    drive_until(virtual_clock, lambda: bool(b.started), limit=30, step=0.05, what="sched-b to take over",
+                resting=alive_threads(a, b))
     assert a.stopped, "a must have stopped leading"
     a_stop, b_start = a.stopped[0], b.started[0]
     assert a_stop < b_start, "the old leader gives up (renew deadline) before the new one starts (lease expiry)"
@@ -137,7 +139,7 @@ def test_two_candidates_racing_for_a_free_lease_elect_exactly_one(
 ) -> None:
     candidates = [Candidate(cluster, f"sched-{i}", virtual_clock).start() for i in range(3)]
     eventually(lambda: any(c.started for c in candidates), what="someone to lead")
-    drive(virtual_clock, 20.0)
+    drive(virtual_clock, 20.0, resting=alive_threads(*candidates))
     leaders = [c for c in candidates if c.leading()]
     assert len(leaders) == 1
     holder = lease(cluster)["spec"]["holderIdentity"]
