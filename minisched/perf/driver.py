@@ -48,7 +48,6 @@ Object = dict[str, Any]
 PRIORITY_CLASS_PREFIX = "scheduler-perf-priority-"
 DEFAULT_NODE_TEMPLATE = "../templates/node-default.yaml"
 DEFAULT_POD_TEMPLATE = "../templates/pod-default.yaml"
-GENERATE_NAME_ATTEMPTS = 8  # as kube-apiserver's RetryGenerateName (1 + 7 retries)
 PRIORITY_CLASS_WAIT = 10.0  # seconds a pod may be refused for a PriorityClass the driver just made
 
 # opcode -> the options this driver runs; any other option of a known opcode is listed unsupported.
@@ -351,10 +350,9 @@ class Executor:
 
     def create_object(self, resource: Resource, obj: Object, namespace: str | None) -> str:
         prepared = self.prepare(resource, obj)
-        meta = prepared.get("metadata") or {}
-        generated = bool(meta.get("generateName")) and not meta.get("name")
+        # A taken generated name is retried by the API server (both backends: RetryGenerateName),
+        # so AlreadyExists here is final.
         admitted_by = time.monotonic() + PRIORITY_CLASS_WAIT
-        attempt = 0
         while True:
             try:
                 created = self.cluster.create(resource, prepared, namespace)
@@ -365,13 +363,6 @@ class Executor:
                 if "PriorityClass" not in str(err) or time.monotonic() > admitted_by:
                     raise
                 time.sleep(0.2)
-            except AlreadyExists:
-                # kube-apiserver retries a generated name that is taken (RetryGenerateName, GA in 1.32);
-                # the embedded cluster does not, and 5 random characters collide within a few
-                # thousand pods (PreemptionBasic creates 5,000). Only a generated name is retried.
-                attempt += 1
-                if not generated or attempt == GENERATE_NAME_ATTEMPTS:
-                    raise
         if resource == NODES:
             with self._lock:
                 self.result.nodes_created += 1

@@ -171,10 +171,9 @@ def test_create_any_sleep_barrier_and_delete_on_embedded_cluster(tmp_path: Path)
     assert result.throughput[0].pods == 2
 
 
-def test_a_taken_generated_name_is_retried_and_a_taken_given_name_is_not(tmp_path: Path) -> None:
-    """kube-apiserver generates a new name when a generateName'd one is taken (RetryGenerateName);
-    the embedded cluster does not, and with 5 random characters 5,000 pods (PreemptionBasic)
-    collide about one run in three, so the driver retries as the real server would."""
+def test_a_taken_generated_name_is_the_servers_to_retry_not_the_drivers(tmp_path: Path) -> None:
+    """kube-apiserver generates a new name when a generateName'd one is taken (RetryGenerateName),
+    and so does the embedded cluster (tests/contract): the driver sends each create once."""
     from minisched.errors import AlreadyExists
     from minisched.perf.driver import Executor
     from minisched.resources import CONFIG_MAPS
@@ -182,25 +181,36 @@ def test_a_taken_generated_name_is_retried_and_a_taken_given_name_is_not(tmp_pat
     tc = TestCase("Custom", tmp_path / "performance-config.yaml", ({"opcode": "barrier"},),
                   ({"name": "w", "params": {}},), None)
     backend = EmbeddedMinisched()
-    real_create = backend.cluster.create
-    taken = {"generated": 2, "given": 1}
-
-    def create(resource: Any, obj: Any, namespace: str | None = None) -> Any:
-        which = "given" if obj["metadata"].get("name") else "generated"
-        if taken[which]:
-            taken[which] -= 1
-            raise AlreadyExists("taken")
-        return real_create(resource, obj, namespace)
-
+    cluster = backend.cluster
     try:
         ex = Executor(tc.workload("w"), backend)
         ex.ensure_namespace("ns")
-        backend.cluster.create = create  # type: ignore[method-assign]
+        first = ex.create_object(CONFIG_MAPS, {"apiVersion": "v1", "kind": "ConfigMap",
+                                               "metadata": {"generateName": "cm-"}}, "ns")
+        generate = cluster.name_generator  # type: ignore[attr-defined]
+        calls: list[str] = []
+
+        def colliding(base: str) -> str:
+            calls.append(base)
+            return first if len(calls) <= 3 else generate(base)
+
+        cluster.name_generator = colliding  # type: ignore[attr-defined]
         name = ex.create_object(CONFIG_MAPS, {"apiVersion": "v1", "kind": "ConfigMap",
                                               "metadata": {"generateName": "cm-"}}, "ns")
-        assert name.startswith("cm-") and taken["generated"] == 0
+        assert name.startswith("cm-") and name != first and len(calls) == 4  # retried by the server
+        sent: list[str] = []
+        real_create = cluster.create
+
+        def refusing(resource: Any, obj: Any, namespace: str | None = None) -> Any:
+            sent.append(obj["metadata"].get("generateName") or obj["metadata"].get("name"))
+            raise AlreadyExists("taken")
+
+        cluster.create = refusing  # type: ignore[method-assign]
         with pytest.raises(AlreadyExists):
-            ex.create_object(CONFIG_MAPS, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}, "ns")
+            ex.create_object(CONFIG_MAPS, {"apiVersion": "v1", "kind": "ConfigMap",
+                                           "metadata": {"generateName": "cm-"}}, "ns")
+        assert sent == ["cm-"]  # once: the server's answer after its own retries is final
+        cluster.create = real_create  # type: ignore[method-assign]
     finally:
         backend.stop()
 

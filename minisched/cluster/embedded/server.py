@@ -35,12 +35,12 @@ import marshal
 import random
 import threading
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from minisched.clock import Clock, RealClock, rfc3339
 from minisched.cluster.base import Object, Watch
-from minisched.errors import ApiError, BadRequest, Cause, Expired, NotFound, Timeout
+from minisched.errors import AlreadyExists, ApiError, BadRequest, Cause, Expired, NotFound, Timeout
 from minisched.resources import (
     CRDS,
     EVENTS_V1,
@@ -80,6 +80,7 @@ from .statuses import (
     conflict,
     forbidden,
     forbidden_field,
+    generate_name_conflict,
     invalid,
     invalid_value,
     namespace_not_found,
@@ -94,6 +95,10 @@ _Objects = list[Object]  # (the class's own `list` method shadows the builtin in
 
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg/util/rand
+# k8s.io/apiserver registry/generic/registry/store.go: with RetryGenerateName (GA and locked on since
+# 1.32) a create whose generated name is taken is tried again with a new name, 8 times in all.
+GENERATE_NAME_ATTEMPTS = 8
+MAX_GENERATED_NAME_PREFIX = 63 - 5  # storage/names: the prefix is cut so that the name stays <= 63
 
 
 class EmbeddedCluster:
@@ -126,6 +131,8 @@ class EmbeddedCluster:
         self._hub = WatchHub(history_window)
         self._crds = CrdRegistry()
         self._random = random.Random(seed)
+        # base -> name, as kube's names.SimpleNameGenerator (replaceable: a test can make it collide)
+        self.name_generator: Callable[[str], str] = self._generate_name
         self._closed = False
         self.faults = Faults(drop=self._drop_watches, compact=self._compact)
         for ns in INITIAL_NAMESPACES:
@@ -231,9 +238,18 @@ class EmbeddedCluster:
     def create(self, resource: ResourceLike, obj: Object, namespace: str | None = None) -> Object:
         r, _ = self._served(resource)
         _check_object(obj)
+        meta = obj.get("metadata") or {}
+        # kube's createWithGenerateNameRetry: each try starts again from the request's object
+        attempts = GENERATE_NAME_ATTEMPTS if meta.get("generateName") and not meta.get("name") else 1
         with self._lock:
             self._request("create")
-            return self._out(r, self._create(r, obj, namespace))
+            for attempt in range(1, attempts + 1):
+                try:
+                    return self._out(r, self._create(r, obj, namespace))
+                except AlreadyExists:
+                    if attempt == attempts:
+                        raise
+        raise AssertionError("unreachable")  # the loop returns or raises
 
     def update(self, resource: ResourceLike, obj: Object, *, subresource: str | None = None) -> Object:
         r, kind = self._served(resource)
@@ -566,8 +582,9 @@ class EmbeddedCluster:
         self._prepare_for_create(r, kind, obj)
         # As in rest.BeforeCreate: the name is generated after mutating admission (whose errors name
         # the generateName prefix), before validation and validating admission.
-        if not meta.get("name") and meta.get("generateName"):
-            meta["name"] = meta["generateName"] + "".join(self._random.choice(_GENERATE_ALPHABET) for _ in range(5))
+        generated = not meta.get("name") and bool(meta.get("generateName"))
+        if generated:
+            meta["name"] = self.name_generator(str(meta["generateName"]))
         name = meta.get("name") or ""
         if (r.group, r.version, r.plural) not in BUILTIN_KINDS:
             obj = self._admit_custom(r, obj, None)
@@ -578,7 +595,8 @@ class EmbeddedCluster:
         if r == PODS:
             self._validate_new_pod(obj)
         if self._store(r).get(ns, name) is not None:
-            raise already_exists(r, name)
+            # rest.CheckGeneratedNameError: a generated name that is taken says so
+            raise generate_name_conflict(r, name) if generated else already_exists(r, name)
         meta["uid"] = str(uuid.UUID(int=self._random.getrandbits(128), version=4))
         meta["creationTimestamp"] = self._now()
         if kind.tracks_generation:
@@ -587,6 +605,10 @@ class EmbeddedCluster:
         if r == CRDS:
             self._crds.register(stored)
         return stored
+
+    def _generate_name(self, base: str) -> str:
+        """kube's names.SimpleNameGenerator: the base (cut to 58 characters) and 5 random characters."""
+        return base[:MAX_GENERATED_NAME_PREFIX] + "".join(self._random.choice(_GENERATE_ALPHABET) for _ in range(5))
 
     def _prepare_for_create(self, r: Resource, kind: Kind, obj: Object) -> None:
         """Per-kind defaulting and admission (PrepareForCreate + mutating admission)."""
