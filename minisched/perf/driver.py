@@ -136,6 +136,10 @@ class Throughput:
     pods: int
     seconds: float  # op start to the last bind of its pods
     create_seconds: float = 0.0  # how long creating the op's pods took (the driver's own client)
+    # each pod's time from its creation to its binding, both as the observer's watch saw them: the
+    # scheduler's own latency, whatever rate the driver creates pods at (p50, p99, seconds)
+    latency_p50: float | None = None
+    latency_p99: float | None = None
 
     @property
     def average(self) -> float | None:
@@ -144,8 +148,12 @@ class Throughput:
     def percentile(self, q: int) -> float | None:
         if not self.samples:
             return None
-        data = sorted(self.samples)
-        return data[max(0, math.ceil(len(data) * q / 100) - 1)]
+        return _nearest_rank(sorted(self.samples), q)
+
+    def set_latencies(self, seconds: Iterable[float]) -> None:
+        data = sorted(seconds)
+        if data:
+            self.latency_p50, self.latency_p99 = _nearest_rank(data, 50), _nearest_rank(data, 99)
 
     @property
     def overall(self) -> float:
@@ -191,6 +199,11 @@ class WorkloadResult:
         if self.violations:
             parts.append(f"{len(self.violations)} placements break hard constraints, e.g. {self.violations[:3]}")
         return "; ".join(parts) or "ok"
+
+
+def _nearest_rank(data: list[float], q: int) -> float:
+    """kube's percentile of sorted `data`: the value at rank ceil(n * q / 100)."""
+    return data[max(0, math.ceil(len(data) * q / 100) - 1)]
 
 
 def replay_throughput(bind_times: Iterable[float], start: float, interval: float = 1.0) -> list[float]:
@@ -466,10 +479,12 @@ class Executor:
         self._wait_bound(keys, f"op {i}: {count} pods in {namespace} scheduled", count)
         if op.get("collectMetrics"):
             assert self.observer is not None
-            binds = [r.bound for k in keys if (r := self.observer.pods.get(k)) is not None and r.bound is not None]
+            records = [r for k in keys if (r := self.observer.pods.get(k)) is not None and r.bound is not None]
+            binds = [r.bound for r in records if r.bound is not None]
             last = max(binds) if binds else started
-            self.result.throughput.append(Throughput(replay_throughput(binds, started), count, last - started,
-                                                      created - started))
+            throughput = Throughput(replay_throughput(binds, started), count, last - started, created - started)
+            throughput.set_latencies(r.bound - r.created for r in records if r.bound is not None)
+            self.result.throughput.append(throughput)
             after = self.backend.usage()
             if usage_before is not None and after is not None and count:
                 self.result.cpu_seconds_per_1000_pods = (after.cpu_seconds - usage_before.cpu_seconds) / count * 1000

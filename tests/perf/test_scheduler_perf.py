@@ -43,6 +43,10 @@ def _check(result: Any) -> None:
     assert result.pods_created > 0 and result.nodes_created > 0
     assert result.throughput, "the measured createPods op recorded nothing"
     assert result.throughput[-1].pods > 0
+    t = result.throughput[-1]
+    # creation -> binding, per pod, as the observer's watch saw both: within the op's time
+    assert t.latency_p50 is not None and t.latency_p99 is not None
+    assert 0 <= t.latency_p50 <= t.latency_p99 <= t.seconds
 
 
 @pytest.mark.parametrize("name", ISSUE_WORKLOADS)
@@ -97,6 +101,17 @@ def test_throughput_replays_kubes_sampling() -> None:
     assert replay_throughput(binds, 0.0) == [3.0, 1.5, 1.5]
     assert replay_throughput([0.1, 0.2], 0.0) == []  # all within the first (skipped) sample
     assert replay_throughput([], 0.0) == []
+
+
+def test_creation_to_binding_latencies_are_nearest_rank_percentiles() -> None:
+    from minisched.perf.driver import Throughput
+
+    t = Throughput([], pods=200, seconds=3.0)
+    t.set_latencies([i / 100 for i in range(200, 0, -1)])  # 0.01 .. 2.00 s, in any order
+    assert t.latency_p50 == 1.0 and t.latency_p99 == 1.98
+    empty = Throughput([], pods=0, seconds=0.0)
+    empty.set_latencies([])
+    assert empty.latency_p50 is None and empty.latency_p99 is None
 
 
 def test_index_placeholders_and_bad_templates(tmp_path: Path) -> None:
