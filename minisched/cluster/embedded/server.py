@@ -380,7 +380,7 @@ class EmbeddedCluster:
             error = pods.binding_error(existing)
             if error is not None:
                 raise error
-            pod = self._copy(existing)
+            pod = pods.copy_for_bind(existing)  # not a deep copy: bind writes only a few fields
             pods.bind(pod, node_name, self._now(), self._store(NODES).get("", node_name))
             self._commit(PODS, "MODIFIED", pod, existing)
 
@@ -466,7 +466,7 @@ class EmbeddedCluster:
         """What a client receives: a copy, in the API version it asked for."""
         blob = self._blobs.get(id(stored))
         obj: Object = marshal.loads(blob) if blob is not None else clone(stored)
-        if r == EVENTS_V1:
+        if r is EVENTS_V1:
             return core_to_events_v1(obj)
         obj["apiVersion"], obj["kind"] = r.api_version, r.kind
         return obj
@@ -496,14 +496,14 @@ class EmbeddedCluster:
         except ValueError:
             raise BadRequest("the object holds a value that is not JSON (use dicts, lists, strings, numbers, "
                              "booleans and None)") from None
-        if r == EVENTS_V1:
+        if r is EVENTS_V1:
             return events_v1_to_core(stored)
         if (r.group, r.version, r.plural) not in BUILTIN_KINDS:
             version = self._crds.storage_version(r)
             stored["apiVersion"] = f"{r.group}/{version}"
         else:
             stored["apiVersion"] = r.api_version
-            if r == NODES:
+            if r is NODES:
                 admission.default_node_status(stored)  # v1 defaulting, at decode
             quantities.canonicalize(r, stored)  # decoded and encoded again, as the real server does
         stored["kind"] = r.kind
@@ -592,7 +592,7 @@ class EmbeddedCluster:
         causes = validation.metadata_causes(r, obj) + validation.kind_causes(r, obj)
         if causes:
             raise invalid(r.kind, name, causes, r.group if r.group not in ("", "events.k8s.io") else "")
-        if r == PODS:
+        if r is PODS:
             self._validate_new_pod(obj)
         if self._store(r).get(ns, name) is not None:
             # rest.CheckGeneratedNameError: a generated name that is taken says so
@@ -602,7 +602,7 @@ class EmbeddedCluster:
         if kind.tracks_generation:
             meta["generation"] = 1
         stored = self._commit(r, "ADDED", obj, None)
-        if r == CRDS:
+        if r is CRDS:
             self._crds.register(stored)
         return stored
 
@@ -614,7 +614,7 @@ class EmbeddedCluster:
         """Per-kind defaulting and admission (PrepareForCreate + mutating admission)."""
         if kind.status_subresource and r.plural != "nodes":
             obj.pop("status", None)  # status is written through the status subresource only
-        if r == PODS:
+        if r is PODS:
             # v1 defaults, then the mutating admission plugins in kube-apiserver's order
             # (LimitRanger, Priority, DefaultTolerationSeconds (in default_pod), RuntimeClass).
             admission.default_pod(obj)
@@ -626,17 +626,17 @@ class EmbeddedCluster:
             if obj["spec"].get("nodeName"):  # PodTopologyLabels, for a pod created on a node
                 pods.copy_labels(obj, pods.topology_labels(self._store(NODES).get("", obj["spec"]["nodeName"])))
             admission.pod_status_on_create(obj)
-        elif r == LIMIT_RANGES:
+        elif r is LIMIT_RANGES:
             limitranger.default_limit_range(obj)
-        elif r == PERSISTENT_VOLUME_CLAIMS:
+        elif r is PERSISTENT_VOLUME_CLAIMS:
             admission.admit_claim(obj, self._default_storage_class)
-        elif r == PERSISTENT_VOLUMES:
+        elif r is PERSISTENT_VOLUMES:
             admission.admit_volume(obj, self._now())
-        elif r == STORAGE_CLASSES:
+        elif r is STORAGE_CLASSES:
             admission.default_storage_class(obj)
-        elif r == NAMESPACES and obj["metadata"].get("name"):
+        elif r is NAMESPACES and obj["metadata"].get("name"):
             admission.default_namespace(obj)
-        elif r == PRIORITY_CLASSES:
+        elif r is PRIORITY_CLASSES:
             admission.default_priority_class(obj)
             if obj.get("globalDefault"):
                 existing = self._global_default_priority_class()
@@ -644,11 +644,11 @@ class EmbeddedCluster:
                     raise forbidden(r, obj["metadata"].get("name") or "", (
                         f"PriorityClass {existing['metadata']['name']} is already marked as default. "
                         "Only one default can exist"))
-        elif r == POD_DISRUPTION_BUDGETS:
+        elif r is POD_DISRUPTION_BUDGETS:
             admission.empty_pdb_status(obj)
         elif r in (SERVICES, REPLICATION_CONTROLLERS, REPLICA_SETS, STATEFUL_SETS):
             admission.default_workload(r, obj)
-        elif r == CRDS:
+        elif r is CRDS:
             causes = validation.crd_causes(obj)
             if causes:
                 raise invalid(r.kind, obj["metadata"].get("name") or "", causes, r.group)
@@ -716,7 +716,7 @@ class EmbeddedCluster:
         if new_meta.get("uid") and new_meta["uid"] != old_meta["uid"]:
             raise _uid_mismatch(r, name, new_meta["uid"], existing)
 
-        if subresource == "status" and (r == CRDS or (r.group, r.version, r.plural) not in BUILTIN_KINDS):
+        if subresource == "status" and (r is CRDS or (r.group, r.version, r.plural) not in BUILTIN_KINDS):
             # Custom resources (and CRDs): a status update changes nothing but status.
             candidate = self._copy(existing)
             if "status" in new:
@@ -755,9 +755,9 @@ class EmbeddedCluster:
         if (r.group, r.version, r.plural) not in BUILTIN_KINDS:
             candidate = self._admit_custom(r, candidate, existing)
         causes = validation.metadata_causes(r, candidate)
-        if r == PODS and subresource is None:
+        if r is PODS and subresource is None:
             causes += validation.pod_update_causes(existing, candidate)
-        elif r == PRIORITY_CLASSES and candidate.get("value") != existing.get("value"):
+        elif r is PRIORITY_CLASSES and candidate.get("value") != existing.get("value"):
             causes.append(forbidden_field("value", "may not be changed in an update."))
         elif subresource is None:
             causes += validation.kind_causes(r, candidate)
@@ -810,12 +810,12 @@ class EmbeddedCluster:
             shorter["metadata"]["deletionGracePeriodSeconds"] = grace
             stored = self._commit(r, "MODIFIED", shorter, existing)
             return stored if grace > 0 or finalizers else self._remove(r, stored)
-        if r == NAMESPACES:
+        if r is NAMESPACES:
             return self._delete_namespace(existing)
-        if r == CRDS:
+        if r is CRDS:
             self._delete_custom_objects(existing)
-        period = pods.grace_period(existing, grace) if r == PODS else 0
-        if r == PODS or finalizers:
+        period = pods.grace_period(existing, grace) if r is PODS else 0
+        if r is PODS or finalizers:
             # Graceful deletion (pods) and finalizers first mark the object (deletionTimestamp).
             marked = self._copy(existing)
             mmeta = marked["metadata"]
@@ -833,7 +833,7 @@ class EmbeddedCluster:
         final = dict(existing)
         final["metadata"] = dict(existing["metadata"])
         self._commit(r, "DELETED", final, existing)
-        if r == CRDS:
+        if r is CRDS:
             self._crds.unregister(existing)
         return final
 
@@ -861,7 +861,7 @@ class EmbeddedCluster:
 
     def _resource_for_storage(self, key: str) -> Resource:
         for r, _ in BUILTIN_KINDS.values():
-            if storage_key(r) == key and r != EVENTS_V1:
+            if storage_key(r) == key and r is not EVENTS_V1:
                 return r
         for crd in self._crds.all():
             r = Resource.from_crd(crd)
