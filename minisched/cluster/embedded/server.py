@@ -578,7 +578,8 @@ class EmbeddedCluster:
         for system_field in ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp",
                              "deletionGracePeriodSeconds", "generation", "managedFields", "selfLink"):
             meta.pop(system_field, None)
-        kind = BUILTIN_KINDS.get((r.group, r.version, r.plural), (r, custom_kind(r)))[1]
+        builtin = BUILTIN_KINDS.get((r.group, r.version, r.plural))
+        kind = builtin[1] if builtin is not None else custom_kind(r)
         self._prepare_for_create(r, kind, obj)
         # As in rest.BeforeCreate: the name is generated after mutating admission (whose errors name
         # the generateName prefix), before validation and validating admission.
