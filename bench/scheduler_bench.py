@@ -22,6 +22,11 @@ Printed per size:
 - peak RSS of the process.
 
     .venv/bin/python bench/scheduler_bench.py [--sizes 100,1000,5000] [--pods 2000] [--bind-workers 4]
+
+Before/after, side by side in one run: `--against DIR` (another checkout, e.g. made with
+`git archive <commit> | tar -x -C DIR`) runs each size from this checkout and from DIR in turn,
+`--rounds` times, and prints every run and the medians (on a loaded machine only runs made
+together compare; the load average is printed with each).
 """
 
 from __future__ import annotations
@@ -130,6 +135,9 @@ def main() -> None:
     parser.add_argument("--sizes", default="100,1000,5000")
     parser.add_argument("--pods", type=int, default=2000)
     parser.add_argument("--bind-workers", type=int, default=4)
+    parser.add_argument("--against", help="another checkout to compare with, run alternately")
+    parser.add_argument("--rounds", type=int, default=3, help="with --against: runs of each checkout per size")
+    parser.add_argument("--shapes", default="same,varied", help="same, varied or both")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--varied", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -137,13 +145,16 @@ def main() -> None:
         print(json.dumps(run_one(args.one, args.pods, args.bind_workers, args.varied)))
         return
     sizes = [int(s) for s in args.sizes.split(",") if s]
+    if args.against:
+        _compare(args, sizes)
+        return
     print(f"minisched scheduler bench: embedded cluster, default plugins, 100% of nodes scored, "
           f"{args.pods} pending pods, {args.bind_workers} bind workers")
     print(f"{'nodes':>6} {'shapes':>7} {'decisions/s':>12} {'bound/s':>8} {'CPU/pod':>8} {'cycle p50':>10} {'cycle p99':>10} "
           f"{'loop-only/s':>12} {'p50':>8} {'p99':>8} {'algo p50':>9} {'algo p99':>9} {'peak RSS':>9}")
     rows = []
     for n in sizes:
-        for varied in (False, True):
+        for varied in [shape == "varied" for shape in args.shapes.split(",") if shape]:
             cmd = [sys.executable, __file__, "--one", str(n), "--pods", str(args.pods),
                    "--bind-workers", str(args.bind_workers)] + (["--varied"] if varied else [])
             out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
@@ -152,6 +163,46 @@ def main() -> None:
             _print_row(r)
     _summary([r for r in rows if r["shapes"] == "varied"], "every pod a different shape")
     _summary([r for r in rows if r["shapes"] == "same"], "identical pods")
+
+
+def _run(tree: str, nodes: int, args: argparse.Namespace, varied: bool) -> dict[str, Any]:
+    import os
+
+    script = os.path.join(tree, "bench", "scheduler_bench.py")
+    env = {**os.environ, "PYTHONPATH": tree}
+    cmd = [sys.executable, script, "--one", str(nodes), "--pods", str(args.pods),
+           "--bind-workers", str(args.bind_workers)] + (["--varied"] if varied else [])
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env).stdout
+    r: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    return r
+
+
+def _compare(args: argparse.Namespace, sizes: list[int]) -> None:
+    import os
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    trees = {"this": here, "against": os.path.abspath(args.against)}
+    keys = ("decisions_per_s", "bound_per_s", "cpu_us_per_pod", "p99_ms", "solo_per_s")
+    print(f"side by side: this={here} against={trees['against']}, {args.pods} pods, {args.rounds} rounds, "
+          f"{args.bind_workers} bind workers")
+    print(f"{'tree':>8} {'nodes':>6} {'shapes':>7} {'load':>5} {'decisions/s':>12} {'bound/s':>8} {'CPU/pod':>8} "
+          f"{'cycle p99':>10} {'loop-only/s':>12}")
+    for n in sizes:
+        for shape in [s for s in args.shapes.split(",") if s]:
+            runs: dict[str, list[dict[str, Any]]] = {"this": [], "against": []}
+            for i in range(args.rounds):
+                for name in (("this", "against") if i % 2 == 0 else ("against", "this")):
+                    load = os.getloadavg()[0]
+                    r = _run(trees[name], n, args, shape == "varied")
+                    runs[name].append(r)
+                    print(f"{name:>8} {n:>6} {shape:>7} {load:>5.1f} {r['decisions_per_s']:>12.0f} "
+                          f"{r['bound_per_s']:>8.0f} {r['cpu_us_per_pod']:>6.0f}us {r['p99_ms']:>8.3f}ms "
+                          f"{r['solo_per_s']:>12.0f}", flush=True)
+            for name, rs in runs.items():
+                med = {k: statistics.median(r[k] for r in rs) for k in keys}
+                print(f"{'median':>8} {n:>6} {shape:>7} {name:>5} {med['decisions_per_s']:>12.0f} "
+                      f"{med['bound_per_s']:>8.0f} {med['cpu_us_per_pod']:>6.0f}us {med['p99_ms']:>8.3f}ms "
+                      f"{med['solo_per_s']:>12.0f}", flush=True)
 
 
 def _print_row(r: dict[str, Any]) -> None:

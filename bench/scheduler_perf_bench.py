@@ -11,7 +11,9 @@ The workload files are read at run time from the k8s.io/kubernetes module in the
 
 Printed per workload and backend: SchedulingThroughput as scheduler_perf computes it (average, p50,
 p99 of its 1-second samples over the measured pods), the overall rate (measured pods / seconds from
-the op's start to its last binding), kube's `threshold` as a reference only (kube measures it on
+the op's start to its last binding), each measured pod's time from its creation to its binding as
+the driver's watch saw both (p50, p99: the scheduler's own latency, which the pods/s columns mix
+with the driver's creation rate when the driver creates pods slower than the scheduler binds them), kube's `threshold` as a reference only (kube measures it on
 large CI machines with an in-process API server: never compared), scheduler CPU-seconds per 1,000
 measured pods and peak RSS (what is measured is said per backend), and any pod that should have been
 scheduled and was not, or an over-committed node. Ops or options the driver cannot run are listed.
@@ -52,6 +54,10 @@ DEFAULT_SIZES: dict[str, str] = {
 
 def _fmt(v: float | None, width: int = 7) -> str:
     return f"{v:>{width}.1f}" if v is not None else f"{'-':>{width}}"
+
+
+def _ms(seconds: float | None) -> str:
+    return f"{seconds * 1000:>7.0f}ms" if seconds is not None else f"{'-':>9}"
 
 
 def run_one(workload: Any, backend_name: str, log: Any) -> Any:
@@ -169,7 +175,9 @@ def main(argv: list[str] | None = None) -> int:
             threshold = w.threshold if w.threshold is not None else (ref[1] if ref else None)
             print(f"{w.full_name:<48} {b:<9} thr avg {_fmt(t.average if t else None)} p50 "
                   f"{_fmt(t.percentile(50) if t else None)} p99 {_fmt(t.percentile(99) if t else None)}  "
-                  f"overall {_fmt(t.overall if t else None)} pods/s  threshold {_fmt(threshold, 5)}  "
+                  f"overall {_fmt(t.overall if t else None)} pods/s  "
+                  f"create->bound p50 {_ms(t.latency_p50 if t else None)} p99 {_ms(t.latency_p99 if t else None)}  "
+                  f"threshold {_fmt(threshold, 5)}  "
                   f"CPU {_fmt(cpu, 6)} s/1k pods  RSS {_fmt(rss, 6)} MiB  wall {r.wall_seconds:5.1f}s  "
                   f"{r.problems()}", flush=True)
             if w.threshold is None and ref:

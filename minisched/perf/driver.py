@@ -48,7 +48,6 @@ Object = dict[str, Any]
 PRIORITY_CLASS_PREFIX = "scheduler-perf-priority-"
 DEFAULT_NODE_TEMPLATE = "../templates/node-default.yaml"
 DEFAULT_POD_TEMPLATE = "../templates/pod-default.yaml"
-GENERATE_NAME_ATTEMPTS = 8  # as kube-apiserver's RetryGenerateName (1 + 7 retries)
 PRIORITY_CLASS_WAIT = 10.0  # seconds a pod may be refused for a PriorityClass the driver just made
 
 # opcode -> the options this driver runs; any other option of a known opcode is listed unsupported.
@@ -137,6 +136,10 @@ class Throughput:
     pods: int
     seconds: float  # op start to the last bind of its pods
     create_seconds: float = 0.0  # how long creating the op's pods took (the driver's own client)
+    # each pod's time from its creation to its binding, both as the observer's watch saw them: the
+    # scheduler's own latency, whatever rate the driver creates pods at (p50, p99, seconds)
+    latency_p50: float | None = None
+    latency_p99: float | None = None
 
     @property
     def average(self) -> float | None:
@@ -145,8 +148,12 @@ class Throughput:
     def percentile(self, q: int) -> float | None:
         if not self.samples:
             return None
-        data = sorted(self.samples)
-        return data[max(0, math.ceil(len(data) * q / 100) - 1)]
+        return _nearest_rank(sorted(self.samples), q)
+
+    def set_latencies(self, seconds: Iterable[float]) -> None:
+        data = sorted(seconds)
+        if data:
+            self.latency_p50, self.latency_p99 = _nearest_rank(data, 50), _nearest_rank(data, 99)
 
     @property
     def overall(self) -> float:
@@ -192,6 +199,11 @@ class WorkloadResult:
         if self.violations:
             parts.append(f"{len(self.violations)} placements break hard constraints, e.g. {self.violations[:3]}")
         return "; ".join(parts) or "ok"
+
+
+def _nearest_rank(data: list[float], q: int) -> float:
+    """kube's percentile of sorted `data`: the value at rank ceil(n * q / 100)."""
+    return data[max(0, math.ceil(len(data) * q / 100) - 1)]
 
 
 def replay_throughput(bind_times: Iterable[float], start: float, interval: float = 1.0) -> list[float]:
@@ -351,10 +363,9 @@ class Executor:
 
     def create_object(self, resource: Resource, obj: Object, namespace: str | None) -> str:
         prepared = self.prepare(resource, obj)
-        meta = prepared.get("metadata") or {}
-        generated = bool(meta.get("generateName")) and not meta.get("name")
+        # A taken generated name is retried by the API server (both backends: RetryGenerateName),
+        # so AlreadyExists here is final.
         admitted_by = time.monotonic() + PRIORITY_CLASS_WAIT
-        attempt = 0
         while True:
             try:
                 created = self.cluster.create(resource, prepared, namespace)
@@ -365,13 +376,6 @@ class Executor:
                 if "PriorityClass" not in str(err) or time.monotonic() > admitted_by:
                     raise
                 time.sleep(0.2)
-            except AlreadyExists:
-                # kube-apiserver retries a generated name that is taken (RetryGenerateName, GA in 1.32);
-                # the embedded cluster does not, and 5 random characters collide within a few
-                # thousand pods (PreemptionBasic creates 5,000). Only a generated name is retried.
-                attempt += 1
-                if not generated or attempt == GENERATE_NAME_ATTEMPTS:
-                    raise
         if resource == NODES:
             with self._lock:
                 self.result.nodes_created += 1
@@ -475,10 +479,12 @@ class Executor:
         self._wait_bound(keys, f"op {i}: {count} pods in {namespace} scheduled", count)
         if op.get("collectMetrics"):
             assert self.observer is not None
-            binds = [r.bound for k in keys if (r := self.observer.pods.get(k)) is not None and r.bound is not None]
+            records = [r for k in keys if (r := self.observer.pods.get(k)) is not None and r.bound is not None]
+            binds = [r.bound for r in records if r.bound is not None]
             last = max(binds) if binds else started
-            self.result.throughput.append(Throughput(replay_throughput(binds, started), count, last - started,
-                                                      created - started))
+            throughput = Throughput(replay_throughput(binds, started), count, last - started, created - started)
+            throughput.set_latencies(r.bound - r.created for r in records if r.bound is not None)
+            self.result.throughput.append(throughput)
             after = self.backend.usage()
             if usage_before is not None and after is not None and count:
                 self.result.cpu_seconds_per_1000_pods = (after.cpu_seconds - usage_before.cpu_seconds) / count * 1000

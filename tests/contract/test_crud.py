@@ -81,6 +81,53 @@ def test_generate_name(cluster: Cluster, ns: str) -> None:
     assert a["metadata"]["generateName"] == "gen-"
 
 
+def test_a_generated_name_cuts_a_long_prefix_to_stay_within_63_characters(cluster: Cluster, ns: str) -> None:
+    obj = configmap("")
+    del obj["metadata"]["name"]
+    obj["metadata"]["generateName"] = "g" * 70
+    made = cluster.create(CONFIG_MAPS, obj, ns)
+    assert len(made["metadata"]["name"]) == 63
+    assert made["metadata"]["name"].startswith("g" * 58) and not made["metadata"]["name"].startswith("g" * 63)
+    assert made["metadata"]["generateName"] == "g" * 70
+
+
+def _taken_names_first(cluster: Cluster, taken: str, times: int) -> list[str] | None:
+    """Make the server's next `times` generated names be `taken`, where the backend lets a test do
+    that (the embedded cluster's name_generator); the calls made, or None (a real server's names
+    are random: its retries cannot be forced, and the test checks what is left)."""
+    generate = getattr(cluster, "name_generator", None)
+    if generate is None:
+        return None
+    calls: list[str] = []
+
+    def colliding(base: str) -> str:
+        calls.append(base)
+        return taken if len(calls) <= times else generate(base)
+
+    cluster.name_generator = colliding  # type: ignore[attr-defined]
+    return calls
+
+
+def test_a_generated_name_that_is_taken_is_generated_again(cluster: Cluster, ns: str) -> None:
+    # kube-apiserver's RetryGenerateName (GA, locked on since 1.32): up to 8 tries, each a new name
+    obj = configmap("")
+    del obj["metadata"]["name"]
+    obj["metadata"]["generateName"] = "gen-"
+    first = cluster.create(CONFIG_MAPS, obj, ns)["metadata"]["name"]
+    calls = _taken_names_first(cluster, first, 7)
+    second = cluster.create(CONFIG_MAPS, obj, ns)
+    name = second["metadata"]["name"]
+    assert name != first and name.startswith("gen-") and len(name) == len("gen-") + 5
+    assert cluster.get(CONFIG_MAPS, name, ns)["metadata"]["uid"] == second["metadata"]["uid"]
+    assert "name" not in obj["metadata"]  # the request's object is the client's: never written to
+    if calls is not None:
+        assert calls == ["gen-"] * 8  # seven taken names, then a free one on the last try
+    # a name the client chose is never replaced
+    with pytest.raises(AlreadyExists) as err:
+        cluster.create(CONFIG_MAPS, configmap(first), ns)
+    assert err.value.message == f'configmaps "{first}" already exists'
+
+
 @pytest.mark.parametrize(
     ("resource", "obj", "field"),
     [

@@ -14,6 +14,7 @@ from minisched.clock import VirtualClock
 from minisched.cluster import Cluster, connect
 from minisched.cluster.embedded import EmbeddedCluster, Kubelet
 from minisched.errors import (
+    AlreadyExists,
     BadRequest,
     Conflict,
     Expired,
@@ -411,3 +412,31 @@ def test_a_continue_token_with_nothing_changed_needs_no_history(cl: EmbeddedClus
     cl.faults.force_expiry()  # compacted, but nothing changed since the first page
     rest = cl.list(CONFIG_MAPS, "default", continue_token=first["metadata"]["continue"])
     assert [i["metadata"]["name"] for i in rest["items"]] == ["c2", "c3"]
+
+
+def test_generated_names_give_up_after_eight_taken_names_as_kube_apiserver_does() -> None:
+    # store.go maxNameGenerationCreateAttempts = 8; rest.CheckGeneratedNameError's message. (A real
+    # server's generator cannot be made to collide, so this lives here, not in tests/contract.)
+    cluster = EmbeddedCluster(seed=3)
+    cluster.create(CONFIG_MAPS, {"metadata": {"name": "gen-taken"}})
+    calls: list[str] = []
+
+    def always_taken(base: str) -> str:
+        calls.append(base)
+        return "gen-taken"
+
+    cluster.name_generator = always_taken
+    with pytest.raises(AlreadyExists) as err:
+        cluster.create(CONFIG_MAPS, {"metadata": {"generateName": "gen-"}})
+    assert len(calls) == 8
+    assert err.value.status == 409
+    assert err.value.message == ('configmaps "gen-taken" already exists, the server was not able to generate a '
+                                 "unique name for the object")
+    assert err.value.details["retryAfterSeconds"] == 1
+    assert cluster.count(CONFIG_MAPS, "default") == 1
+    # a name given by the client is tried once: no generator call, kube's plain message
+    with pytest.raises(AlreadyExists) as err:
+        cluster.create(CONFIG_MAPS, {"metadata": {"name": "gen-taken"}})
+    assert len(calls) == 8
+    assert err.value.message == 'configmaps "gen-taken" already exists'
+    cluster.close()

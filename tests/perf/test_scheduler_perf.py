@@ -43,6 +43,10 @@ def _check(result: Any) -> None:
     assert result.pods_created > 0 and result.nodes_created > 0
     assert result.throughput, "the measured createPods op recorded nothing"
     assert result.throughput[-1].pods > 0
+    t = result.throughput[-1]
+    # creation -> binding, per pod, as the observer's watch saw both: within the op's time
+    assert t.latency_p50 is not None and t.latency_p99 is not None
+    assert 0 <= t.latency_p50 <= t.latency_p99 <= t.seconds
 
 
 @pytest.mark.parametrize("name", ISSUE_WORKLOADS)
@@ -97,6 +101,17 @@ def test_throughput_replays_kubes_sampling() -> None:
     assert replay_throughput(binds, 0.0) == [3.0, 1.5, 1.5]
     assert replay_throughput([0.1, 0.2], 0.0) == []  # all within the first (skipped) sample
     assert replay_throughput([], 0.0) == []
+
+
+def test_creation_to_binding_latencies_are_nearest_rank_percentiles() -> None:
+    from minisched.perf.driver import Throughput
+
+    t = Throughput([], pods=200, seconds=3.0)
+    t.set_latencies([i / 100 for i in range(200, 0, -1)])  # 0.01 .. 2.00 s, in any order
+    assert t.latency_p50 == 1.0 and t.latency_p99 == 1.98
+    empty = Throughput([], pods=0, seconds=0.0)
+    empty.set_latencies([])
+    assert empty.latency_p50 is None and empty.latency_p99 is None
 
 
 def test_index_placeholders_and_bad_templates(tmp_path: Path) -> None:
@@ -171,10 +186,9 @@ def test_create_any_sleep_barrier_and_delete_on_embedded_cluster(tmp_path: Path)
     assert result.throughput[0].pods == 2
 
 
-def test_a_taken_generated_name_is_retried_and_a_taken_given_name_is_not(tmp_path: Path) -> None:
-    """kube-apiserver generates a new name when a generateName'd one is taken (RetryGenerateName);
-    the embedded cluster does not, and with 5 random characters 5,000 pods (PreemptionBasic)
-    collide about one run in three, so the driver retries as the real server would."""
+def test_a_taken_generated_name_is_the_servers_to_retry_not_the_drivers(tmp_path: Path) -> None:
+    """kube-apiserver generates a new name when a generateName'd one is taken (RetryGenerateName),
+    and so does the embedded cluster (tests/contract): the driver sends each create once."""
     from minisched.errors import AlreadyExists
     from minisched.perf.driver import Executor
     from minisched.resources import CONFIG_MAPS
@@ -182,25 +196,36 @@ def test_a_taken_generated_name_is_retried_and_a_taken_given_name_is_not(tmp_pat
     tc = TestCase("Custom", tmp_path / "performance-config.yaml", ({"opcode": "barrier"},),
                   ({"name": "w", "params": {}},), None)
     backend = EmbeddedMinisched()
-    real_create = backend.cluster.create
-    taken = {"generated": 2, "given": 1}
-
-    def create(resource: Any, obj: Any, namespace: str | None = None) -> Any:
-        which = "given" if obj["metadata"].get("name") else "generated"
-        if taken[which]:
-            taken[which] -= 1
-            raise AlreadyExists("taken")
-        return real_create(resource, obj, namespace)
-
+    cluster = backend.cluster
     try:
         ex = Executor(tc.workload("w"), backend)
         ex.ensure_namespace("ns")
-        backend.cluster.create = create  # type: ignore[method-assign]
+        first = ex.create_object(CONFIG_MAPS, {"apiVersion": "v1", "kind": "ConfigMap",
+                                               "metadata": {"generateName": "cm-"}}, "ns")
+        generate = cluster.name_generator  # type: ignore[attr-defined]
+        calls: list[str] = []
+
+        def colliding(base: str) -> str:
+            calls.append(base)
+            return first if len(calls) <= 3 else generate(base)
+
+        cluster.name_generator = colliding  # type: ignore[attr-defined]
         name = ex.create_object(CONFIG_MAPS, {"apiVersion": "v1", "kind": "ConfigMap",
                                               "metadata": {"generateName": "cm-"}}, "ns")
-        assert name.startswith("cm-") and taken["generated"] == 0
+        assert name.startswith("cm-") and name != first and len(calls) == 4  # retried by the server
+        sent: list[str] = []
+        real_create = cluster.create
+
+        def refusing(resource: Any, obj: Any, namespace: str | None = None) -> Any:
+            sent.append(obj["metadata"].get("generateName") or obj["metadata"].get("name"))
+            raise AlreadyExists("taken")
+
+        cluster.create = refusing  # type: ignore[method-assign]
         with pytest.raises(AlreadyExists):
-            ex.create_object(CONFIG_MAPS, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}, "ns")
+            ex.create_object(CONFIG_MAPS, {"apiVersion": "v1", "kind": "ConfigMap",
+                                           "metadata": {"generateName": "cm-"}}, "ns")
+        assert sent == ["cm-"]  # once: the server's answer after its own retries is final
+        cluster.create = real_create  # type: ignore[method-assign]
     finally:
         backend.stop()
 

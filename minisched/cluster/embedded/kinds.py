@@ -75,8 +75,17 @@ def custom_kind(resource: Resource) -> Kind:
                 unconditional_update=False)
 
 
+_STORAGE_KEYS: dict[int, tuple[Resource, str]] = {}  # id(resource) -> (resource, its key)
+
+
 def storage_key(resource: Resource) -> str:
     """Where objects live: both Event APIs share one storage, as on the real server."""
-    if resource == EVENTS_V1:
-        return "/events"
-    return f"{resource.group}/{resource.plural}"
+    # Asked several times per request: remembered per Resource object (kept alive with its entry,
+    # so an id is never reused while it is in the table; bounded for CRD resources made per call).
+    hit = _STORAGE_KEYS.get(id(resource))
+    if hit is not None and hit[0] is resource:
+        return hit[1]
+    key = "/events" if resource == EVENTS_V1 else f"{resource.group}/{resource.plural}"
+    if len(_STORAGE_KEYS) < 1024:
+        _STORAGE_KEYS[id(resource)] = (resource, key)
+    return key

@@ -69,6 +69,19 @@ def set_condition(pod: Object, condition: Object, now: str) -> None:
     conditions.append({**condition, "lastProbeTime": None, "lastTransitionTime": now})
 
 
+def copy_for_bind(stored: Object) -> Object:
+    """The next version of a stored pod, for `bind` to write into: new containers for what bind
+    changes (metadata, spec, status and its conditions list), the rest shared with `stored`. Safe
+    because stored objects are never changed in place (every write stores a new object)."""
+    pod = dict(stored)
+    pod["metadata"] = dict(stored["metadata"])
+    pod["spec"] = dict(stored.get("spec") or {})
+    status = pod["status"] = dict(stored.get("status") or {})
+    if "conditions" in status:
+        status["conditions"] = list(status["conditions"] or [])
+    return pod
+
+
 def bind(pod: Object, node_name: str, now: str, node: Object | None = None) -> None:
     """What a successful pods/binding writes (setPodNodeAndMetadata): spec.nodeName, the node's
     topology labels, no nominatedNodeName (ClearingNominatedNodeNameAfterBinding, on by default in

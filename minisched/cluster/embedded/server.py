@@ -35,12 +35,12 @@ import marshal
 import random
 import threading
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from minisched.clock import Clock, RealClock, rfc3339
 from minisched.cluster.base import Object, Watch
-from minisched.errors import ApiError, BadRequest, Cause, Expired, NotFound, Timeout
+from minisched.errors import AlreadyExists, ApiError, BadRequest, Cause, Expired, NotFound, Timeout
 from minisched.resources import (
     CRDS,
     EVENTS_V1,
@@ -80,6 +80,7 @@ from .statuses import (
     conflict,
     forbidden,
     forbidden_field,
+    generate_name_conflict,
     invalid,
     invalid_value,
     namespace_not_found,
@@ -94,6 +95,10 @@ _Objects = list[Object]  # (the class's own `list` method shadows the builtin in
 
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg/util/rand
+# k8s.io/apiserver registry/generic/registry/store.go: with RetryGenerateName (GA and locked on since
+# 1.32) a create whose generated name is taken is tried again with a new name, 8 times in all.
+GENERATE_NAME_ATTEMPTS = 8
+MAX_GENERATED_NAME_PREFIX = 63 - 5  # storage/names: the prefix is cut so that the name stays <= 63
 
 
 class EmbeddedCluster:
@@ -126,6 +131,8 @@ class EmbeddedCluster:
         self._hub = WatchHub(history_window)
         self._crds = CrdRegistry()
         self._random = random.Random(seed)
+        # base -> name, as kube's names.SimpleNameGenerator (replaceable: a test can make it collide)
+        self.name_generator: Callable[[str], str] = self._generate_name
         self._closed = False
         self.faults = Faults(drop=self._drop_watches, compact=self._compact)
         for ns in INITIAL_NAMESPACES:
@@ -231,9 +238,18 @@ class EmbeddedCluster:
     def create(self, resource: ResourceLike, obj: Object, namespace: str | None = None) -> Object:
         r, _ = self._served(resource)
         _check_object(obj)
+        meta = obj.get("metadata") or {}
+        # kube's createWithGenerateNameRetry: each try starts again from the request's object
+        attempts = GENERATE_NAME_ATTEMPTS if meta.get("generateName") and not meta.get("name") else 1
         with self._lock:
             self._request("create")
-            return self._out(r, self._create(r, obj, namespace))
+            for attempt in range(1, attempts + 1):
+                try:
+                    return self._out(r, self._create(r, obj, namespace))
+                except AlreadyExists:
+                    if attempt == attempts:
+                        raise
+        raise AssertionError("unreachable")  # the loop returns or raises
 
     def update(self, resource: ResourceLike, obj: Object, *, subresource: str | None = None) -> Object:
         r, kind = self._served(resource)
@@ -364,7 +380,7 @@ class EmbeddedCluster:
             error = pods.binding_error(existing)
             if error is not None:
                 raise error
-            pod = self._copy(existing)
+            pod = pods.copy_for_bind(existing)  # not a deep copy: bind writes only a few fields
             pods.bind(pod, node_name, self._now(), self._store(NODES).get("", node_name))
             self._commit(PODS, "MODIFIED", pod, existing)
 
@@ -450,7 +466,7 @@ class EmbeddedCluster:
         """What a client receives: a copy, in the API version it asked for."""
         blob = self._blobs.get(id(stored))
         obj: Object = marshal.loads(blob) if blob is not None else clone(stored)
-        if r == EVENTS_V1:
+        if r is EVENTS_V1:
             return core_to_events_v1(obj)
         obj["apiVersion"], obj["kind"] = r.api_version, r.kind
         return obj
@@ -480,14 +496,14 @@ class EmbeddedCluster:
         except ValueError:
             raise BadRequest("the object holds a value that is not JSON (use dicts, lists, strings, numbers, "
                              "booleans and None)") from None
-        if r == EVENTS_V1:
+        if r is EVENTS_V1:
             return events_v1_to_core(stored)
         if (r.group, r.version, r.plural) not in BUILTIN_KINDS:
             version = self._crds.storage_version(r)
             stored["apiVersion"] = f"{r.group}/{version}"
         else:
             stored["apiVersion"] = r.api_version
-            if r == NODES:
+            if r is NODES:
                 admission.default_node_status(stored)  # v1 defaulting, at decode
             quantities.canonicalize(r, stored)  # decoded and encoded again, as the real server does
         stored["kind"] = r.kind
@@ -562,12 +578,14 @@ class EmbeddedCluster:
         for system_field in ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp",
                              "deletionGracePeriodSeconds", "generation", "managedFields", "selfLink"):
             meta.pop(system_field, None)
-        kind = BUILTIN_KINDS.get((r.group, r.version, r.plural), (r, custom_kind(r)))[1]
+        builtin = BUILTIN_KINDS.get((r.group, r.version, r.plural))
+        kind = builtin[1] if builtin is not None else custom_kind(r)
         self._prepare_for_create(r, kind, obj)
         # As in rest.BeforeCreate: the name is generated after mutating admission (whose errors name
         # the generateName prefix), before validation and validating admission.
-        if not meta.get("name") and meta.get("generateName"):
-            meta["name"] = meta["generateName"] + "".join(self._random.choice(_GENERATE_ALPHABET) for _ in range(5))
+        generated = not meta.get("name") and bool(meta.get("generateName"))
+        if generated:
+            meta["name"] = self.name_generator(str(meta["generateName"]))
         name = meta.get("name") or ""
         if (r.group, r.version, r.plural) not in BUILTIN_KINDS:
             obj = self._admit_custom(r, obj, None)
@@ -575,24 +593,29 @@ class EmbeddedCluster:
         causes = validation.metadata_causes(r, obj) + validation.kind_causes(r, obj)
         if causes:
             raise invalid(r.kind, name, causes, r.group if r.group not in ("", "events.k8s.io") else "")
-        if r == PODS:
+        if r is PODS:
             self._validate_new_pod(obj)
         if self._store(r).get(ns, name) is not None:
-            raise already_exists(r, name)
+            # rest.CheckGeneratedNameError: a generated name that is taken says so
+            raise generate_name_conflict(r, name) if generated else already_exists(r, name)
         meta["uid"] = str(uuid.UUID(int=self._random.getrandbits(128), version=4))
         meta["creationTimestamp"] = self._now()
         if kind.tracks_generation:
             meta["generation"] = 1
         stored = self._commit(r, "ADDED", obj, None)
-        if r == CRDS:
+        if r is CRDS:
             self._crds.register(stored)
         return stored
+
+    def _generate_name(self, base: str) -> str:
+        """kube's names.SimpleNameGenerator: the base (cut to 58 characters) and 5 random characters."""
+        return base[:MAX_GENERATED_NAME_PREFIX] + "".join(self._random.choice(_GENERATE_ALPHABET) for _ in range(5))
 
     def _prepare_for_create(self, r: Resource, kind: Kind, obj: Object) -> None:
         """Per-kind defaulting and admission (PrepareForCreate + mutating admission)."""
         if kind.status_subresource and r.plural != "nodes":
             obj.pop("status", None)  # status is written through the status subresource only
-        if r == PODS:
+        if r is PODS:
             # v1 defaults, then the mutating admission plugins in kube-apiserver's order
             # (LimitRanger, Priority, DefaultTolerationSeconds (in default_pod), RuntimeClass).
             admission.default_pod(obj)
@@ -604,17 +627,17 @@ class EmbeddedCluster:
             if obj["spec"].get("nodeName"):  # PodTopologyLabels, for a pod created on a node
                 pods.copy_labels(obj, pods.topology_labels(self._store(NODES).get("", obj["spec"]["nodeName"])))
             admission.pod_status_on_create(obj)
-        elif r == LIMIT_RANGES:
+        elif r is LIMIT_RANGES:
             limitranger.default_limit_range(obj)
-        elif r == PERSISTENT_VOLUME_CLAIMS:
+        elif r is PERSISTENT_VOLUME_CLAIMS:
             admission.admit_claim(obj, self._default_storage_class)
-        elif r == PERSISTENT_VOLUMES:
+        elif r is PERSISTENT_VOLUMES:
             admission.admit_volume(obj, self._now())
-        elif r == STORAGE_CLASSES:
+        elif r is STORAGE_CLASSES:
             admission.default_storage_class(obj)
-        elif r == NAMESPACES and obj["metadata"].get("name"):
+        elif r is NAMESPACES and obj["metadata"].get("name"):
             admission.default_namespace(obj)
-        elif r == PRIORITY_CLASSES:
+        elif r is PRIORITY_CLASSES:
             admission.default_priority_class(obj)
             if obj.get("globalDefault"):
                 existing = self._global_default_priority_class()
@@ -622,11 +645,11 @@ class EmbeddedCluster:
                     raise forbidden(r, obj["metadata"].get("name") or "", (
                         f"PriorityClass {existing['metadata']['name']} is already marked as default. "
                         "Only one default can exist"))
-        elif r == POD_DISRUPTION_BUDGETS:
+        elif r is POD_DISRUPTION_BUDGETS:
             admission.empty_pdb_status(obj)
         elif r in (SERVICES, REPLICATION_CONTROLLERS, REPLICA_SETS, STATEFUL_SETS):
             admission.default_workload(r, obj)
-        elif r == CRDS:
+        elif r is CRDS:
             causes = validation.crd_causes(obj)
             if causes:
                 raise invalid(r.kind, obj["metadata"].get("name") or "", causes, r.group)
@@ -694,7 +717,7 @@ class EmbeddedCluster:
         if new_meta.get("uid") and new_meta["uid"] != old_meta["uid"]:
             raise _uid_mismatch(r, name, new_meta["uid"], existing)
 
-        if subresource == "status" and (r == CRDS or (r.group, r.version, r.plural) not in BUILTIN_KINDS):
+        if subresource == "status" and (r is CRDS or (r.group, r.version, r.plural) not in BUILTIN_KINDS):
             # Custom resources (and CRDs): a status update changes nothing but status.
             candidate = self._copy(existing)
             if "status" in new:
@@ -733,9 +756,9 @@ class EmbeddedCluster:
         if (r.group, r.version, r.plural) not in BUILTIN_KINDS:
             candidate = self._admit_custom(r, candidate, existing)
         causes = validation.metadata_causes(r, candidate)
-        if r == PODS and subresource is None:
+        if r is PODS and subresource is None:
             causes += validation.pod_update_causes(existing, candidate)
-        elif r == PRIORITY_CLASSES and candidate.get("value") != existing.get("value"):
+        elif r is PRIORITY_CLASSES and candidate.get("value") != existing.get("value"):
             causes.append(forbidden_field("value", "may not be changed in an update."))
         elif subresource is None:
             causes += validation.kind_causes(r, candidate)
@@ -788,12 +811,12 @@ class EmbeddedCluster:
             shorter["metadata"]["deletionGracePeriodSeconds"] = grace
             stored = self._commit(r, "MODIFIED", shorter, existing)
             return stored if grace > 0 or finalizers else self._remove(r, stored)
-        if r == NAMESPACES:
+        if r is NAMESPACES:
             return self._delete_namespace(existing)
-        if r == CRDS:
+        if r is CRDS:
             self._delete_custom_objects(existing)
-        period = pods.grace_period(existing, grace) if r == PODS else 0
-        if r == PODS or finalizers:
+        period = pods.grace_period(existing, grace) if r is PODS else 0
+        if r is PODS or finalizers:
             # Graceful deletion (pods) and finalizers first mark the object (deletionTimestamp).
             marked = self._copy(existing)
             mmeta = marked["metadata"]
@@ -811,7 +834,7 @@ class EmbeddedCluster:
         final = dict(existing)
         final["metadata"] = dict(existing["metadata"])
         self._commit(r, "DELETED", final, existing)
-        if r == CRDS:
+        if r is CRDS:
             self._crds.unregister(existing)
         return final
 
@@ -839,7 +862,7 @@ class EmbeddedCluster:
 
     def _resource_for_storage(self, key: str) -> Resource:
         for r, _ in BUILTIN_KINDS.values():
-            if storage_key(r) == key and r != EVENTS_V1:
+            if storage_key(r) == key and r is not EVENTS_V1:
                 return r
         for crd in self._crds.all():
             r = Resource.from_crd(crd)

@@ -26,6 +26,15 @@ def already_exists(resource: Resource, name: str) -> AlreadyExists:
     return AlreadyExists(f'{resource.group_resource} "{name}" already exists', details=_details(resource, name))
 
 
+def generate_name_conflict(resource: Resource, name: str) -> AlreadyExists:
+    """A generated name that is taken (NewGenerateNameConflict, after RetryGenerateName's last try)."""
+    return AlreadyExists(
+        f'{resource.group_resource} "{name}" already exists, the server was not able to generate a unique '
+        "name for the object",
+        details={**_details(resource, name), "retryAfterSeconds": 1},
+    )
+
+
 def conflict(qualified_resource: str, name: str, why: str) -> Conflict:
     return Conflict(
         f'Operation cannot be fulfilled on {qualified_resource} "{name}": {why}',
