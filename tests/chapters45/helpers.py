@@ -9,7 +9,7 @@ from collections.abc import Callable
 from minisched.clock import VirtualClock
 
 
-def eventually(cond: Callable[[], bool], timeout: float = 5.0, what: str = "condition") -> None:
+def eventually(cond: Callable[[], bool], timeout: float = 30.0, what: str = "condition") -> None:
     """Wait in real time for `cond` (other threads are working); fail with `what` if it never holds."""
     end = time.monotonic() + timeout
     while not cond():

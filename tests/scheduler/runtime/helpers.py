@@ -11,7 +11,8 @@ from minisched.objects import make_priority_class
 from minisched.resources import PODS, PRIORITY_CLASSES
 
 
-def wait_until(cond: Callable[[], Any], timeout: float = 10.0, what: str = "condition") -> Any:
+def wait_until(cond: Callable[[], Any], timeout: float = 60.0, what: str = "condition") -> Any:
+    # Generous: it returns as soon as cond holds; only a failure waits this long (CI is loaded).
     deadline = time.monotonic() + timeout
     while True:
         value = cond()
