@@ -1244,6 +1244,10 @@ class Scheduler:
         self._observe("observe_attempt", a.outcome[0], time.perf_counter() - a.started)
         a.framework.run_unreserve(a.state, a.info, a.node)
         self.cache.forget_pod(a.qpi.pod)
+        # Forgetting an assumed pod frees its room as a deleted pod would: pods parked for lack of
+        # it get another chance (kube's handleBindingCycleError moves them with AssignedPodDelete).
+        # The failed pod itself left the queue when it was assumed, so it is not among them.
+        self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
         err = status.error
         if isinstance(err, Timeout):
             # No answer: the binding may still land after we looked. The ledger keeps its room (the
