@@ -104,6 +104,9 @@ def test_the_watch_asks_the_server_to_end_before_the_idle_deadline() -> None:
         _plain_cluster("http://127.0.0.1:1", watch_idle_timeout=10.0, watch_max_seconds=9.0)
     unbounded = _plain_cluster("http://127.0.0.1:1", watch_idle_timeout=None, watch_max_seconds=None)
     assert unbounded._watch_seconds(None) is None and unbounded._watch_seconds(600) == 600
+    # by default (as `minisched run` builds it) a dead watch is noticed within the 60 s
+    default = _plain_cluster("http://127.0.0.1:1")
+    assert default.watch_idle_timeout is not None and default.watch_idle_timeout <= 60
 
 
 # ------------------------------------------------------------------------------- real control plane
