@@ -209,11 +209,17 @@ class SchedulerApp:
             shard.attach(sched)
             shard.tick()
             log.info("%s: shard group %s, ring %s", self.identity, shard.group, list(shard.ring.members))
-        sched.start()
-        if shard is not None:
-            shard.start()
+        # A stop or a lost lease ends the wait for the informers' first lists too (kube-scheduler
+        # waits for its caches with ctx.Done()): an API server that cannot list must not hold a
+        # process told to stop for the whole sync timeout.
+        cancelled = threading.Event()
+        ctx.after_done(cancelled.set)
         controller: PluginConfigController | None = None
         try:
+            if not sched.start(stop=cancelled):
+                return  # stopped before the informers synced: the finally below shuts down
+            if shard is not None:
+                shard.start()
             if self.plugin_config:
                 install_crd(self.cluster)
                 controller = PluginConfigController(sched, self.cluster, clock=self.clock)

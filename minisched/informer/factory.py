@@ -18,7 +18,7 @@ from minisched.informer.backoff import ExponentialBackoff
 from minisched.informer.delta_fifo import TransformFunc
 from minisched.informer.listwatch import ListWatch, describe_scope
 from minisched.informer.reflector import DEFAULT_WATCH_TIMEOUT
-from minisched.informer.shared_informer import SharedIndexInformer
+from minisched.informer.shared_informer import SharedIndexInformer, StopSignal
 from minisched.informer.store import Indexers
 from minisched.resources import Resource, ResourceLike
 
@@ -123,15 +123,18 @@ class SharedInformerFactory:
         for _, informer in pending:
             informer.start()
 
-    def wait_for_cache_sync(self, timeout: float | None = None) -> dict[InformerKey, bool]:
-        """Wait (real seconds, shared by all) for every started informer's first list."""
+    def wait_for_cache_sync(self, timeout: float | None = None,
+                            stop: StopSignal | None = None) -> dict[InformerKey, bool]:
+        """Wait (real seconds, shared by all) for every started informer's first list, giving up
+        as soon as `stop` is set (client-go's WaitForCacheSync(stopCh)): the informers not synced
+        by then map to False."""
         deadline = None if timeout is None else time.monotonic() + timeout
         result: dict[InformerKey, bool] = {}
         with self._lock:
             started = [(k, self._informers[k]) for k in self._started]
         for key, informer in started:
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            result[key] = informer.wait_for_sync(left)
+            result[key] = informer.wait_for_sync(left, stop)
         return result
 
     def shutdown(self, timeout: float = 10.0) -> None:

@@ -17,7 +17,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from minisched.clock import Clock, RealClock
 from minisched.informer.backoff import ExponentialBackoff
@@ -39,6 +39,14 @@ from minisched.meta import resource_version_of
 
 Object = dict[str, Any]
 log = logging.getLogger("minisched.informer")
+
+
+class StopSignal(Protocol):
+    """What a wait for sync can be stopped by: a threading.Event, or anything with is_set()
+    (client-go's stop channel)."""
+
+    def is_set(self) -> bool: ...
+
 
 MINIMUM_RESYNC_PERIOD = 1.0  # seconds; shorter requests are raised to this (client-go: 1 s)
 
@@ -212,12 +220,14 @@ class SharedIndexInformer:
         fifo = self._fifo
         return fifo is not None and fifo.has_synced()
 
-    def wait_for_sync(self, timeout: float | None = None) -> bool:
-        """Block until has_synced() or `timeout` real seconds pass (the wait is on work done by
-        threads, not on the informer's clock). Returns has_synced()."""
+    def wait_for_sync(self, timeout: float | None = None, stop: StopSignal | None = None) -> bool:
+        """Block until has_synced(), `timeout` real seconds pass (the wait is on work done by
+        threads, not on the informer's clock) or `stop` is set (client-go's WaitForCacheSync takes
+        a stop channel: a process told to stop does not wait out the timeout). Returns has_synced()."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while not self.has_synced():
-            if self._stopped or (deadline is not None and time.monotonic() >= deadline):
+            if self._stopped or (stop is not None and stop.is_set()) \
+                    or (deadline is not None and time.monotonic() >= deadline):
                 return self.has_synced()
             time.sleep(0.005)
         return True

@@ -771,11 +771,13 @@ class Scheduler:
 
     # --- lifecycle --------------------------------------------------------------------------------------
 
-    def start(self, *, loop: bool = True, sync_timeout: float = 60.0) -> None:
+    def start(self, *, loop: bool = True, sync_timeout: float = 60.0, stop: threading.Event | None = None) -> bool:
         """Start informers (and wait for their first lists), the queue flushers, housekeeping and,
-        with `loop`, the scheduling loop thread."""
+        with `loop`, the scheduling loop thread. The wait for the first lists ends early when
+        `stop` is set or stop() is called meanwhile (kube-scheduler's WaitForCacheSync(ctx.Done())):
+        then nothing more is started, False is returned and the caller still calls stop()."""
         if self._started:
-            return
+            return not self._stop.is_set()
         self._started = True
         pods = self.factory.informer_for(PODS)
         nodes = self.factory.informer_for(NODES)
@@ -796,7 +798,11 @@ class Scheduler:
                 if register is not None:
                     register(self.factory, self._requeue)
         self.factory.start()
-        synced = self.factory.wait_for_cache_sync(sync_timeout)
+        asked = _AnyOf(self._stop, stop)
+        synced = self.factory.wait_for_cache_sync(sync_timeout, asked)
+        if asked.is_set():
+            log.info("scheduler stopped before its informers synced")
+            return False
         if not all(synced.values()):
             raise TimeoutError(f"informers did not sync within {sync_timeout}s: "
                                f"{[str(k) for k, ok in synced.items() if not ok]}")
@@ -807,6 +813,7 @@ class Scheduler:
         self._spawn(self._housekeeping, "scheduler-housekeeping")
         if loop:
             self._spawn(self._loop, "scheduler-loop")
+        return True
 
     def _spawn(self, target: Any, name: str) -> None:
         t = threading.Thread(target=target, name=name, daemon=True)
@@ -1237,6 +1244,10 @@ class Scheduler:
         self._observe("observe_attempt", a.outcome[0], time.perf_counter() - a.started)
         a.framework.run_unreserve(a.state, a.info, a.node)
         self.cache.forget_pod(a.qpi.pod)
+        # Forgetting an assumed pod frees its room as a deleted pod would: pods parked for lack of
+        # it get another chance (kube's handleBindingCycleError moves them with AssignedPodDelete).
+        # The failed pod itself left the queue when it was assumed, so it is not among them.
+        self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
         err = status.error
         if isinstance(err, Timeout):
             # No answer: the binding may still land after we looked. The ledger keeps its room (the
@@ -1313,6 +1324,16 @@ class Scheduler:
             trace: AttemptTrace | None = getattr(self._tls, "trace", None)
             if trace is not None:
                 trace.point(point, status, seconds)
+
+
+class _AnyOf:
+    """Set when any of its events is (the scheduler's own stop, or its caller's)."""
+
+    def __init__(self, *events: threading.Event | None) -> None:
+        self.events = [e for e in events if e is not None]
+
+    def is_set(self) -> bool:
+        return any(e.is_set() for e in self.events)
 
 
 def _scheduler_name(pod: Object) -> str:

@@ -124,6 +124,49 @@ def test_a_leader_that_loses_its_lease_stops_scheduling_and_returns(cluster):
         stop.set()
 
 
+def test_a_lease_lost_while_the_informers_cannot_list_returns_at_once(cluster):
+    """The lease is lost while the scheduler still waits for its informers' first lists (the API
+    server can no longer list, then answers nothing at all). Before, Scheduler.start waited out its
+    60 s sync timeout before run() could see the lost lease; now the lost lease ends that wait."""
+    cluster.faults.fail_next(10**6, verbs={"list"})  # the lease is won, the informers never list
+    app = SchedulerApp(cluster, leader_elect=True, identity="sched-a", lease_namespace="default",
+                       shutdown_timeout=5.0, **FAST_LEASE)
+    stop, thread = start(app)
+    try:
+        wait_until(lambda: app.scheduler is not None, "sched-a to lead")
+        wait_until(lambda: cluster.faults.injected >= 2, "the informers' lists to fail")
+        cluster.faults.fail_next(10**6)  # now every request fails: renewals too
+        thread.join(20)
+        assert not thread.is_alive(), "run() must return once the lease is lost, synced or not"
+        assert app.lost_lease
+        sched = app.scheduler
+        assert sched is not None and not sched._threads  # its loop never started
+        # ...and it was shut down (before, run() returned while the leading thread still waited in
+        # Scheduler.start, its informers running, for the rest of the 60 s sync timeout)
+        leading = getattr(app.elector, "leading_thread", None)
+        assert leading is None or not leading.is_alive(), "the leading thread still waits for the sync"
+        assert sched.shutdown_report is not None
+    finally:
+        cluster.faults.clear()
+        stop.set()
+        thread.join(20)
+
+
+def test_a_stop_while_the_informers_cannot_list_returns_at_once(cluster):
+    cluster.faults.fail_next(10**6, verbs={"list"})
+    app = SchedulerApp(cluster, shutdown_timeout=5.0)
+    stop, thread = start(app)
+    try:
+        wait_until(lambda: app.scheduler is not None and cluster.faults.injected >= 2,
+                   "the informers' lists to fail")
+        stop.set()
+        thread.join(20)
+        assert not thread.is_alive(), "run() must return within its shutdown deadline of a stop"
+    finally:
+        cluster.faults.clear()
+        stop.set()
+
+
 def test_a_service_keeps_a_short_latency_log(cluster):
     """`minisched run` exports latencies as histograms; its in-memory log of cycle latencies held
     200,000 floats (6 MiB when full, rising for hours in the real-control-plane soak's tracemalloc

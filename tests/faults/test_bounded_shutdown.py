@@ -128,3 +128,49 @@ def test_a_clean_shutdown_reports_nothing_abandoned(embedded: EmbeddedCluster) -
     report = sched.stop()
     assert report.clean, report.describe()
     assert sched.stop() is report  # idempotent
+
+
+def _start_in_thread(sched: Scheduler, **kwargs: Any) -> tuple[threading.Thread, dict[str, Any]]:
+    box: dict[str, Any] = {}
+    t = threading.Thread(target=lambda: box.setdefault("started", sched.start(**kwargs)), daemon=True)
+    t.start()
+    return t, box
+
+
+def test_stop_ends_the_wait_for_informers_that_cannot_list(embedded: EmbeddedCluster) -> None:
+    """An API server that cannot list (etcd down) kept Scheduler.start waiting its whole 60 s sync
+    timeout, and stop() could not end that: a SIGTERM or a lost lease meanwhile waited it out.
+    Now stop() ends the wait (kube-scheduler's WaitForCacheSync(ctx.Done())) and nothing starts."""
+    embedded.faults.fail_next(10**6, verbs={"list"})
+    sched = Scheduler(embedded)
+    thread, box = _start_in_thread(sched)  # sync_timeout: the default 60 s
+    try:
+        wait_until(lambda: embedded.faults.injected >= 2, what="the informers' lists to fail")
+        assert thread.is_alive()
+        began = time.monotonic()
+        report = sched.stop(5.0)
+        thread.join(15)
+        assert not thread.is_alive(), "start() still waiting for its informers 15 s after stop()"
+        assert time.monotonic() - began < 10
+        assert box["started"] is False
+        assert not sched._threads  # no loop, flushers or housekeeping were started
+        assert report.informers_running == [], report.describe()
+    finally:
+        embedded.faults.clear()
+        sched.stop()
+
+
+def test_the_callers_stop_event_ends_the_wait_too(embedded: EmbeddedCluster) -> None:
+    embedded.faults.fail_next(10**6, verbs={"list"})
+    sched = Scheduler(embedded)
+    cancelled = threading.Event()
+    thread, box = _start_in_thread(sched, stop=cancelled)
+    try:
+        wait_until(lambda: embedded.faults.injected >= 2, what="the informers' lists to fail")
+        cancelled.set()
+        thread.join(15)
+        assert not thread.is_alive(), "start() still waiting 15 s after its stop event was set"
+        assert box["started"] is False and not sched._threads  # no loop, flushers or housekeeping
+    finally:
+        embedded.faults.clear()
+        sched.stop(5.0)

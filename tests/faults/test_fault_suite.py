@@ -14,6 +14,7 @@ import os
 import re
 import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ import pytest
 
 from minisched.controlplane.relay import TcpRelay
 from tests.faults.helpers import (
+    MinischedProcess,
     PodCreator,
     a_restart_binds_the_rest,
     bound_after,
@@ -39,81 +41,141 @@ pytestmark = pytest.mark.realcluster
 
 PODS = 200
 RATE = 80.0  # pods created per second: the drain lasts a few seconds, so faults land mid-drain
+IDLE = 6.0  # the watch idle deadline of the relayed minisched (45 s by default, against the issue's 60 s)
 
 
-def test_apiserver_sigkill_and_restart_mid_drain(real_cluster: Any, control_plane: Any, tmp_path: Path) -> None:
-    with scenario(real_cluster, "crash") as (ns, obs), running(control_plane.kubeconfig, tmp_path / "m.log") as proc:
-        creator = creating(real_cluster, ns, PODS, rate=RATE)
-        killed = time.monotonic()
-        created_before = creator.created
-        down = control_plane.restart_component("kube-apiserver", kill=True)
-        creator.join()
-        wait_all_bound(obs, ns, creator.names(), 90)
-        # Pods created after the crash can only be bound by the restarted server: the first of
-        # them bound says when binding resumed (the server answers before /readyz says so).
-        later = bound_times(obs, ns, creator.names()[created_before + 1:])
-        report("kube-apiserver SIGKILL: killed, restarted and /readyz passing after", down)
-        assert later, "no pod was created after the crash: the fault did not land mid-drain"
-        report("binding resumed after the API server went down", later[0] - killed)
-        check_invariants(obs, creator.names(), ns)
-        assert proc.running(), proc.tail()
+# One `minisched run` serves every scenario of a class (they must be survived without a restart: a
+# crash of the API server or etcd; connections cut or black-holed): surviving one and carrying on with
+# the next pods is the behaviour under test, and each process costs seconds of start-up on a loaded
+# machine. Each scenario still checks that it is running and that its log has no traceback. Class
+# scope: the process is gone before the next scenarios start theirs (two schedulers would compete).
+
+@pytest.fixture(scope="class")
+def survivor(control_plane: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[MinischedProcess]:
+    """minisched on the API server directly, shared by the crash scenarios."""
+    with running(control_plane.kubeconfig, tmp_path_factory.mktemp("survivor") / "m.log") as proc:
+        yield proc
 
 
-def test_etcd_sigkill_and_restart_mid_drain(real_cluster: Any, control_plane: Any, tmp_path: Path) -> None:
-    """etcd SIGKILLed mid-drain and restarted 2 s later (same data): the API server stays up but
-    cannot answer meanwhile; minisched rides it out and binds every pod once, none twice."""
-    with scenario(real_cluster, "etcdkill") as (ns, obs), running(control_plane.kubeconfig, tmp_path / "m.log") as proc:
-        creator = creating(real_cluster, ns, PODS, rate=RATE)
-        killed = time.monotonic()
-        created_before = creator.created
-        down = control_plane.restart_component("etcd", kill=True, down_for=2.0)
-        creator.join()
-        wait_all_bound(obs, ns, creator.names(), 90)
-        later = bound_times(obs, ns, creator.names()[created_before + 1:])
-        report("etcd SIGKILL: down and healthy again after", down)
-        if later:
-            report("binding resumed after etcd went down", later[0] - killed)
-        check_invariants(obs, creator.names(), ns)
-        assert proc.running(), proc.tail()
+@pytest.fixture(scope="class")
+def shared_relay(control_plane: Any) -> Iterator[TcpRelay]:
+    """A relay to the API server for the connection scenarios (each resets or black-holes what is open)."""
+    r = TcpRelay("127.0.0.1", control_plane.apiserver_port).start()
+    try:
+        yield r
+    finally:
+        r.stop()
 
 
-def test_connections_cut_mid_drain(real_cluster: Any, relay: TcpRelay, relayed_kubeconfig: Path,
-                                   tmp_path: Path) -> None:
-    with scenario(real_cluster, "cut") as (ns, obs), running(relayed_kubeconfig, tmp_path / "m.log"):
-        creator = creating(real_cluster, ns, PODS, rate=RATE)
-        cuts = 0
-        for _ in range(4):  # reset every connection four times, 0.5 s apart
-            cuts += relay.cut()
-            time.sleep(0.5)
-        last_cut = time.monotonic()
-        creator.join()
-        wait_all_bound(obs, ns, creator.names(), 60)
-        after = bound_after(obs, last_cut)
-        if after:
-            report(f"{cuts} connections reset 4 times; binding after the last cut", after[0] - last_cut)
-        assert cuts >= 4
-        check_invariants(obs, creator.names(), ns)
+@pytest.fixture(scope="class")
+def relayed_survivor(control_plane: Any, shared_relay: TcpRelay,
+                     tmp_path_factory: pytest.TempPathFactory) -> Iterator[MinischedProcess]:
+    """minisched through `shared_relay`, shared by the connection scenarios."""
+    from minisched.controlplane.kubeconfig import write_kubeconfig
+
+    tmp = tmp_path_factory.mktemp("relayed")
+    kubeconfig = write_kubeconfig(tmp / "kubeconfig-relayed", f"https://{shared_relay.address}",
+                                  control_plane.ca.cert_pem, control_plane.admin, "admin")
+    # After the black hole its event writer may still wait on a dead connection (until the request's
+    # read timeout): its shutdown then waits the whole deadline. Shutdown is not under test here (see
+    # test_sigterm_with_hung_binds_exits_within_the_deadline); a short deadline ends it sooner.
+    with running(kubeconfig, tmp / "m.log", "--watch-idle-timeout", f"{IDLE:g}", "--shutdown-timeout", "3") as proc:
+        yield proc
 
 
-def test_black_holed_connections_mid_drain(real_cluster: Any, relay: TcpRelay, relayed_kubeconfig: Path,
-                                           tmp_path: Path) -> None:
-    """Every connection stops carrying bytes with no FIN or RST. The watches hit their idle deadline
-    (6 s here; 45 s by default, against the issue's 60 s target), restart on new connections, and
-    the pods created meanwhile are bound."""
-    idle = 6.0
-    with scenario(real_cluster, "blackhole") as (ns, obs), \
-            running(relayed_kubeconfig, tmp_path / "m.log", "--watch-idle-timeout", f"{idle:g}") as proc:
-        first = creating(real_cluster, ns, 40, rate=RATE, prefix="before")
-        first.join()
-        wait_all_bound(obs, ns, first.names(), 60)
-        assert relay.black_hole() >= 2
-        holed = time.monotonic()
-        second = creating(real_cluster, ns, 100, rate=RATE, prefix="after", first=0)
-        second.join()
-        wait_all_bound(obs, ns, second.names(), idle + 40)
-        report(f"black hole (idle deadline {idle:g} s): all 100 new pods bound after", time.monotonic() - holed)
-        assert "taken for dead" in proc.log(), proc.tail()
-        check_invariants(obs, first.names() + second.names(), ns)
+def _alive(proc: MinischedProcess) -> MinischedProcess:
+    assert proc.running(), f"the shared minisched exited in an earlier scenario:\n{proc.tail()}"
+    return proc
+
+
+def _survived(proc: MinischedProcess, obs: Any, names: list[str], namespace: str) -> None:
+    """The observer's invariants hold, and the shared minisched is still running with a clean log."""
+    check_invariants(obs, names, namespace)
+    assert proc.running(), proc.tail()
+    proc.assert_clean_log()
+
+
+class TestOneSchedulerThroughCrashes:
+    """The API server, then etcd, SIGKILLed mid-drain under one minisched, which rides out both."""
+
+    def test_apiserver_sigkill_and_restart_mid_drain(self, real_cluster: Any, control_plane: Any,
+                                                     survivor: MinischedProcess) -> None:
+        proc = _alive(survivor)
+        with scenario(real_cluster, "crash") as (ns, obs):
+            creator = creating(real_cluster, ns, PODS, rate=RATE)
+            killed = time.monotonic()
+            created_before = creator.created
+            down = control_plane.restart_component("kube-apiserver", kill=True)
+            creator.join()
+            wait_all_bound(obs, ns, creator.names(), 90)
+            # Pods created after the crash can only be bound by the restarted server: the first of
+            # them bound says when binding resumed (the server answers before /readyz says so).
+            later = bound_times(obs, ns, creator.names()[created_before + 1:])
+            report("kube-apiserver SIGKILL: killed, restarted and /readyz passing after", down)
+            assert later, "no pod was created after the crash: the fault did not land mid-drain"
+            report("binding resumed after the API server went down", later[0] - killed)
+            _survived(proc, obs, creator.names(), ns)
+
+    def test_etcd_sigkill_and_restart_mid_drain(self, real_cluster: Any, control_plane: Any,
+                                                survivor: MinischedProcess) -> None:
+        """etcd SIGKILLed mid-drain and restarted 2 s later (same data): the API server stays up but
+        cannot answer meanwhile; minisched rides it out and binds every pod once, none twice."""
+        proc = _alive(survivor)
+        with scenario(real_cluster, "etcdkill") as (ns, obs):
+            creator = creating(real_cluster, ns, PODS, rate=RATE)
+            killed = time.monotonic()
+            created_before = creator.created
+            down = control_plane.restart_component("etcd", kill=True, down_for=2.0)
+            creator.join()
+            wait_all_bound(obs, ns, creator.names(), 90)
+            later = bound_times(obs, ns, creator.names()[created_before + 1:])
+            report("etcd SIGKILL: down and healthy again after", down)
+            if later:
+                report("binding resumed after etcd went down", later[0] - killed)
+            _survived(proc, obs, creator.names(), ns)
+
+
+class TestOneSchedulerThroughBrokenConnections:
+    """Connections cut, then black-holed, under one minisched behind a relay, which carries on."""
+
+    def test_connections_cut_mid_drain(self, real_cluster: Any, shared_relay: TcpRelay,
+                                       relayed_survivor: MinischedProcess) -> None:
+        proc = _alive(relayed_survivor)
+        with scenario(real_cluster, "cut") as (ns, obs):
+            creator = creating(real_cluster, ns, PODS, rate=RATE)
+            cuts = 0
+            for _ in range(4):  # reset every connection four times, 0.5 s apart
+                cuts += shared_relay.cut()
+                time.sleep(0.5)
+            last_cut = time.monotonic()
+            creator.join()
+            wait_all_bound(obs, ns, creator.names(), 60)
+            after = bound_after(obs, last_cut)
+            if after:
+                report(f"{cuts} connections reset 4 times; binding after the last cut", after[0] - last_cut)
+            assert cuts >= 4
+            _survived(proc, obs, creator.names(), ns)
+
+    def test_black_holed_connections_mid_drain(self, real_cluster: Any, shared_relay: TcpRelay,
+                                               relayed_survivor: MinischedProcess) -> None:
+        """Every connection stops carrying bytes with no FIN or RST. The watches hit their idle deadline
+        (IDLE here; 45 s by default, against the issue's 60 s target), restart on new connections, and
+        the pods created meanwhile are bound."""
+        idle = IDLE
+        proc = _alive(relayed_survivor)
+        dead_before = proc.log().count("taken for dead")
+        with scenario(real_cluster, "blackhole") as (ns, obs):
+            first = creating(real_cluster, ns, 40, rate=RATE, prefix="before")
+            first.join()
+            wait_all_bound(obs, ns, first.names(), 60)
+            assert shared_relay.black_hole() >= 2
+            holed = time.monotonic()
+            second = creating(real_cluster, ns, 100, rate=RATE, prefix="after", first=0)
+            second.join()
+            wait_all_bound(obs, ns, second.names(), idle + 40)
+            report(f"black hole (idle deadline {idle:g} s): all 100 new pods bound after", time.monotonic() - holed)
+            assert proc.log().count("taken for dead") > dead_before, proc.tail()
+            _survived(proc, obs, first.names() + second.names(), ns)
 
 
 def test_sigterm_mid_drain_exits_in_time_and_a_restart_finishes(
@@ -243,7 +305,9 @@ def test_api_server_refusing_for_a_while_is_met_with_backoff(
     with FaultProxy(control_plane) as proxy, scenario(real_cluster, "refuse") as (ns, obs):
         kubeconfig = write_kubeconfig(tmp_path / "kubeconfig-proxy", proxy.url, control_plane.ca.cert_pem,
                                       control_plane.admin, "admin")
-        with running(kubeconfig, tmp_path / "m.log"):
+        # Its events all go through the test's Python proxy, one at a time: at the end a backlog is
+        # still unsent (16.9 s of flushing under load); this scenario is not about shutdown.
+        with running(kubeconfig, tmp_path / "m.log", "--shutdown-timeout", "3"):
             batches: list[PodCreator] = []
             for status in (429, 503):
                 creator = creating(real_cluster, ns, 120, rate=RATE / 2, prefix=f"s{status}")

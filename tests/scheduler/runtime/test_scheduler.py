@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -183,6 +184,42 @@ def test_other_bind_errors_back_off_and_retry(cluster: EmbeddedCluster) -> None:
         messages = [e["message"] for e in events_for(cluster, cluster.get(PODS, "p", "default"))]
         assert any(m.startswith("Binding rejected: 500 InternalError: etcd hiccup") for m in messages)
         assert "Successfully assigned default/p to n1" in messages
+
+
+def test_a_failed_bind_gives_the_pods_its_room_kept_out_another_chance(cluster: EmbeddedCluster) -> None:
+    """kube's handleBindingCycleError: the assumed pod is forgotten and, as its room is free again
+    (like a deleted pod's), the queue moves pods parked for lack of it (AssignedPodDelete). Before,
+    they waited for an unrelated event or the 5-minute unschedulable flush."""
+    clock = VirtualClock()  # no backoff or unschedulable flush expires unless the test says so
+    cluster.create(NODES, make_node("n1", cpu="1"))
+    real_bind = cluster.bind
+    release, started = threading.Event(), threading.Event()
+
+    def failing_bind(namespace: str, name: str, node_name: str, *, uid: str | None = None) -> None:
+        if name == "a":  # a's binds never land; the first one hangs until the test lets it fail
+            started.set()
+            release.wait(30)
+            raise InternalError("etcd hiccup")
+        real_bind(namespace, name, node_name, uid=uid)
+
+    cluster.bind = failing_bind  # type: ignore[method-assign]
+    with Scheduler(cluster, clock=clock) as sched:
+        wait_for_nodes(sched, 1)
+        cluster.create(PODS, make_pod("a", cpu="1", memory=None))
+        wait_until(started.is_set, what="a's bind to start")
+        cluster.create(PODS, make_pod("b", cpu="1", memory=None))  # no room while a is assumed
+        wait_until(lambda: sched.queue.where("default/b") == "unschedulable", what="b parked")
+        release.set()
+        wait_until(lambda: sched.stats.bind_errors == 1, what="a's bind to fail")
+        wait_until(lambda: sched.queue.where("default/b") in ("backoff", "active", "in-flight")
+                   or node_of(cluster, "b") is not None, what="b moved out of the unschedulable pods")
+        for _ in range(20):  # backoffs expire; a's retries keep failing, b fits once a is forgotten
+            if node_of(cluster, "b") == "n1":
+                break
+            clock.advance(1)
+            sched.wait_for_bindings()
+        wait_until(lambda: node_of(cluster, "b") == "n1", what="b bound in the room a's failed bind gave back")
+        assert node_of(cluster, "a") is None
 
 
 def test_graceful_stop_finishes_bindings(cluster: EmbeddedCluster) -> None:
