@@ -15,6 +15,7 @@ from minisched.cluster.embedded import EmbeddedCluster
 from minisched.errors import Timeout
 from minisched.objects import make_node, make_pod
 from minisched.resources import CONFIG_MAPS, LEASES, NODES, PODS, ResourceLike
+from minisched.scheduler.pod_info import PodInfo
 from minisched.scheduler.scheduler import Scheduler
 from minisched.sharding.fence import CapacityLedger, ledger_units
 from minisched.sharding.membership import Membership
@@ -446,3 +447,68 @@ def test_schedule_with_only_restricts_the_choice_not_what_the_plugins_see() -> N
     result = fwk.schedule(pod, table, only={"tiny"})
     assert result.node is None and result.status.is_rejected
     assert "Insufficient cpu" in result.decision.message
+
+
+def test_the_ledger_counts_pods_bound_without_an_entry(world: tuple[EmbeddedCluster, VirtualClock]) -> None:
+    # Pods bound by kube-scheduler (or a replica without the fence) have no ledger entry; the
+    # ledger's view of the node includes them, from the informer, so it does not over-commit.
+    cluster, clock = world
+    cluster.create(NODES, make_node("n1", cpu="4"))
+    for i in range(3):
+        cluster.create(PODS, make_pod(f"kube-{i}", scheduler_name="default-scheduler", cpu="1", node_name="n1"))
+    shard = Shard(cluster, identity="sched-a", clock=clock, join_settle=0)
+    sched = Scheduler(cluster, clock=clock, shard=shard)
+    shard.attach(sched)
+    shard.tick()
+    sched.start()
+    try:
+        wait_until(lambda: len(shard.bound_on("n1")) == 3, 60, "the informer shows the 3 bound pods")
+        alloc = ledger_units({"cpu": "4", "memory": "16Gi", "pods": "110"})
+        two = PodInfo.from_pod(cluster.create(PODS, make_pod("two", scheduler_name="nobody", cpu="2")))
+        one = PodInfo.from_pod(cluster.create(PODS, make_pod("one", scheduler_name="nobody", cpu="1")))
+        assert not shard.reserve(two, "n1", alloc)  # 3 + 2 > 4: refused, though the ledger was empty
+        assert shard.reserve(one, "n1", alloc)  # 3 + 1 fits
+        assert [r.pod for r in CapacityLedger(cluster).reservations("n1").values()] == ["default/one"]
+        # the same pod bound with an entry counts once
+        assert {r.uid for r in shard.bound_on("n1")} <= {p["metadata"]["uid"] for p in cluster.list(PODS)["items"]}
+        assert CapacityLedger(cluster).reserve("n1", "uid-x", {"cpu": 1000}, alloc,
+                                               bound=[*shard.bound_on("n1")]) is False  # 3 + 1 (one) + 1 > 4
+    finally:
+        sched.stop(5.0)
+        shard.stop(1.0)
+
+
+def test_ledgers_of_deleted_nodes_are_deleted(world: tuple[EmbeddedCluster, VirtualClock]) -> None:
+    cluster, clock = world
+    n1 = cluster.create(NODES, make_node("n1", cpu="4"))
+    cluster.create(NODES, make_node("n2", cpu="4"))
+    shard = Shard(cluster, identity="sched-a", clock=clock, join_settle=0)
+    sched = Scheduler(cluster, clock=clock, shard=shard)
+    shard.attach(sched)
+    shard.tick()
+    sched.start()
+    try:
+        for name in ("p1", "p2"):
+            cluster.create(PODS, make_pod(name, cpu="3"))
+        wait_until(lambda: len(bound(cluster)) == 2, 60, "both pods bound")
+        ledger = cluster.get(CONFIG_MAPS, "minisched-capacity-n1", "kube-system")
+        # the API server's garbage collector deletes it with its node (a real cluster)
+        assert ledger["metadata"]["ownerReferences"] == [
+            {"apiVersion": "v1", "kind": "Node", "name": "n1", "uid": n1["metadata"]["uid"]}]
+        # the embedded cluster has no collector: the shard's clean-up deletes the ledgers of nodes gone
+        for pod, node in bound(cluster).items():
+            if node == "n1":
+                cluster.delete(PODS, pod, "default", grace_period_seconds=0)
+        cluster.delete(NODES, "n1")
+        wait_until(lambda: "n1" not in sched.cache.node_names(), 60, "the informer sees n1 go")
+        shard.cleanup()
+        names = {c["metadata"]["name"] for c in cluster.list(CONFIG_MAPS, "kube-system")["items"]}
+        assert "minisched-capacity-n1" not in names and "minisched-capacity-n2" in names
+        assert shard.ledgers_deleted == 1
+        # a ledger written after it was read is not deleted (the resourceVersion precondition)
+        stale = CapacityLedger(cluster).ledgers()["n2"]
+        assert CapacityLedger(cluster).reserve("n2", "uid-y", {"cpu": 1}, {"cpu": 4000})
+        assert not CapacityLedger(cluster).delete_ledger("n2", stale)
+    finally:
+        sched.stop(5.0)
+        shard.stop(1.0)
