@@ -126,6 +126,7 @@ class Shard:
         self._partition: frozenset[str] | None = frozenset()
         self._partition_of: tuple[tuple[str, ...], int] | None = None  # (ring members, node count)
         self._gone: collections.deque[tuple[str, str]] = collections.deque()  # (node, uid) to release
+        self._requests_of: dict[str, dict[str, int]] = {}  # bound pod UID -> its ledger requests (bound_on)
         self._full: dict[str, float] = {}  # node -> until when to avoid it (its ledger refused us)
         self._avoid_ended = False  # a node left _full since the last heartbeat
         self._next_cleanup = 0.0
@@ -163,7 +164,8 @@ class Shard:
         names = sched.cache.node_names()
         key = (ring.members, len(names))
         if key != self._partition_of:
-            self._partition = frozenset(n for n in names if ring.owner_of_node(n) == self.identity)
+            self._partition = frozenset(ring.partition(names)[self.identity]) if self.identity in ring \
+                else frozenset()
             self._partition_of = key
         return self._partition
 
@@ -249,7 +251,10 @@ class Shard:
             meta = pod.get("metadata") or {}
             uid = str(meta.get("uid") or "")
             if uid and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
-                out.append(Reservation(uid, key_of(pod), "bound", _requests(PodInfo.from_pod(pod).requests)))
+                requests = self._requests_of.get(uid)
+                if requests is None:  # parsed once per pod, not once per reservation on its node
+                    requests = self._requests_of[uid] = _requests(PodInfo.from_pod(pod).requests)
+                out.append(Reservation(uid, key_of(pod), "bound", requests))
         return out
 
     def release(self, info: PodInfo, node: str) -> None:
@@ -281,6 +286,7 @@ class Shard:
         # Called on the informer's thread: no API call here, the shard's loop releases it.
         if self.ledger is not None:
             meta = pod.get("metadata") or {}
+            self._requests_of.pop(str(meta.get("uid") or ""), None)
             self._gone.append((node, _uid(str(meta.get("uid") or ""), key_of(pod))))
 
     # -- upkeep ---------------------------------------------------------------------------------------

@@ -85,10 +85,13 @@ def test_a_pod_that_fits_nowhere_in_the_partition_falls_back_to_every_node(
         assert a.scheduler.stats.fallbacks == 1 and a.shard.stats().fallbacks == 1
 
 
-def _full_n1_held_by(cluster: EmbeddedCluster, clock: VirtualClock, holder: str, *, live: bool) -> list[str]:
-    """Nodes n1, n2 of 4 CPU; `holder` reserved all of n1 for a pod still pending; with `live`, its
-    lease is renewed (a long one: it stays live however far the test moves the clock). Returns the
-    names of 3 one-CPU pods sched-a owns in the ring it will see."""
+def _full_n1_held_by(cluster: EmbeddedCluster, clock: VirtualClock, *, live: bool) -> tuple[str, list[str]]:
+    """Nodes n1, n2 of 4 CPU; a replica reserved all of n1 for a pod still pending; with `live`, its
+    lease is renewed (a long one: it stays live however far the test moves the clock), and its name
+    leaves n1 in sched-a's partition (so that sched-a tries n1 first). Returns that replica's name
+    and the names of 3 pods sched-a owns in the ring it will see."""
+    holder = next(h for h in (f"sched-z{i}" for i in range(100))
+                  if Ring(["sched-a", h]).partition(["n1", "n2"])["sched-a"] == ["n1"])
     cluster.create(NODES, make_node("n1", cpu="4"))
     cluster.create(NODES, make_node("n2", cpu="4"))
     elsewhere = cluster.create(PODS, make_pod("elsewhere", scheduler_name="nobody", cpu="4"))
@@ -100,22 +103,22 @@ def _full_n1_held_by(cluster: EmbeddedCluster, clock: VirtualClock, holder: str,
         Membership(cluster, identity=holder, prefix="minisched-shard-", clock=clock, lease_duration=36000).renew()
         members.append(holder)
     ring = Ring(members)
-    return [n for n in (f"p{i}" for i in range(100)) if ring.owner_of_pod("default", n) == "sched-a"][:3]
+    return holder, [n for n in (f"p{i}" for i in range(100)) if ring.owner_of_pod("default", n) == "sched-a"][:3]
 
 
 def test_a_full_ledger_refuses_the_bind_and_the_pod_goes_to_another_node(
         world: tuple[EmbeddedCluster, VirtualClock]) -> None:
     cluster, clock = world
     # another live replica reserved all of n1 for a pod still pending (it may be about to bind it)
-    names = _full_n1_held_by(cluster, clock, "sched-z", live=True)
+    holder, names = _full_n1_held_by(cluster, clock, live=True)
     shard = Shard(cluster, identity="sched-a", clock=clock, join_settle=0)
     sched = Scheduler(cluster, clock=clock, shard=shard)
     shard.attach(sched)
     shard.tick()
     sched.start()
     try:
-        assert list(shard.ring.members) == ["sched-a", "sched-z"]
-        for name in names:  # scoring spreads them: some pick n1 first and are refused there
+        assert list(shard.ring.members) == ["sched-a", holder]
+        for name in names:  # n1 is in sched-a's partition: tried first, refused there
             cluster.create(PODS, make_pod(name, cpu="1"))
         advance_until(clock, lambda: len(bound(cluster)) == 3, 60, "3 pods bound")
         assert set(bound(cluster).values()) == {"n2"}
@@ -131,7 +134,7 @@ def test_a_pending_pods_entry_held_by_a_replica_gone_from_the_ring_is_released(
     cluster, clock = world
     # the same, but sched-z has no live lease (it died between reserve and bind): its entry holds
     # room no pod will use, and the refused reservation prunes it
-    names = _full_n1_held_by(cluster, clock, "sched-z", live=False)
+    _, names = _full_n1_held_by(cluster, clock, live=False)
     shard = Shard(cluster, identity="sched-a", clock=clock, join_settle=0)
     sched = Scheduler(cluster, clock=clock, shard=shard)
     shard.attach(sched)
