@@ -345,7 +345,7 @@ class Shard:
                     # first renewal, or the lease may have lapsed in the peers' eyes: (re)join
                     self._joined_at = ended
                     if previous is not None:
-                        log.warning("%s: lease %s not renewed for %.1f s: rejoining the ring", self.identity,
+                        log.info("%s: lease %s not renewed for %.1f s: rejoining the ring", self.identity,
                                     self.membership.lease_name, ended - previous)
                 self._renewed_at = started
         try:
