@@ -9,7 +9,10 @@ keeps it current (Part II §4.3).
 What each part does:
 
 - Membership (membership.py): every `renew_period` (a third of the lease) the replica renews its own
-  Lease `<group>-shard-<identity>` and lists the others. Who is live decides the ring.
+  Lease `<group>-shard-<identity>` and lists the others. Who is live decides the ring. A joining
+  replica owns nothing until its lease was written `join_settle` ago (a renew period and a half:
+  every peer's heartbeat has seen it since); one whose renewals stopped for a lease duration owns
+  nothing from that moment and rejoins the same way (`synced`, `lease_fresh`).
 - Ownership (ring.py): a pending pod belongs to the member with the highest rendezvous score for
   "namespace/name"; nodes likewise for "node:<name>". When the ring changes, `tick()` asks the
   scheduler to queue the pods it now owns and to drop from its queue those it no longer owns. That
@@ -25,8 +28,13 @@ What each part does:
   `release` takes them back when the bind fails (unless the pod is on the node after all),
   `pod_gone` when a bound pod goes, and `cleanup()` removes the entries left behind by a replica
   that died between reserve and bind (the pod is gone, finished or bound to another node); a
-  refused reservation first removes such entries from that node's ledger. An entry of a pod still pending is kept: its holder may be
-  paused, not dead, and bind when it resumes.
+  refused reservation first removes such entries from that node's ledger. An entry of a pod still
+  pending is kept while its holder is in the ring (it may be about to bind), and removed once its
+  holder left the ring or, for our own, when no binding of ours is underway; a holder paused past
+  its lease checks its lease after reserving and sends nothing. The ledger's sum includes the pods
+  our informer shows bound to the node without an entry (bound by kube-scheduler, say), and the
+  ledgers of deleted nodes are deleted (`delete_orphans`; on a real cluster also by the garbage
+  collector, through their ownerReference to the Node).
 
 `capacity_fence=False` (`minisched run --no-capacity-fence`) skips the ledger: replicas then share
 nodes as separate kube-schedulers do, and over-commit them. It exists to show that.
@@ -82,6 +90,7 @@ class ShardStats:
     pods_handed_off: int  # queued pods dropped because the ring gave them away
     ledger_pruned: int  # stale ledger entries removed
     renew_failures: int
+    ledgers_deleted: int = 0  # ledgers of deleted nodes removed
 
 
 class Shard:
@@ -604,6 +613,7 @@ class Shard:
                 fallbacks=self.fallbacks, not_owned=s.not_owned if s else 0, ring_changes=self.ring_changes,
                 pods_taken_over=self.pods_taken_over, pods_handed_off=self.pods_handed_off,
                 ledger_pruned=ledger.pruned if ledger else 0, renew_failures=self.renew_failures,
+                ledgers_deleted=self.ledgers_deleted,
             )
 
     def __repr__(self) -> str:

@@ -507,7 +507,7 @@ def test_ledgers_of_deleted_nodes_are_deleted(world: tuple[EmbeddedCluster, Virt
         shard.cleanup()
         names = {c["metadata"]["name"] for c in cluster.list(CONFIG_MAPS, "kube-system")["items"]}
         assert "minisched-capacity-n1" not in names and "minisched-capacity-n2" in names
-        assert shard.ledgers_deleted == 1
+        assert shard.ledgers_deleted == 1 and shard.stats().ledgers_deleted == 1
         # a ledger written after it was read is not deleted (the resourceVersion precondition)
         stale = CapacityLedger(cluster).ledgers()["n2"]
         assert CapacityLedger(cluster).reserve("n2", "uid-y", {"cpu": 1}, {"cpu": 4000})
