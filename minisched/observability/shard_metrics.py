@@ -21,6 +21,7 @@ can sum over the group or compare replicas:
 | minisched_shard_pods_handed_off_total | queued pods dropped because the ring gave them away |
 | minisched_shard_ledger_pruned_total | stale ledger entries the cleanup removed |
 | minisched_shard_lease_renew_failures_total | lease renewals that failed |
+| minisched_shard_ledgers_deleted_total | capacity ledgers of deleted nodes removed |
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ _COUNTERS = (
     ("pods_handed_off", "minisched_shard_pods_handed_off", "Queued pods dropped because the ring gave them to another replica."),
     ("ledger_pruned", "minisched_shard_ledger_pruned", "Stale capacity-ledger entries removed by the cleanup."),
     ("renew_failures", "minisched_shard_lease_renew_failures", "Lease renewals that failed."),
+    ("ledgers_deleted", "minisched_shard_ledgers_deleted", "Capacity ledgers of deleted nodes removed."),
 )
 
 

@@ -137,26 +137,35 @@ class CapacityLedger:
     # -- writing -------------------------------------------------------------------------------------
 
     def reserve(self, node: str, uid: str, requests: Mapping[str, int], allocatable: Mapping[str, int],
-                *, pod: str = "") -> bool:
+                *, pod: str = "", bound: Iterable[Reservation] = (), node_uid: str = "") -> bool:
         """Record the requests of pod `uid` ("namespace/name" `pod`) on `node` if they fit; False if
-        they do not. Reserving again what this holder already holds there is a no-op that answers True."""
+        they do not. Reserving again what this holder already holds there is a no-op that answers True.
+
+        `bound`: the pods the caller's informer shows bound to `node` (by kube-scheduler, by a
+        replica without the fence, by us before an entry was pruned): each counts as an entry of
+        its own unless the ledger has one for its UID, so the fit is judged against what is on the
+        node, not only against what was reserved. `node_uid`: the Node's UID, made the ledger's
+        owner when this call creates it (the API server's garbage collector then deletes the ledger
+        with its node)."""
         key = self.key(uid)
+        bound = [b for b in bound if b.uid != uid]
         self._check(requests, "requests")
         self._check(allocatable, "allocatable")
         value = json.dumps({"pod": pod, "uid": uid, "holder": self.holder,
                             "requests": dict(sorted(requests.items()))}, separators=(",", ":"))
         mine = Reservation(uid, pod, self.holder, dict(requests))
         with self._node_lock(node):
-            return self._reserve(node, key, value, mine, allocatable, pod or uid)
+            return self._reserve(node, key, value, mine, allocatable, pod or uid, bound, node_uid)
 
-    def _reserve(self, node: str, key: str, value: str, mine: Reservation,
-                 allocatable: Mapping[str, int], what: str) -> bool:
+    def _reserve(self, node: str, key: str, value: str, mine: Reservation, allocatable: Mapping[str, int],
+                 what: str, bound: list[Reservation], node_uid: str) -> bool:
         for _ in range(self.max_attempts):
-            ledger = self._read_or_create(node)
+            ledger = self._read_or_create(node, node_uid)
             entries = self._parse(ledger)
             if key in entries:
                 return True
-            after = held([*entries.values(), mine])  # a pod another replica holds here counts once
+            # a pod another replica holds here, or that is bound here and held, counts once
+            after = held([*entries.values(), *bound, mine])
             if any(after.get(r, 0) > allocatable.get(r, 0) for r, amount in mine.requests.items() if amount):
                 with self._lock:
                     self.refusals += 1
@@ -211,6 +220,24 @@ class CapacityLedger:
                 return len(gone)
         raise FenceContention(f"pruning node {node}: lost the write race {attempts} times")
 
+    def ledgers(self) -> dict[str, Object]:
+        """node name -> its ledger ConfigMap, for every ledger of this prefix in the namespace."""
+        items = self.cluster.list(CONFIG_MAPS, self.namespace, label_selector=f"{LEDGER_LABEL}=true")["items"]
+        return {str(cm["metadata"]["name"])[len(self.prefix):]: cm for cm in items
+                if str(cm["metadata"]["name"]).startswith(self.prefix)}
+
+    def delete_ledger(self, node: str, ledger: Object) -> bool:
+        """Delete `node`'s ledger as read (`ledger`): under a resourceVersion precondition, so a
+        reservation written since keeps it. True if deleted."""
+        meta = ledger["metadata"]
+        try:
+            self.cluster.delete(CONFIG_MAPS, self._name(node), self.namespace,
+                                preconditions={"uid": str(meta.get("uid") or ""),
+                                               "resourceVersion": str(meta.get("resourceVersion") or "")})
+        except (NotFound, Conflict):
+            return False
+        return True
+
     # -- internals -----------------------------------------------------------------------------------
 
     def _node_lock(self, node: str) -> threading.Lock:
@@ -227,19 +254,20 @@ class CapacityLedger:
             raise ValueError("a capacity ledger needs a node name")
         return f"{self.prefix}{node}"
 
-    def _read_or_create(self, node: str) -> Object:
+    def _read_or_create(self, node: str, node_uid: str = "") -> Object:
         name = self._name(node)
         while True:
             try:
                 return self.cluster.get(CONFIG_MAPS, name, self.namespace)
             except NotFound:
                 pass
-            empty: Object = {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": {"name": name, "namespace": self.namespace, "labels": {LEDGER_LABEL: "true"}},
-                "data": {},
-            }
+            metadata: Object = {"name": name, "namespace": self.namespace,
+                                "labels": {LEDGER_LABEL: "true"}}
+            if node_uid:
+                # Deleted with its node by the API server's garbage collector (a namespaced object may
+                # have a cluster-scoped owner). The embedded cluster has no collector: see delete_orphans.
+                metadata["ownerReferences"] = [{"apiVersion": "v1", "kind": "Node", "name": node, "uid": node_uid}]
+            empty: Object = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": {}}
             try:
                 return self.cluster.create(CONFIG_MAPS, empty, self.namespace)
             except AlreadyExists:

@@ -9,7 +9,10 @@ keeps it current (Part II §4.3).
 What each part does:
 
 - Membership (membership.py): every `renew_period` (a third of the lease) the replica renews its own
-  Lease `<group>-shard-<identity>` and lists the others. Who is live decides the ring.
+  Lease `<group>-shard-<identity>` and lists the others. Who is live decides the ring. A joining
+  replica owns nothing until its lease was written `join_settle` ago (a renew period and a half:
+  every peer's heartbeat has seen it since); one whose renewals stopped for a lease duration owns
+  nothing from that moment and rejoins the same way (`synced`, `lease_fresh`).
 - Ownership (ring.py): a pending pod belongs to the member with the highest rendezvous score for
   "namespace/name"; nodes likewise for "node:<name>". When the ring changes, `tick()` asks the
   scheduler to queue the pods it now owns and to drop from its queue those it no longer owns. That
@@ -25,8 +28,13 @@ What each part does:
   `release` takes them back when the bind fails (unless the pod is on the node after all),
   `pod_gone` when a bound pod goes, and `cleanup()` removes the entries left behind by a replica
   that died between reserve and bind (the pod is gone, finished or bound to another node); a
-  refused reservation first removes such entries from that node's ledger. An entry of a pod still pending is kept: its holder may be
-  paused, not dead, and bind when it resumes.
+  refused reservation first removes such entries from that node's ledger. An entry of a pod still
+  pending is kept while its holder is in the ring (it may be about to bind), and removed once its
+  holder left the ring or, for our own, when no binding of ours is underway; a holder paused past
+  its lease checks its lease after reserving and sends nothing. The ledger's sum includes the pods
+  our informer shows bound to the node without an entry (bound by kube-scheduler, say), and the
+  ledgers of deleted nodes are deleted (`delete_orphans`; on a real cluster also by the garbage
+  collector, through their ownerReference to the Node).
 
 `capacity_fence=False` (`minisched run --no-capacity-fence`) skips the ledger: replicas then share
 nodes as separate kube-schedulers do, and over-commit them. It exists to show that.
@@ -44,7 +52,7 @@ from minisched.clock import Clock, RealClock, pause_unless_stopped
 from minisched.cluster.base import Cluster, Object
 from minisched.errors import ApiError, NotFound
 from minisched.meta import key_of
-from minisched.resources import PODS
+from minisched.resources import NODES, PODS
 from minisched.scheduler.pod_info import PodInfo
 from minisched.scheduler.queue import WILDCARD_EVENT
 from minisched.scheduler.scheduler import Scheduler
@@ -82,6 +90,7 @@ class ShardStats:
     pods_handed_off: int  # queued pods dropped because the ring gave them away
     ledger_pruned: int  # stale ledger entries removed
     renew_failures: int
+    ledgers_deleted: int = 0  # ledgers of deleted nodes removed
 
 
 class Shard:
@@ -98,6 +107,7 @@ class Shard:
         clock: Clock | None = None,
         capacity_fence: bool = True,
         cleanup_period: float | None = None,
+        join_settle: float | None = None,
     ) -> None:
         if not group:
             raise ValueError("a shard group needs a name (it prefixes the leases and ledgers)")
@@ -111,12 +121,21 @@ class Shard:
             if capacity_fence else None
         )
         self.cleanup_period = lease_duration if cleanup_period is None else cleanup_period
+        # How long a (re)joining replica waits after its lease is written before it adopts a ring
+        # and schedules: long enough for every peer's heartbeat to come round and see the lease
+        # (one renew period), plus half of one for a heartbeat that runs late on a loaded machine.
+        self.join_settle = 1.5 * self.membership.renew_period if join_settle is None else join_settle
+        if self.join_settle < 0:
+            raise ValueError(f"join_settle must be >= 0 seconds, got {join_settle}")
+        self._renewed_at: float | None = None  # monotonic start of the last renewal that succeeded
+        self._joined_at: float | None = None  # monotonic end of the renewal that (re)joined the ring
         self.scheduler: Scheduler | None = None
         self._lock = threading.Lock()
         self._ring = Ring([])
         self._partition: frozenset[str] | None = frozenset()
         self._partition_of: tuple[tuple[str, ...], int] | None = None  # (ring members, node count)
         self._gone: collections.deque[tuple[str, str]] = collections.deque()  # (node, uid) to release
+        self._requests_of: dict[str, dict[str, int]] = {}  # bound pod UID -> its ledger requests (bound_on)
         self._full: dict[str, float] = {}  # node -> until when to avoid it (its ledger refused us)
         self._avoid_ended = False  # a node left _full since the last heartbeat
         self._next_cleanup = 0.0
@@ -129,6 +148,7 @@ class Shard:
         self.pods_taken_over = 0
         self.pods_handed_off = 0
         self.renew_failures = 0
+        self.ledgers_deleted = 0  # ledgers of deleted nodes removed by delete_orphans
         # (time on the clock, members) at every ring change: the replica's view of hand-overs
         self.history: list[tuple[float, tuple[str, ...]]] = []
 
@@ -140,7 +160,7 @@ class Shard:
 
     def owns(self, pod: Object) -> bool:
         ring = self._ring
-        if not ring.members:
+        if not ring.members or not self.lease_fresh():
             return False
         meta = pod.get("metadata") or {}
         return ring.owner_of_pod(str(meta.get("namespace") or "default"), str(meta.get("name") or "")) == self.identity
@@ -153,7 +173,8 @@ class Shard:
         names = sched.cache.node_names()
         key = (ring.members, len(names))
         if key != self._partition_of:
-            self._partition = frozenset(n for n in names if ring.owner_of_node(n) == self.identity)
+            self._partition = frozenset(ring.partition(names)[self.identity]) if self.identity in ring \
+                else frozenset()
             self._partition_of = key
         return self._partition
 
@@ -199,18 +220,51 @@ class Shard:
     def reserve(self, info: PodInfo, node: str, allocatable: Mapping[str, int]) -> bool:
         if self.ledger is None:
             return True
-        requests = {r: int(v) for r, v in info.requests.items() if v}
-        requests["pods"] = 1
+        requests = _requests(info.requests)
         uid = _uid(info.uid, info.key)
-        if self.ledger.reserve(node, uid, requests, allocatable, pod=info.key):
+        node_obj = self.scheduler.cache.node(node) if self.scheduler is not None else None
+        node_uid = str(((node_obj or {}).get("metadata") or {}).get("uid") or "")
+        if self._reserve(node, uid, requests, allocatable, info.key, node_uid):
             return True
         # Refused. Entries of pods deleted or bound elsewhere may hold the room: the node's owner
         # removes them only every cleanup period, and not at all while the ring views disagree.
-        if self._prune_stale(node) and self.ledger.reserve(node, uid, requests, allocatable, pod=info.key):
+        if self._prune_stale(node) and self._reserve(node, uid, requests, allocatable, info.key, node_uid):
             return True
         with self._lock:
             self._full[node] = self.clock.monotonic() + self.membership.renew_period
         return False
+
+    def _reserve(self, node: str, uid: str, requests: dict[str, int], allocatable: Mapping[str, int], key: str,
+                 node_uid: str) -> bool:
+        assert self.ledger is not None
+        if not self.ledger.reserve(node, uid, requests, allocatable, pod=key, bound=self.bound_on(node),
+                                   node_uid=node_uid):
+            return False
+        if not self.lease_fresh():
+            # Our lease may have lapsed while we reserved (a pause): the peers may have taken the pod
+            # and pruned our entries as a dead holder's. Send nothing; the pod is theirs now.
+            self.ledger.release(node, uid)
+            return False
+        return True
+
+    def bound_on(self, node: str) -> list[Reservation]:
+        """The pods our informer shows bound to `node` (not finished), as ledger entries of holder
+        "bound": the ledger counts them even without an entry of their own (pods bound by
+        kube-scheduler, by a replica without the fence, or whose entry was pruned)."""
+        sched = self.scheduler
+        informer = sched._pod_informer if sched is not None else None
+        if informer is None:
+            return []
+        out = []
+        for pod in informer.store.by_index(NODE_INDEX, node):
+            meta = pod.get("metadata") or {}
+            uid = str(meta.get("uid") or "")
+            if uid and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+                requests = self._requests_of.get(uid)
+                if requests is None:  # parsed once per pod, not once per reservation on its node
+                    requests = self._requests_of[uid] = _requests(PodInfo.from_pod(pod).requests)
+                out.append(Reservation(uid, key_of(pod), "bound", requests))
+        return out
 
     def release(self, info: PodInfo, node: str) -> None:
         """The bind failed as the scheduler saw it. Release the room unless the pod is on `node` after
@@ -241,6 +295,7 @@ class Shard:
         # Called on the informer's thread: no API call here, the shard's loop releases it.
         if self.ledger is not None:
             meta = pod.get("metadata") or {}
+            self._requests_of.pop(str(meta.get("uid") or ""), None)
             self._gone.append((node, _uid(str(meta.get("uid") or ""), key_of(pod))))
 
     # -- upkeep ---------------------------------------------------------------------------------------
@@ -250,6 +305,9 @@ class Shard:
         if scheduler.shard is not self:
             raise ValueError("attach the Shard the Scheduler was built with (Scheduler(..., shard=shard))")
         self.scheduler = scheduler
+        # the bound pods of a node, for the ledger's view of it (bound_on): an index on the pod
+        # informer the scheduler starts
+        scheduler.factory.informer_for(PODS, indexers={NODE_INDEX: _node_of})
 
     def tick(self) -> bool:
         """`heartbeat()`, then release the reservations of pods gone since. True if the ring changed."""
@@ -257,21 +315,56 @@ class Shard:
         self._release_gone()
         return changed
 
+    def lease_fresh(self) -> bool:
+        """True while no peer can have seen our lease expire: the last renewal that succeeded
+        started less than a lease duration ago (peers time a lease from when they saw it change,
+        which is after it was written). A replica paused or cut off past that stops owning pods
+        at once, before its heartbeat has run again, and rejoins with a settle (see `synced`)."""
+        renewed = self._renewed_at
+        return renewed is not None and self.clock.monotonic() - renewed < self.membership.lease_duration
+
+    def synced(self) -> bool:
+        """The membership view may be used: our lease is fresh and was written at least
+        `join_settle` ago, so every peer's heartbeat has seen it since (they stopped scheduling the
+        pods it gives us) and our own list of the leases is a full one."""
+        joined = self._joined_at
+        return (joined is not None and self.lease_fresh()
+                and self.clock.monotonic() - joined >= self.join_settle)
+
     def heartbeat(self) -> bool:
         """Renew our lease, read the members, and if the ring changed, requeue what moved. No ledger
-        write here: nothing that retries under contention. True if the ring changed."""
+        write here: nothing that retries under contention. True if the ring changed.
+
+        Until `synced()` the ring stays empty (this replica owns nothing, schedules nothing): a
+        replica that adopted the first list it read would see only the peers that started before
+        it, own their pods too, and race them for every pod until their views and its agree (the
+        3-replica start-up that ran at 0.38x one replica)."""
+        started = self.clock.monotonic()
         try:
             self.membership.renew()
         except ApiError as err:
             with self._lock:
                 self.renew_failures += 1
             log.warning("%s: renewing lease %s failed: %s", self.identity, self.membership.lease_name, err)
+        else:
+            ended = self.clock.monotonic()
+            with self._lock:
+                previous = self._renewed_at
+                if previous is None or ended - previous >= self.membership.lease_duration:
+                    # first renewal, or the lease may have lapsed in the peers' eyes: (re)join
+                    self._joined_at = ended
+                    if previous is not None:
+                        log.info("%s: lease %s not renewed for %.1f s: rejoining the ring", self.identity,
+                                    self.membership.lease_name, ended - previous)
+                self._renewed_at = started
         try:
             members = self.membership.member_identities()
         except ApiError as err:
             log.warning("%s: listing the shard leases failed: %s; keeping ring %s", self.identity, err,
                         list(self._ring.members))
             return False
+        if not self.synced():
+            members = []  # not in the ring yet (settling), or out of it (lapsed): own nothing
         changed = self._set_members(members)
         self._retry_after_avoiding()
         return changed
@@ -329,10 +422,41 @@ class Shard:
                 entries = ledger.reservations(node)
                 stale = self._stale(node, entries, by_uid)
                 if stale:
-                    removed += ledger.prune(node, _in(stale), attempts=CLEANUP_ATTEMPTS)
+                    removed += ledger.prune(node, self._still_stale(stale), attempts=CLEANUP_ATTEMPTS)
             except (ApiError, RuntimeError, ValueError) as err:
                 log.warning("%s: cleaning the ledger of %s failed: %s", self.identity, node, err)
+        self.delete_orphans()
         return removed
+
+    def delete_orphans(self) -> int:
+        """Delete the ledgers of nodes that are gone, those the ring gives us (a ledger's node key
+        has an owner whether or not the node exists). The API server's garbage collector does the
+        same through the ledger's ownerReference to its Node; the embedded cluster has none, and a
+        ledger created before the node was in our cache has no owner. A GET confirms that the node
+        is gone (our informer may not have it yet), and the delete's resourceVersion precondition
+        keeps a ledger written since. Returns how many were deleted."""
+        ledger, sched = self.ledger, self.scheduler
+        if ledger is None or sched is None or not self.synced():
+            return 0
+        known = set(sched.cache.node_names())
+        deleted = 0
+        try:
+            for node, cm in ledger.ledgers().items():
+                if node in known or not self._owns_node(node):
+                    continue
+                try:
+                    self.cluster.get(NODES, node)
+                    continue  # there after all (our informer is behind)
+                except NotFound:
+                    pass
+                if ledger.delete_ledger(node, cm):
+                    deleted += 1
+                    log.info("%s: deleted the capacity ledger of node %s (the node is gone)", self.identity, node)
+        except ApiError as err:
+            log.warning("%s: deleting the ledgers of deleted nodes failed: %s", self.identity, err)
+        with self._lock:
+            self.ledgers_deleted += deleted
+        return deleted
 
     def _prune_stale(self, node: str) -> int:
         """Remove the stale entries on `node`'s ledger, whoever owns the node; how many went."""
@@ -348,14 +472,20 @@ class Shard:
                 if pod is not None and str((pod.get("metadata") or {}).get("uid") or "") == r.uid:
                     by_uid[r.uid] = pod
             stale = self._stale(node, entries, by_uid)
-            return ledger.prune(node, _in(stale), attempts=CLEANUP_ATTEMPTS) if stale else 0
+            return ledger.prune(node, self._still_stale(stale), attempts=CLEANUP_ATTEMPTS) if stale else 0
         except (ApiError, RuntimeError, ValueError) as err:
             log.warning("%s: cleaning the ledger of %s failed: %s", self.identity, node, err)
             return 0
 
     def _stale(self, node: str, entries: Mapping[str, Reservation], by_uid: Mapping[str, Object]) -> set[tuple[str, str]]:
+        """The (uid, holder) of the entries on `node` that hold room no pod will use: the pod is
+        gone, finished or bound to another node; a second holder's entry for a pod bound here; or
+        the pod is still pending (confirmed by a GET: the informer may lag a binding) and its holder
+        will not bind it: the holder left the ring (its lease expired), or is this replica with no
+        binding of the pod underway (a bind that failed or timed out without landing)."""
         stale: set[tuple[str, str]] = set()
         kept_bound: set[str] = set()
+        live = set(self._ring.members) if self.synced() else None  # None: our view is not to be trusted
         for key in sorted(entries):
             r = entries[key]
             pod = by_uid.get(r.uid)
@@ -370,9 +500,25 @@ class Shard:
                 stale.add((r.uid, r.holder))
             elif bound_to == node:
                 if r.uid in kept_bound:
-                    stale.add((r.uid, r.holder))  # a second holder's entry for a pod bound once
+                    stale.add((r.uid, r.holder))  # a second holder's entry for a pod bound here
                 kept_bound.add(r.uid)
+            elif live is not None and (r.holder not in live or r.holder == self.identity) \
+                    and not self._binding_underway(r):
+                fresh = self._fetch(r)  # pending as the server says now?
+                if fresh is None or not (fresh.get("spec") or {}).get("nodeName"):
+                    stale.add((r.uid, r.holder))
         return stale
+
+    def _still_stale(self, stale: set[tuple[str, str]]) -> Callable[[Reservation], bool]:
+        """The prune's predicate, asked under the node's lock: an entry found stale, unless a binding
+        of ours started on it meanwhile (our reservations of that node wait for the lock)."""
+        return lambda r: (r.uid, r.holder) in stale and not self._binding_underway(r)
+
+    def _binding_underway(self, r: Reservation) -> bool:
+        """Our own entry of a pod this replica has assumed (a binding in flight, or bound and not yet
+        confirmed): it must stay. Other holders' entries: False (their liveness decides)."""
+        sched = self.scheduler
+        return r.holder == self.identity and sched is not None and bool(r.pod) and sched.cache.is_assumed(r.pod)
 
     def _fetch(self, r: Reservation) -> Object | None:
         """The pod of a reservation, from the API server (None: gone, or another pod by that name)."""
@@ -406,7 +552,16 @@ class Shard:
                 self.heartbeat()
             except Exception:  # the heartbeat must outlive any one failure
                 log.exception("%s: shard heartbeat failed", self.identity)
-            pause_unless_stopped(self.clock, self._wake, self._stop, self.membership.renew_period)
+            pause_unless_stopped(self.clock, self._wake, self._stop, self._next_heartbeat_in())
+
+    def _next_heartbeat_in(self) -> float:
+        """A renew period; while settling, only until the settle is over (then the ring is read)."""
+        period = self.membership.renew_period
+        joined = self._joined_at
+        if joined is None or self.synced():
+            return period
+        left = joined + self.join_settle - self.clock.monotonic()
+        return min(period, max(0.01, left + 0.001))
 
     def _upkeep_loop(self) -> None:
         while not self._stop.is_set():
@@ -458,6 +613,7 @@ class Shard:
                 fallbacks=self.fallbacks, not_owned=s.not_owned if s else 0, ring_changes=self.ring_changes,
                 pods_taken_over=self.pods_taken_over, pods_handed_off=self.pods_handed_off,
                 ledger_pruned=ledger.pruned if ledger else 0, renew_failures=self.renew_failures,
+                ledgers_deleted=self.ledgers_deleted,
             )
 
     def __repr__(self) -> str:
@@ -470,9 +626,20 @@ def _uid(uid: str, key: str) -> str:
     return uid or "name-" + key.replace("/", ".")
 
 
+NODE_INDEX = "minisched.io/shard-node"
+
+
+def _node_of(pod: Object) -> list[str]:
+    node = (pod.get("spec") or {}).get("nodeName")
+    return [str(node)] if node else []
+
+
+def _requests(requests: Mapping[str, int]) -> dict[str, int]:
+    """A pod's requests as a ledger entry holds them: nonzero amounts, and one of "pods"."""
+    out = {r: int(v) for r, v in requests.items() if v}
+    out["pods"] = 1
+    return out
+
+
 def _of_pod(uid: str) -> Callable[[Reservation], bool]:
     return lambda r: r.uid == uid
-
-
-def _in(stale: set[tuple[str, str]]) -> Callable[[Reservation], bool]:
-    return lambda r: (r.uid, r.holder) in stale

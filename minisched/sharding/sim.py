@@ -138,17 +138,22 @@ class ShardedSim:
     def __getitem__(self, name: str) -> SimReplica:
         return self.replicas[name]
 
-    def start(self) -> None:
-        """Every replica renews its lease and reads the ring (twice: the first renewals race the
-        first reads), then starts its informers and loop."""
-        for _ in range(2):
-            for r in self.replicas.values():
-                r.shard.tick()
+    def start(self, timeout: float = 60.0) -> None:
+        """Every replica writes its lease and starts its informers and loop (owning nothing yet);
+        once the join settle has passed (see Shard.synced) each reads the ring and queues its pods.
+        On a VirtualClock the clock is moved past the settle; with `threads` it passes by itself."""
+        for r in self.replicas.values():
+            r.shard.tick()
         for r in self.replicas.values():
             r.scheduler.start()
             if self.threads:
                 r.shard.start()
         self._started = True
+        if self.threads:
+            _wait(lambda: all(r.shard.synced() and r.shard.ring.members for r in self.replicas.values()),
+                  timeout, "every replica's ring to settle")
+        else:
+            self.step(max(r.shard.join_settle for r in self.replicas.values()))
 
     def running(self) -> list[SimReplica]:
         return [r for r in self.replicas.values() if not r.paused]
@@ -337,7 +342,9 @@ def paused_replica_run(
         stats0 = sim[paused].scheduler.stats
         conflicts0, refusals0 = stats0.bind_conflicts, stats0.fence_refusals
         sim.resume(paused)
-        sim.advance(2 * sim[paused].shard.membership.renew_period)  # it renews; the others see it again
+        # it renews (its lease had lapsed: it rejoins, owning nothing until its settle is over);
+        # the others see it again
+        sim.advance(sim[paused].shard.membership.renew_period + sim[paused].shard.join_settle)
         sim.settle(timeout=timeout, step=lease_duration / 6)
         stats = sim[paused].scheduler.stats
         held = sim[paused].link.held
@@ -432,7 +439,8 @@ def paused_replica_live(
         _wait(lambda: _bound(cluster, namespace, pod_names) == len(pod_names), timeout, "every pod bound")
         before = len(sim[paused].link.bound)
         sim.resume(paused)
-        _wait(lambda: all(paused in r.shard.ring for r in others), timeout, "the resumed replica back in the ring")
+        _wait(lambda: all(paused in r.shard.ring for r in sim.replicas.values()), timeout,
+              "the resumed replica back in every ring (its own after its settle)")
         sim.settle(timeout=timeout)
         bound_meanwhile = {key.split("/", 1)[1] for r in others for key, _, _ in r.link.bound}
         return LiveRun(

@@ -70,6 +70,7 @@ def test_two_sharded_apps_share_the_pods_and_leave_the_ring_when_stopped() -> No
         assert 'minisched_shard_members{group="minisched",shard="sched-a"} 2.0' in text
         assert f'minisched_shard_scheduled_total{{group="minisched",shard="sched-a"}} {bound[0]}.0' in text
         assert "minisched_shard_fence_refusals_total" in text and "scheduler_schedule_attempts_total" in text
+        assert "minisched_shard_ledgers_deleted_total" in text
         assert urllib.request.urlopen(f"{apps[0].server.url}/readyz", timeout=10).status == 200
     finally:
         for stop in stops:

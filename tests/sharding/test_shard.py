@@ -15,8 +15,10 @@ from minisched.cluster.embedded import EmbeddedCluster
 from minisched.errors import Timeout
 from minisched.objects import make_node, make_pod
 from minisched.resources import CONFIG_MAPS, LEASES, NODES, PODS, ResourceLike
+from minisched.scheduler.pod_info import PodInfo
 from minisched.scheduler.scheduler import Scheduler
 from minisched.sharding.fence import CapacityLedger, ledger_units
+from minisched.sharding.membership import Membership
 from minisched.sharding.ring import Ring
 from minisched.sharding.shard import Shard
 from minisched.sharding.sim import ShardedSim
@@ -83,28 +85,68 @@ def test_a_pod_that_fits_nowhere_in_the_partition_falls_back_to_every_node(
         assert a.scheduler.stats.fallbacks == 1 and a.shard.stats().fallbacks == 1
 
 
+def _full_n1_held_by(cluster: EmbeddedCluster, clock: VirtualClock, *, live: bool) -> tuple[str, list[str]]:
+    """Nodes n1, n2 of 4 CPU; a replica reserved all of n1 for a pod still pending; with `live`, its
+    lease is renewed (a long one: it stays live however far the test moves the clock), and its name
+    leaves n1 in sched-a's partition (so that sched-a tries n1 first). Returns that replica's name
+    and the names of 3 pods sched-a owns in the ring it will see."""
+    holder = next(h for h in (f"sched-z{i}" for i in range(100))
+                  if Ring(["sched-a", h]).partition(["n1", "n2"])["sched-a"] == ["n1"])
+    cluster.create(NODES, make_node("n1", cpu="4"))
+    cluster.create(NODES, make_node("n2", cpu="4"))
+    elsewhere = cluster.create(PODS, make_pod("elsewhere", scheduler_name="nobody", cpu="4"))
+    other = CapacityLedger(cluster, holder=holder)
+    assert other.reserve("n1", elsewhere["metadata"]["uid"], ledger_units({"cpu": "4", "pods": "1"}),
+                         ledger_units({"cpu": "4", "memory": "16Gi", "pods": "110"}), pod="default/elsewhere")
+    members = ["sched-a"]
+    if live:
+        Membership(cluster, identity=holder, prefix="minisched-shard-", clock=clock, lease_duration=36000).renew()
+        members.append(holder)
+    ring = Ring(members)
+    return holder, [n for n in (f"p{i}" for i in range(100)) if ring.owner_of_pod("default", n) == "sched-a"][:3]
+
+
 def test_a_full_ledger_refuses_the_bind_and_the_pod_goes_to_another_node(
         world: tuple[EmbeddedCluster, VirtualClock]) -> None:
     cluster, clock = world
-    cluster.create(NODES, make_node("n1", cpu="4"))
-    cluster.create(NODES, make_node("n2", cpu="4"))
-    # another replica reserved all of n1 for a pod still pending (that replica may be about to bind it)
-    elsewhere = cluster.create(PODS, make_pod("elsewhere", scheduler_name="nobody", cpu="4"))
-    other = CapacityLedger(cluster, holder="sched-z")
-    assert other.reserve("n1", elsewhere["metadata"]["uid"], ledger_units({"cpu": "4", "pods": "1"}),
-                         ledger_units({"cpu": "4", "memory": "16Gi", "pods": "110"}), pod="default/elsewhere")
-    shard = Shard(cluster, identity="sched-a", clock=clock)
+    # another live replica reserved all of n1 for a pod still pending (it may be about to bind it)
+    holder, names = _full_n1_held_by(cluster, clock, live=True)
+    shard = Shard(cluster, identity="sched-a", clock=clock, join_settle=0)
     sched = Scheduler(cluster, clock=clock, shard=shard)
     shard.attach(sched)
     shard.tick()
     sched.start()
     try:
-        for i in range(3):  # scoring spreads them: some pick n1 first and are refused there
-            cluster.create(PODS, make_pod(f"p{i}", cpu="1"))
+        assert list(shard.ring.members) == ["sched-a", holder]
+        for name in names:  # n1 is in sched-a's partition: tried first, refused there
+            cluster.create(PODS, make_pod(name, cpu="1"))
         advance_until(clock, lambda: len(bound(cluster)) == 3, 60, "3 pods bound")
         assert set(bound(cluster).values()) == {"n2"}
         assert sched.stats.fence_refusals >= 1
         assert {r.pod for r in CapacityLedger(cluster).reservations("n1").values()} == {"default/elsewhere"}
+    finally:
+        sched.stop(5.0)
+        shard.stop(1.0)
+
+
+def test_a_pending_pods_entry_held_by_a_replica_gone_from_the_ring_is_released(
+        world: tuple[EmbeddedCluster, VirtualClock]) -> None:
+    cluster, clock = world
+    # the same, but sched-z has no live lease (it died between reserve and bind): its entry holds
+    # room no pod will use, and the refused reservation prunes it
+    _, names = _full_n1_held_by(cluster, clock, live=False)
+    shard = Shard(cluster, identity="sched-a", clock=clock, join_settle=0)
+    sched = Scheduler(cluster, clock=clock, shard=shard)
+    shard.attach(sched)
+    shard.tick()
+    sched.start()
+    try:
+        for name in names:
+            cluster.create(PODS, make_pod(name, cpu="2"))
+        advance_until(clock, lambda: len(bound(cluster)) == 3, 60, "3 pods bound")
+        assert sorted(bound(cluster).values()).count("n1") >= 1  # n1's room was freed
+        assert "default/elsewhere" not in {r.pod for r in CapacityLedger(cluster).reservations("n1").values()}
+        assert cluster.get(PODS, "elsewhere", "default")["spec"].get("nodeName") is None
     finally:
         sched.stop(5.0)
         shard.stop(1.0)
@@ -125,7 +167,9 @@ def test_a_replica_that_stops_renewing_hands_its_pods_over_and_the_owners_drop_n
         assert of_c
         wait_until(lambda: len(bound(cluster)) == 90 - len(of_c), 60, "a's and b's pods bound")
         assert not of_c & set(bound(cluster))
-        sim.advance(16)  # past c's 15 s lease (a and b renew every 5 s): a and b drop it from the ring and take its pods
+        # past c's 15 s lease as a and b time it (from when they saw it change: up to a 5 s renew
+        # period after c's last renewal): a and b drop it from the ring and take its pods
+        sim.advance(21)
         assert list(sim["sched-a"].shard.ring.members) == ["sched-a", "sched-b"]
         wait_until(lambda: len(bound(cluster)) == 90, 60, "c's pods taken over")
         assert of_c <= {key.split("/")[1] for r in sim.running() for key, _, _ in r.link.bound}
@@ -141,17 +185,22 @@ def test_a_replica_that_stops_renewing_hands_its_pods_over_and_the_owners_drop_n
         assert list(sim["sched-a"].shard.ring.members) == ["sched-a", "sched-b", "sched-c"]
 
 
-def test_cleanup_removes_reservations_of_pods_gone_or_bound_elsewhere_and_keeps_pending_ones(
+def test_cleanup_removes_reservations_no_pod_will_use_and_keeps_those_a_live_replica_may_bind(
         world: tuple[EmbeddedCluster, VirtualClock]) -> None:
     cluster, clock = world
     cluster.create(NODES, make_node("n1", cpu="8"))
     cluster.create(NODES, make_node("n2", cpu="8"))
-    shard = Shard(cluster, identity="sched-a", clock=clock)
+    # a live peer (its lease long enough to outlast the test) whose ring position leaves n1 to sched-a
+    peer = next(p for p in (f"sched-{i}" for i in range(100)) if Ring(["sched-a", p]).owner_of_node("n1") == "sched-a")
+    Membership(cluster, identity=peer, prefix="minisched-shard-", clock=clock, lease_duration=36000).renew()
+    shard = Shard(cluster, identity="sched-a", clock=clock, join_settle=0)
     sched = Scheduler(cluster, clock=clock, shard=shard)
     shard.attach(sched)
     shard.tick()
+    assert list(shard.ring.members) == sorted(["sched-a", peer])
     # pods for another scheduler, so that they stay as we make them
     pending = cluster.create(PODS, make_pod("pending", scheduler_name="nobody"))
+    mine = cluster.create(PODS, make_pod("mine", scheduler_name="nobody"))
     elsewhere = cluster.create(PODS, make_pod("elsewhere", scheduler_name="nobody", node_name="n2"))
     here = cluster.create(PODS, make_pod("here", scheduler_name="nobody", node_name="n1"))
     sched.start()
@@ -164,9 +213,16 @@ def test_cleanup_removes_reservations_of_pods_gone_or_bound_elsewhere_and_keeps_
         # a second holder's entry for the pod bound here: one of the two is enough
         assert CapacityLedger(cluster, holder="sched-b").reserve("n1", here["metadata"]["uid"], units, alloc,
                                                                 pod="default/here")
-        assert shard.cleanup() == 3
+        # the live peer may be about to bind `pending`: its entry stays
+        assert CapacityLedger(cluster, holder=peer).reserve("n1", pending["metadata"]["uid"], units, alloc,
+                                                           pod="default/pending")
+        # our own entry for a pod with no binding of ours underway (one that failed without landing)
+        assert CapacityLedger(cluster, holder="sched-a").reserve("n1", mine["metadata"]["uid"], units, alloc,
+                                                                pod="default/mine")
+        # gone: deleted, bound elsewhere, dead's duplicate of `here`, dead's `pending`, our `mine`
+        assert shard.cleanup() == 5
         left = sorted((r.pod, r.holder) for r in CapacityLedger(cluster).reservations("n1").values())
-        assert left == [("default/here", "sched-b"), ("default/pending", "sched-dead")]
+        assert left == [("default/here", "sched-b"), ("default/pending", peer)]
         # a bound pod deleted: its room comes back at the next tick
         cluster.delete(PODS, "here", "default", grace_period_seconds=0)
         wait_until(lambda: sched.cache.pod_node("default/here") is None, 60, "the informer sees the delete")
@@ -190,7 +246,7 @@ def test_a_refused_reservation_first_removes_stale_entries_on_that_node(
     assert dead.reserve("n1", "uid-deleted", ledger_units({"cpu": "2", "pods": "1"}), alloc, pod="default/deleted")
     assert dead.reserve("n1", elsewhere["metadata"]["uid"], ledger_units({"cpu": "2", "pods": "1"}), alloc,
                         pod="default/elsewhere")
-    shard = Shard(cluster, identity="sched-a", clock=clock)
+    shard = Shard(cluster, identity="sched-a", clock=clock, join_settle=0)
     sched = Scheduler(cluster, clock=clock, shard=shard)
     shard.attach(sched)
     shard.tick()
@@ -223,7 +279,7 @@ def test_the_lease_is_renewed_while_the_ledger_cleanup_is_stuck(world: tuple[Emb
             return getattr(cluster, name)
 
     hanging: Any = LedgerReadsHang()
-    shard = Shard(hanging, identity="sched-a", clock=clock)
+    shard = Shard(hanging, identity="sched-a", clock=clock, join_settle=0)
     sched = Scheduler(cluster, clock=clock, shard=shard)
     shard.attach(sched)
     shard.tick()
@@ -269,7 +325,7 @@ def test_a_binding_that_landed_although_it_failed_keeps_its_reservation(
             return getattr(cluster, name)
 
     lossy: Any = AnswerLost()
-    shard = Shard(lossy, identity="sched-a", clock=clock)
+    shard = Shard(lossy, identity="sched-a", clock=clock, join_settle=0)
     sched = Scheduler(lossy, clock=clock, shard=shard)
     shard.attach(sched)
     shard.tick()
@@ -306,7 +362,7 @@ def test_a_binding_without_an_answer_keeps_its_reservation_for_it_may_land_later
             return getattr(cluster, name)
 
     slow: Any = NoAnswer()
-    shard = Shard(slow, identity="sched-a", clock=clock)
+    shard = Shard(slow, identity="sched-a", clock=clock, join_settle=0)
     sched = Scheduler(slow, clock=clock, shard=shard)
     shard.attach(sched)
     shard.tick()
@@ -329,25 +385,28 @@ def test_pods_parked_while_a_refused_node_was_avoided_are_retried_when_it_may_be
     # says, and they waited for the 5-minute flush.
     cluster, clock = world
     cluster.create(NODES, make_node("n1", cpu="4"))
+    # a live peer (leases long enough to outlast however far the test moves the clock)
+    Membership(cluster, identity="sched-z", prefix="minisched-shard-", clock=clock, lease_duration=36000).renew()
     other = CapacityLedger(cluster, holder="sched-z")
     held_for = cluster.create(PODS, make_pod("held", scheduler_name="nobody", cpu="4"))  # pending: its entry is kept
     uid = held_for["metadata"]["uid"]
     assert other.reserve("n1", uid, ledger_units({"cpu": "4", "pods": "1"}), ledger_units({"cpu": "4", "pods": "110"}),
                          pod="default/held")
-    shard = Shard(cluster, identity="sched-a", clock=clock)
+    shard = Shard(cluster, identity="sched-a", clock=clock, join_settle=0, lease_duration=36000)
     sched = Scheduler(cluster, clock=clock, shard=shard)
     shard.attach(sched)
     shard.tick()
     sched.start()
     try:
-        cluster.create(PODS, make_pod("p", cpu="1"))
-        advance_until(clock, lambda: sched.stats.fence_refusals and sched.queue.where("default/p") == "unschedulable",
+        name = next(n for n in (f"p{i}" for i in range(100)) if shard.ring.owner_of_pod("default", n) == "sched-a")
+        cluster.create(PODS, make_pod(name, cpu="1"))
+        advance_until(clock, lambda: sched.stats.fence_refusals and sched.queue.where(f"default/{name}") == "unschedulable",
                       60, "p refused on n1, then parked", step=0.25)
         assert other.release("n1", uid)  # the other replica gave the room back: no event of any kind
         clock.advance(shard.membership.renew_period)  # n1 is no longer avoided ...
         shard.tick()  # ... which the heartbeat notices
-        wait_until(lambda: bound(cluster).get("p"), 60, "p retried and bound")
-        assert bound(cluster)["p"] == "n1"
+        wait_until(lambda: bound(cluster).get(name), 60, "p retried and bound")
+        assert bound(cluster)[name] == "n1"
     finally:
         sched.stop(5.0)
         shard.stop(1.0)
@@ -355,7 +414,7 @@ def test_pods_parked_while_a_refused_node_was_avoided_are_retried_when_it_may_be
 
 def test_a_shard_must_be_attached_to_its_own_scheduler(world: tuple[EmbeddedCluster, VirtualClock]) -> None:
     cluster, clock = world
-    shard = Shard(cluster, identity="sched-a", clock=clock)
+    shard = Shard(cluster, identity="sched-a", clock=clock, join_settle=0)
     with pytest.raises(ValueError, match="shard=shard"):
         shard.attach(Scheduler(cluster, clock=clock))
     with pytest.raises(ValueError, match="group needs a name"):
@@ -391,3 +450,68 @@ def test_schedule_with_only_restricts_the_choice_not_what_the_plugins_see() -> N
     result = fwk.schedule(pod, table, only={"tiny"})
     assert result.node is None and result.status.is_rejected
     assert "Insufficient cpu" in result.decision.message
+
+
+def test_the_ledger_counts_pods_bound_without_an_entry(world: tuple[EmbeddedCluster, VirtualClock]) -> None:
+    # Pods bound by kube-scheduler (or a replica without the fence) have no ledger entry; the
+    # ledger's view of the node includes them, from the informer, so it does not over-commit.
+    cluster, clock = world
+    cluster.create(NODES, make_node("n1", cpu="4"))
+    for i in range(3):
+        cluster.create(PODS, make_pod(f"kube-{i}", scheduler_name="default-scheduler", cpu="1", node_name="n1"))
+    shard = Shard(cluster, identity="sched-a", clock=clock, join_settle=0)
+    sched = Scheduler(cluster, clock=clock, shard=shard)
+    shard.attach(sched)
+    shard.tick()
+    sched.start()
+    try:
+        wait_until(lambda: len(shard.bound_on("n1")) == 3, 60, "the informer shows the 3 bound pods")
+        alloc = ledger_units({"cpu": "4", "memory": "16Gi", "pods": "110"})
+        two = PodInfo.from_pod(cluster.create(PODS, make_pod("two", scheduler_name="nobody", cpu="2")))
+        one = PodInfo.from_pod(cluster.create(PODS, make_pod("one", scheduler_name="nobody", cpu="1")))
+        assert not shard.reserve(two, "n1", alloc)  # 3 + 2 > 4: refused, though the ledger was empty
+        assert shard.reserve(one, "n1", alloc)  # 3 + 1 fits
+        assert [r.pod for r in CapacityLedger(cluster).reservations("n1").values()] == ["default/one"]
+        # the same pod bound with an entry counts once
+        assert {r.uid for r in shard.bound_on("n1")} <= {p["metadata"]["uid"] for p in cluster.list(PODS)["items"]}
+        assert CapacityLedger(cluster).reserve("n1", "uid-x", {"cpu": 1000}, alloc,
+                                               bound=[*shard.bound_on("n1")]) is False  # 3 + 1 (one) + 1 > 4
+    finally:
+        sched.stop(5.0)
+        shard.stop(1.0)
+
+
+def test_ledgers_of_deleted_nodes_are_deleted(world: tuple[EmbeddedCluster, VirtualClock]) -> None:
+    cluster, clock = world
+    n1 = cluster.create(NODES, make_node("n1", cpu="4"))
+    cluster.create(NODES, make_node("n2", cpu="4"))
+    shard = Shard(cluster, identity="sched-a", clock=clock, join_settle=0)
+    sched = Scheduler(cluster, clock=clock, shard=shard)
+    shard.attach(sched)
+    shard.tick()
+    sched.start()
+    try:
+        for name in ("p1", "p2"):
+            cluster.create(PODS, make_pod(name, cpu="3"))
+        wait_until(lambda: len(bound(cluster)) == 2, 60, "both pods bound")
+        ledger = cluster.get(CONFIG_MAPS, "minisched-capacity-n1", "kube-system")
+        # the API server's garbage collector deletes it with its node (a real cluster)
+        assert ledger["metadata"]["ownerReferences"] == [
+            {"apiVersion": "v1", "kind": "Node", "name": "n1", "uid": n1["metadata"]["uid"]}]
+        # the embedded cluster has no collector: the shard's clean-up deletes the ledgers of nodes gone
+        for pod, node in bound(cluster).items():
+            if node == "n1":
+                cluster.delete(PODS, pod, "default", grace_period_seconds=0)
+        cluster.delete(NODES, "n1")
+        wait_until(lambda: "n1" not in sched.cache.node_names(), 60, "the informer sees n1 go")
+        shard.cleanup()
+        names = {c["metadata"]["name"] for c in cluster.list(CONFIG_MAPS, "kube-system")["items"]}
+        assert "minisched-capacity-n1" not in names and "minisched-capacity-n2" in names
+        assert shard.ledgers_deleted == 1 and shard.stats().ledgers_deleted == 1
+        # a ledger written after it was read is not deleted (the resourceVersion precondition)
+        stale = CapacityLedger(cluster).ledgers()["n2"]
+        assert CapacityLedger(cluster).reserve("n2", "uid-y", {"cpu": 1}, {"cpu": 4000})
+        assert not CapacityLedger(cluster).delete_ledger("n2", stale)
+    finally:
+        sched.stop(5.0)
+        shard.stop(1.0)
