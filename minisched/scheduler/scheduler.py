@@ -367,6 +367,12 @@ class SchedulerHandle:
         assert self.framework is not None
         return self.framework.run_pre_filter_extension_remove_pod(state, pod, victim, node_name)
 
+    def run_pre_filter_extension_add_pod(self, state: CycleState, pod: PodInfo, other: PodInfo,
+                                         node_name: str) -> Status:
+        """PreFilter state as if `other` ran on `node_name` (a victim put back in the dry run)."""
+        assert self.framework is not None
+        return self.framework.run_pre_filter_extension_add_pod(state, pod, other, node_name)
+
 
 class _WaitingPod:
     """A pod held by a Permit plugin (kube's waitingPod) until allowed, rejected or `deadline`.
