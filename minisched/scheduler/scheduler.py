@@ -351,6 +351,8 @@ class SchedulerHandle:
     def run_filter_plugins(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> Status:
         """The verdict of every Filter plugin on a one-node table."""
         assert self.framework is not None
+        if len(nodes) == 1:
+            return self.framework.run_filters_on_one_node(state, pod, nodes)
         statuses = self.framework.run_filters(state, pod, nodes)
         return next(iter(statuses.values()), Status.success())
 
