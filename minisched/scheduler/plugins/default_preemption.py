@@ -230,6 +230,18 @@ def _checked(status: Status) -> None:
         raise _DryRunError(status)
 
 
+def terminating_by_preemption(pod: Object) -> bool:
+    """kube's podTerminatingByPreemption: being deleted, and its first DisruptionTarget condition
+    is True with reason PreemptionByScheduler (a pod terminating for another reason does not make
+    its node's nominee wait)."""
+    if not (pod.get("metadata") or {}).get("deletionTimestamp"):
+        return False
+    for c in (pod.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "DisruptionTarget":
+            return c.get("status") == "True" and c.get("reason") == "PreemptionByScheduler"
+    return False
+
+
 def pick_one_node(candidates: Sequence[Candidate]) -> Candidate | None:
     """kube's pickOneNodeForPreemption: each criterion keeps the best; ties go to the next."""
     if not candidates:
@@ -403,7 +415,7 @@ class DefaultPreemption:
             if status is not None and status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                 return True, ""  # that node cannot help any more: look elsewhere
             for p in table.pods_on(nominated) if table.row(nominated) is not None else ():
-                if p.priority < pod.priority and (p.pod.get("metadata") or {}).get("deletionTimestamp"):
+                if p.priority < pod.priority and terminating_by_preemption(p.pod):
                     return False, "not eligible due to a terminating pod on the nominated node."
         return True, ""
 
