@@ -351,6 +351,8 @@ class SchedulerHandle:
     def run_filter_plugins(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> Status:
         """The verdict of every Filter plugin on a one-node table."""
         assert self.framework is not None
+        if len(nodes) == 1:
+            return self.framework.run_filters_on_one_node(state, pod, nodes)
         statuses = self.framework.run_filters(state, pod, nodes)
         return next(iter(statuses.values()), Status.success())
 
@@ -366,6 +368,12 @@ class SchedulerHandle:
         """PreFilter state as if `victim` were gone from `node_name` (preemption's dry run)."""
         assert self.framework is not None
         return self.framework.run_pre_filter_extension_remove_pod(state, pod, victim, node_name)
+
+    def run_pre_filter_extension_add_pod(self, state: CycleState, pod: PodInfo, other: PodInfo,
+                                         node_name: str) -> Status:
+        """PreFilter state as if `other` ran on `node_name` (a victim put back in the dry run)."""
+        assert self.framework is not None
+        return self.framework.run_pre_filter_extension_add_pod(state, pod, other, node_name)
 
 
 class _WaitingPod:

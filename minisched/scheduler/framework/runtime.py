@@ -462,6 +462,18 @@ class Framework:
             passed &= r.passed
         return results, passed, first_fail
 
+    def run_filters_on_one_node(self, state: CycleState, pod: PodInfo, node: NodeTable) -> Status:
+        """kube's RunFilterPlugins on a one-row table (preemption's what-if node): the active
+        filters in profile order, stopping at the first that rejects; its Status is the verdict."""
+        for p in self._active_filters(state):
+            try:
+                r = p.filter(state, pod, node)
+            except Exception as e:
+                raise PluginError(p.name, e) from e
+            if not (r.everyone_passed or r.passed[0]):
+                return r.status_at(0, p.name)
+        return Status.success()
+
     def run_pre_filter_extension_add_pod(self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo,
                                          node_name: str) -> Status:
         """Tell the PreFilter plugins with extensions that `pod_to_add` now runs on `node_name`

@@ -40,6 +40,7 @@ from minisched.clock import rfc3339
 from minisched.errors import ApiError, NotFound
 from minisched.resources import POD_DISRUPTION_BUDGETS, PODS
 from minisched.scheduler.framework.cycle_state import CycleState
+from minisched.scheduler.framework.interface import PreFilterExtensions
 from minisched.scheduler.framework.status import Code, Status
 from minisched.scheduler.framework.types import PodInfo
 from minisched.selectors import from_label_selector_json
@@ -137,43 +138,108 @@ def split_by_pdb_violation(pods: Sequence[PodInfo], pdbs: Sequence[Pdb]) -> tupl
     return violating, non_violating
 
 
+class WorkingNode(Protocol):
+    """One node's what-if copy during the dry run (kube's nodeInfoCopy and its CycleState copy):
+    pods come off and go back one at a time, and `fits` asks the filters about the copy as it is."""
+
+    def remove(self, p: PodInfo) -> Status: ...
+
+    def add(self, p: PodInfo) -> Status: ...
+
+    def fits(self) -> Status: ...
+
+
+class RefilterNode:
+    """A WorkingNode over `fits(removed)`: each question re-asks with the whole list of pods taken
+    off. The simple form (what a chapter passes, and what tests pin the incremental path against)."""
+
+    def __init__(self, fits: Callable[[list[PodInfo]], Status]) -> None:
+        self._fits = fits
+        self.removed: list[PodInfo] = []
+
+    def remove(self, p: PodInfo) -> Status:
+        self.removed.append(p)
+        return Status.success()
+
+    def add(self, p: PodInfo) -> Status:
+        self.removed.remove(p)
+        return Status.success()
+
+    def fits(self) -> Status:
+        return self._fits(list(self.removed))
+
+
+class _DryRunError(Exception):
+    def __init__(self, status: Status) -> None:
+        super().__init__(status.message())
+        self.status = status
+
+
 def select_victims_on_node(
     pod: PodInfo,
     node_pods: Iterable[PodInfo],
-    fits: Callable[[list[PodInfo]], Status],
+    fits: Callable[[list[PodInfo]], Status] | WorkingNode,
     pdbs: Sequence[Pdb] = (),
 ) -> tuple[list[PodInfo] | None, int, Status]:
     """The minimal victims on one node, kube's SelectVictimsOnNode.
 
-    `fits(removed)` answers whether `pod` passes the filters with `removed` taken off the node.
-    Returns (victims most important first, PDB violations, status); victims is None when the node
-    is no candidate, and status then says why."""
-    lower = sorted((p for p in node_pods if p.priority < pod.priority), key=_importance_key)
+    `fits` is the node's working copy (a WorkingNode), or `fits(removed)` answering whether `pod`
+    passes the filters with `removed` taken off the node. As kube: every lower-priority pod comes
+    off, the pod must then fit; the PDB-violating ones, then the others, each in order of importance,
+    go back one at a time and stay if the pod still fits. Returns (victims most important first,
+    PDB violations, status); victims is None when the node is no candidate, and status then says why."""
+    node = RefilterNode(fits) if callable(fits) else fits
+    lower = [p for p in node_pods if p.priority < pod.priority]
     if not lower:
         return None, 0, Status.unschedulable(NO_VICTIMS, plugin=NAME, unresolvable=True)
-    status = fits(lower)
-    if not status.is_success:
-        return None, 0, status
-    violating, non_violating = split_by_pdb_violation(lower, pdbs)
-    removed = list(lower)
     victims: list[PodInfo] = []
     violations = 0
+    try:
+        for p in lower:
+            _checked(node.remove(p))
+        status = node.fits()
+        if not status.is_success:
+            return None, 0, status
+        lower.sort(key=_importance_key)
+        violating, non_violating = split_by_pdb_violation(lower, pdbs)
 
-    def reprieve(p: PodInfo) -> bool:
-        removed.remove(p)
-        if fits(removed).is_success:
-            return True
-        removed.append(p)
-        victims.append(p)
-        return False
+        def reprieve(p: PodInfo) -> bool:
+            _checked(node.add(p))
+            if node.fits().is_success:
+                return True
+            _checked(node.remove(p))
+            victims.append(p)
+            return False
 
-    for p in violating:
-        if not reprieve(p):
-            violations += 1
-    for p in non_violating:
-        reprieve(p)
+        for p in violating:
+            if not reprieve(p):
+                violations += 1
+        for p in non_violating:
+            reprieve(p)
+    except _DryRunError as err:
+        return None, 0, err.status
+    if not victims:  # kube: a node that needs no victims is an error, never a candidate
+        return None, 0, Status.from_error(
+            RuntimeError("expected at least one victim pod on the node"), plugin=NAME)
     victims.sort(key=_importance_key)
     return victims, violations, Status.success()
+
+
+def _checked(status: Status) -> None:
+    if not status.is_success:
+        raise _DryRunError(status)
+
+
+def terminating_by_preemption(pod: Object) -> bool:
+    """kube's podTerminatingByPreemption: being deleted, and its first DisruptionTarget condition
+    is True with reason PreemptionByScheduler (a pod terminating for another reason does not make
+    its node's nominee wait)."""
+    if not (pod.get("metadata") or {}).get("deletionTimestamp"):
+        return False
+    for c in (pod.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "DisruptionTarget":
+            return c.get("status") == "True" and c.get("reason") == "PreemptionByScheduler"
+    return False
 
 
 def pick_one_node(candidates: Sequence[Candidate]) -> Candidate | None:
@@ -211,6 +277,66 @@ def offset_and_num_candidates(
     return (rng.randrange(num_nodes) if num_nodes else 0), min(n, num_nodes)
 
 
+class _IncrementalNode:
+    """kube's SelectVictimsOnNode working copy: one private one-node table and one CycleState copy
+    for the whole dry run on a node. A pod taken off or put back changes the table by that pod and
+    the PreFilter state through the RemovePod / AddPod extensions (InterPodAffinity's topology
+    counts), nothing is rebuilt. `fits` is kube's RunFilterPluginsWithNominatedPods: with the pods
+    nominated to the node (of at least the pod's priority) put on for a moment, then without them.
+    After the first success, the filters that do not read pods (`pod_blind`) are not asked again:
+    with the same node and only pods changing, they would answer the same."""
+
+    __slots__ = ("_handle", "_pod", "_node", "_view", "_state", "_pod_blind", "_blind_skipped")
+
+    def __init__(self, handle: Any, state: CycleState, pod: PodInfo, table: Any, node_name: str,
+                 pod_blind: frozenset[str]) -> None:
+        self._handle = handle
+        self._pod = pod
+        self._node = node_name
+        self._view = table.for_node(node_name)
+        self._state = state.clone()
+        self._pod_blind = pod_blind
+        self._blind_skipped = False
+
+    def remove(self, p: PodInfo) -> Status:
+        self._view.remove_pod(self._node, p)
+        remove = getattr(self._handle, "run_pre_filter_extension_remove_pod", None)
+        return remove(self._state, self._pod, p, self._node) if remove is not None else Status.success()
+
+    def add(self, p: PodInfo) -> Status:
+        self._view.add_pod(self._node, p)
+        add = getattr(self._handle, "run_pre_filter_extension_add_pod", None)
+        return add(self._state, self._pod, p, self._node) if add is not None else Status.success()
+
+    def fits(self) -> Status:
+        run, view, node = self._handle.run_filter_plugins, self._view, self._node
+        nominated = self._state.nominated.get(node)
+        if nominated:
+            # put on for this question only the nominated pods the node does not hold already
+            # (kube's addGENominatedPods on a copy; adding a pod twice counts it once)
+            added = [p for p in nominated if not view.has_pod(node, p.key)]
+            with_them = self._state.clone()
+            add = getattr(self._handle, "run_pre_filter_extension_add_pod", None)
+            try:
+                for p in added:
+                    view.add_pod(node, p)
+                    if add is not None:
+                        status = add(with_them, self._pod, p, node)
+                        if not status.is_success:
+                            return status
+                status = run(with_them, self._pod, view)
+            finally:
+                for p in added:
+                    view.remove_pod(node, p)
+            if not status.is_success:
+                return status
+        status = run(self._state, self._pod, view)
+        if status.is_success and not self._blind_skipped:
+            self._blind_skipped = True
+            self._state.skip_filter |= self._pod_blind
+        return status
+
+
 class PdbsUnavailable(Exception):
     """The PodDisruptionBudgets are not known (informer not synced, or the API cannot be read)."""
 
@@ -244,6 +370,8 @@ class DefaultPreemption:
         self.nominator: Any = None
         self.victims_total = 0
         self.attempts_total = 0
+        # the dry run on one working copy per node, as kube; False: the full re-filter per question
+        self.incremental = True
 
     # --- PostFilter ---------------------------------------------------------------------------------
 
@@ -262,6 +390,8 @@ class DefaultPreemption:
         except PdbsUnavailable as unknown:
             # Preempting without knowing the budgets could evict exactly the pods they protect.
             return None, Status.from_error(unknown, plugin=NAME)
+        if not candidates and status.code == Code.ERROR:
+            return None, status.with_plugin(NAME)
         if not candidates:
             # "": any earlier nomination is void. The message reads as kube's, e.g. "preemption:
             # 0/3 nodes are available: 1 Preemption is not helpful for scheduling, 2 No preemption
@@ -285,7 +415,7 @@ class DefaultPreemption:
             if status is not None and status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                 return True, ""  # that node cannot help any more: look elsewhere
             for p in table.pods_on(nominated) if table.row(nominated) is not None else ():
-                if p.priority < pod.priority and (p.pod.get("metadata") or {}).get("deletionTimestamp"):
+                if p.priority < pod.priority and terminating_by_preemption(p.pod):
                     return False, "not eligible due to a terminating pod on the nominated node."
         return True, ""
 
@@ -301,9 +431,20 @@ class DefaultPreemption:
         pdbs = self._pdbs()
         offset, wanted = offset_and_num_candidates(len(potential), self.rng, self.percentage, self.absolute)
         hopeless = self._hopeless(pod, table, statuses, state.nominated)
-        candidates: list[Candidate] = []
+        # kube's DryRunPreemption keeps at most `wanted` candidates of each kind (non-violating and
+        # PDB-violating) and stops once it has one non-violating and `wanted` in all; it runs the
+        # nodes in parallel, this in their order from the offset (kube's order with one worker).
+        non_violating: list[Candidate] = []
+        violating: list[Candidate] = []
         failures: dict[str, int] = {}
-        non_violating = 0
+        errors: list[Status] = []
+        blind = self._pod_blind_filters()
+
+        def working(state: CycleState, pod: PodInfo, table: Any, node_name: str) -> WorkingNode:
+            if self.incremental:
+                return self._working_node(state, pod, table, node_name, blind)
+            return self._refilter_node(state, pod, table, node_name)
+
         for i in range(len(potential)):
             node_name = potential[(offset + i) % len(potential)]
             short = hopeless(node_name)
@@ -312,17 +453,23 @@ class DefaultPreemption:
                     failures[reason] = failures.get(reason, 0) + 1
                 continue
             victims, violations, status = select_victims_on_node(
-                pod, table.pods_on(node_name), self._fits_on(state, pod, table, node_name), pdbs)
+                pod, table.pods_on(node_name), working(state, pod, table, node_name), pdbs)
             if victims is None:
+                if status.code == Code.ERROR:
+                    errors.append(status)
                 for reason in status.reasons or (status.message(),):
                     failures[reason] = failures.get(reason, 0) + 1
                 continue
-            candidates.append(Candidate(node_name, victims, violations))
-            non_violating += violations == 0
-            if non_violating > 0 and len(candidates) >= wanted:
+            kind = violating if violations else non_violating
+            if len(kind) < wanted:
+                kind.append(Candidate(node_name, victims, violations))
+            if non_violating and len(non_violating) + len(violating) >= wanted:
                 break
+        candidates = non_violating + violating
         if candidates:
             return candidates, Status.success()
+        if errors:  # kube: an error on some node, and no candidate anywhere, fails the preemption
+            return [], errors[0]
         unhelpful = total - len(potential)
         if unhelpful:
             failures[NOT_HELPFUL] = failures.get(NOT_HELPFUL, 0) + unhelpful
@@ -367,7 +514,31 @@ class DefaultPreemption:
 
         return check
 
-    def _fits_on(self, state: CycleState, pod: PodInfo, table: Any, node_name: str) -> Callable[[list[PodInfo]], Status]:
+    def _working_node(self, state: CycleState, pod: PodInfo, table: Any, node_name: str,
+                      pod_blind: frozenset[str] = frozenset()) -> WorkingNode:
+        """The node's working copy for the incremental dry run; a handle that cannot tell the
+        PreFilter state about a pod put back (no AddPod extension) gets the full re-filter."""
+        handle = self.handle
+        if not hasattr(handle, "run_pre_filter_extension_add_pod") and hasattr(
+                handle, "run_pre_filter_extension_remove_pod"):
+            return self._refilter_node(state, pod, table, node_name)
+        return _IncrementalNode(handle, state, pod, table, node_name, pod_blind)
+
+    def _pod_blind_filters(self) -> frozenset[str]:
+        """Filter plugins whose verdict on a node cannot change when pods come and go there: they
+        declare `reads_pods = False` and keep no PreFilter state that AddPod/RemovePod move. Once a
+        node passed every filter with its victims off, only the others can answer differently."""
+        framework = getattr(self.handle, "framework", None)
+        points = getattr(framework, "points", None)
+        if points is None:
+            return frozenset()
+        return frozenset(p.name for p in points.filter
+                         if getattr(p, "reads_pods", True) is False and not isinstance(p, PreFilterExtensions))
+
+    def _refilter_node(self, state: CycleState, pod: PodInfo, table: Any, node_name: str) -> WorkingNode:
+        """The dry run as a full re-filter (minisched's first form, kept as the reference the
+        incremental path is tested against): each question builds a one-node table without the
+        removed pods and a fresh PreFilter state with RemovePod run for each of them."""
         run = self.handle.run_filter_plugins
         # kube's SelectVictimsOnNode runs RunFilterPluginsWithNominatedPods: the pods nominated to
         # this node keep their room in the what-if too (a handle without it: the plain filters)
@@ -387,7 +558,7 @@ class DefaultPreemption:
                 return run_nominated(s, pod, table, node_name, removed)
             return run(s, pod, table.for_node(node_name, removed=removed))
 
-        return fits
+        return RefilterNode(fits)
 
     def _pdbs(self) -> list[Pdb]:
         lister = getattr(self.handle, "pod_disruption_budgets", None)

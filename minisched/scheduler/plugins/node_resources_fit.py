@@ -340,6 +340,8 @@ class NodeResourcesFit:
         alloc, req = nodes.allocatable_matrix, nodes.requested_matrix
         pods_col = nodes.resource_column(PODS)
         assert pods_col is not None
+        if len(nodes) == 1:  # preemption's what-if node, asked hundreds of times per preemption
+            return self._filter_one(pod, nodes, alloc[0].tolist(), req[0].tolist(), pods_col)
         reasons = (req[:, pods_col] + 1 > alloc[:, pods_col]).astype(np.int64)
         messages = [TOO_MANY_PODS]
         # kube 1.35: a request beyond the node's whole allocatable cannot be helped by preemption
@@ -357,6 +359,27 @@ class NodeResourcesFit:
             messages.append(f"Insufficient {resource}")
         return FilterResult(reasons == 0, reasons, tuple(messages), Code.UNSCHEDULABLE,
                             unresolvable=never if never.any() else None)
+
+    def _filter_one(self, pod: PodInfo, nodes: NodeTable, alloc: list[int], req: list[int],
+                    pods_col: int) -> FilterResult:
+        """`filter` on a one-row table in Python integers (numpy's per-call cost dominates there)."""
+        bits = int(req[pods_col] + 1 > alloc[pods_col])
+        never = False
+        messages = [TOO_MANY_PODS]
+        for bit, (resource, amount) in enumerate(_checked_resources(pod, self.args), start=1):
+            col = nodes.resource_column(resource)
+            if col is None:
+                bits |= 1 << bit
+                never = True
+            else:
+                if amount > alloc[col] - req[col]:
+                    bits |= 1 << bit
+                never |= amount > alloc[col]
+            messages.append(f"Insufficient {resource}")
+        if not bits:
+            return FilterResult.all_pass(1)
+        return FilterResult(np.zeros(1, np.bool_), np.array([bits], np.int64), tuple(messages), Code.UNSCHEDULABLE,
+                            unresolvable=np.ones(1, np.bool_) if never else None)
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: npt.NDArray[np.intp]) -> IntArray:
         req, alloc = score_inputs(pod, nodes, rows, self.args.resources, use_requested=False)

@@ -133,3 +133,22 @@ def test_request_beyond_allocatable_is_unresolvable(pod: Any, placed: Any, code:
     from minisched.scheduler.plugins.node_resources_fit import beyond_allocatable
 
     assert beyond_allocatable(PodInfo.from_pod(pod), node) is (code == "UNSCHEDULABLE_AND_UNRESOLVABLE")
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_one_row_tables_get_the_verdict_of_their_row_in_the_whole_table(seed: int) -> None:
+    """Preemption asks about one-row what-if tables, which the filter judges in Python integers:
+    same pass/fail, reasons and code as that node's row judged with the others."""
+    import random
+
+    from tests.scheduler.plugins.randomcluster import random_cluster, random_pod
+
+    rng = random.Random(seed)
+    table, _, _ = random_cluster(rng, num_nodes=8, num_pods=20)
+    plugin = NodeResourcesFit()
+    for k in range(5):
+        pod = PodInfo.from_pod(random_pod(rng, f"incoming-{k}"))
+        whole = plugin.filter(CycleState(), pod, table)
+        for row, name in enumerate(table.names):
+            one = plugin.filter(CycleState(), pod, table.for_node(name))
+            assert one.status_at(0, plugin.name) == whole.status_at(row, plugin.name), (name, pod.requests)

@@ -165,3 +165,28 @@ def test_hopeless_shortcut_gives_the_same_answer_as_the_full_dry_run() -> None:
         assert answers[0] == answers[1], trial
         found += bool(answers[0][0])
     assert fired > 10 and found > 3, "the random clusters exercise both paths"
+
+
+def test_only_a_pod_terminating_by_preemption_makes_the_nominee_wait() -> None:
+    """kube's PodEligibleToPreemptOthers asks podTerminatingByPreemption: deleted AND marked
+    DisruptionTarget/PreemptionByScheduler. A lower-priority pod deleted for another reason on
+    the nominated node does not stop the nominee from preempting again."""
+    from minisched.scheduler.plugins.default_preemption import DefaultPreemption, terminating_by_preemption
+    from tests.scheduler.plugins.randomcluster import table_of
+
+    marked = {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}
+    deleted = make_pod("deleted", cpu="1", memory=None)
+    deleted["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    deleted["spec"]["priority"] = 1
+    preempted = {**deleted, "metadata": {**deleted["metadata"], "name": "preempted"},
+                 "status": {"conditions": [marked]}}
+    assert not terminating_by_preemption(deleted) and terminating_by_preemption(preempted)
+    assert not terminating_by_preemption({**preempted, "metadata": {"name": "alive"}})
+    from minisched.objects import make_node
+
+    plugin = DefaultPreemption()
+    nominee = _pod("nominee", 100)
+    object.__setattr__(nominee, "nominated_node_name", "n1")
+    for victim, eligible in ((deleted, True), (preempted, False)):
+        table = table_of([make_node("n1")], {"n1": [victim]})
+        assert plugin.eligible(nominee, table, {})[0] is eligible, victim["metadata"]["name"]
