@@ -7,9 +7,13 @@ bench samples the scheduler process from /proc and its /metrics:
 - the scheduling queue lengths (scheduler_pending_pods: active, backoff, unschedulable, gated);
 - pods bound so far (its own watch observer).
 
-It prints one row per sample, then the slopes over the second half of the run (the first half is
-the warm-up: the event recorder's correlator, 4,096 events, fills in under two minutes at 40 pods/s;
-allocator pools reach their working size), least squares against time and against pods churned.
+It prints one row per sample, then the slopes after the warm-up, least squares against time and
+against pods churned. The warm-up rule: the fit starts at the later of the run's middle and the
+first sample where each scheduler has bound 4,096 pods (WARM_PODS: the event recorder's
+correlator, the largest bounded buffer a service keeps, holds 4,096 events, one per pod bound,
+and grows by ~400 bytes per pod until full; with k variants side by side each binds 1/k of the
+pods, so its correlator fills k times later). If fewer than a third of the samples are left after
+it, the verdict is FAIL with "run longer".
 
 Flat, the criterion (the same as bench/soak_memory_bench.py's, per pod churned), printed PASS/FAIL:
 - RSS grows by less than 64 KiB per 1,000 pods created and deleted (150 KiB per minute at 40/s);
@@ -25,9 +29,10 @@ arenas) in use or kept free.
 with its own schedulerName (profile soak-<variant>); the churn gives them pods in turn, so each
 binds a share while its informers see every pod. Known variants: default; arena2
 (MALLOC_ARENA_MAX=2 in its environment); workers16 (--bind-workers 16); trim (--malloc-trim, with
---memory-sample-interval 10). One row per sample and variant; the slopes per variant at the end.
+--memory-sample-interval 10); traced (under tracemalloc, as --trace). One row per sample and
+variant; the slopes per variant at the end.
 
-With `--trace`, minisched runs under tracemalloc (about 2x slower) and dumps a snapshot on SIGUSR1
+With `--trace`, minisched runs under tracemalloc (about 2x slower) and dumps a snapshot on SIGUSR2
 at the middle and at the end; the bench prints the lines that grew most in between, and the
 minisched classes whose live instances grew. A diagnostic: taking the snapshots moves the RSS, so
 with --trace the RSS verdict is not given.
@@ -58,12 +63,16 @@ REPO = Path(__file__).resolve().parents[1]
 def _proc(pid: int) -> dict[str, float]:
     status = Path(f"/proc/{pid}/status").read_text()
     rss = int(re.search(r"VmRSS:\s+(\d+)", status).group(1)) / 1024  # type: ignore[union-attr]
+    # of which anonymous (heaps, arenas, stacks) and file-backed (pages of the interpreter, its
+    # libraries and extension modules, touched as code paths run for the first time)
+    anon = int(re.search(r"RssAnon:\s+(\d+)", status).group(1)) / 1024  # type: ignore[union-attr]
+    file = int(re.search(r"RssFile:\s+(\d+)", status).group(1)) / 1024  # type: ignore[union-attr]
     threads = int(re.search(r"Threads:\s+(\d+)", status).group(1))  # type: ignore[union-attr]
     sockets = 0
     for fd in os.listdir(f"/proc/{pid}/fd"):
         with contextlib.suppress(OSError):
             sockets += os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:")
-    return {"rss_mib": rss, "threads": threads, "sockets": sockets}
+    return {"rss_mib": rss, "anon_mib": anon, "file_mib": file, "threads": threads, "sockets": sockets}
 
 
 _GAUGES = {  # minisched's memory watch on /metrics: the column it gets here, and its unit
@@ -105,6 +114,7 @@ VARIANTS: dict[str, tuple[dict[str, str], list[str]]] = {
     "arena2": ({"MALLOC_ARENA_MAX": "2"}, []),
     "workers16": ({}, ["--bind-workers", "16"]),
     "trim": ({}, ["--malloc-trim", "--memory-sample-interval", "10"]),
+    "traced": ({}, []),  # under tracemalloc (~2x slower), snapshots at the middle and the end
 }
 
 
@@ -124,8 +134,9 @@ def main() -> int:
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown or len(set(variants)) != len(variants):
         ap.error(f"--variants: unknown or repeated {unknown or variants}; known: {', '.join(VARIANTS)}")
-    if args.trace and len(variants) > 1:
-        ap.error("--trace runs one minisched: give one variant")
+    if args.trace:  # the same as the variant "traced" alone
+        variants = ["traced"]
+    traced = "traced" in variants
 
     import subprocess
 
@@ -170,7 +181,7 @@ def main() -> int:
                 run += ["--config", str(config)]
             log = open(Path(tempfile.gettempdir()) / f"minisched-soak-{v}.log", "wb")  # noqa: SIM115
             logs.append(log)
-            if args.trace:
+            if v == "traced":
                 argv = [sys.executable, "-X", "tracemalloc=1", "-c", _TRACED, str(dumps), *run]
             else:
                 argv = [sys.executable, "-m", "minisched.cli", *run]
@@ -208,15 +219,15 @@ def main() -> int:
         with PodObserver(cluster, namespace=ns, nodes=nodes) as obs:
             threading.Thread(target=churn, daemon=True).start()
             began = time.monotonic()
-            print(f"{'variant':>9} {'t(s)':>6} {'RSS MiB':>8} {'thr':>4} {'sock':>4} {'bound':>7} {'created':>7} "
+            print(f"{'variant':>9} {'t(s)':>6} {'RSS MiB':>8} {'anon':>6} {'file':>5} {'thr':>4} {'sock':>4} {'bound':>7} {'created':>7} "
                   f"{'heap':>6} {'mmap':>5} {'used':>6} {'free':>5} {'ar':>3} {'pyar':>4} {'blocks':>8}  queues")
             halfway = False
             try:
                 while time.monotonic() - began < args.minutes * 60:
                     time.sleep(args.every)
-                    if args.trace and not halfway and time.monotonic() - began >= args.minutes * 30:
+                    if traced and not halfway and time.monotonic() - began >= args.minutes * 30:
                         halfway = True
-                        _dump(procs[variants[0]], dumps, 1)
+                        _dump(procs["traced"], dumps, 1)
                     for v in variants:
                         proc = procs[v]
                         if proc.poll() is not None:
@@ -228,13 +239,14 @@ def main() -> int:
                         samples[v].append(s)
                         q = " ".join(f"{k}={int(val)}" for k, val in sorted(queues.items()))
                         mib = 2**20
-                        print(f"{v:>9} {s['t']:6.0f} {s['rss_mib']:8.1f} {s['threads']:4d} {s['sockets']:4d} "
+                        print(f"{v:>9} {s['t']:6.0f} {s['rss_mib']:8.1f} {s['anon_mib']:6.1f} {s['file_mib']:5.1f} "
+                              f"{s['threads']:4d} {s['sockets']:4d} "
                               f"{s['bound']:7d} {s['created']:7d} {s.get('heap', 0) / mib:6.1f} "
                               f"{s.get('mmap', 0) / mib:5.1f} {s.get('used', 0) / mib:6.1f} {s.get('free', 0) / mib:5.1f} "
                               f"{s.get('arenas', 0):3.0f} {s.get('pyarenas', 0):4.0f} {s.get('blocks', 0):8.0f}  {q}",
                               flush=True)
-                if args.trace:
-                    _dump(procs[variants[0]], dumps, 2)
+                if traced:
+                    _dump(procs["traced"], dumps, 2)
             finally:
                 stop.set()
                 for proc in procs.values():
@@ -250,7 +262,7 @@ def main() -> int:
     ok = True
     for v in variants:
         ok &= _verdict(v, samples[v], args)
-    if args.trace:
+    if traced:
         _compare_dumps(dumps)
     return 0 if ok else 1
 
@@ -258,20 +270,24 @@ def main() -> int:
 def _verdict(variant: str, samples: list[dict[str, Any]], args: argparse.Namespace) -> bool:
     from minisched.observability.soak import print_verdicts
 
-    rest = samples[len(samples) // 2:]
-    if len(rest) < 3:
-        print("too few samples after warm-up to fit a slope: run for longer")
+    per_scheduler = len(args.variants.split(",")) if not args.trace else 1
+    warm = next((i for i, s in enumerate(samples) if s["created"] / per_scheduler >= WARM_PODS), len(samples))
+    start = max(len(samples) // 2, warm)
+    rest = samples[start:]
+    if len(rest) < max(3, len(samples) // 3):
+        print(f"\n{variant}: too few samples after the warm-up ({len(rest)} of {len(samples)}; each scheduler binds "
+              f"{WARM_PODS:,} pods first): run for longer")
         return False
     ts = [s["t"] / 60 for s in rest]
     pods = [s["created"] / 1000 for s in rest]
-    print(f"\n{variant}: second half ({len(rest)} samples from t={rest[0]['t']:.0f} s, {rest[0]['created']:,} -> "
+    print(f"\n{variant}: after the warm-up ({len(rest)} samples from t={rest[0]['t']:.0f} s, {rest[0]['created']:,} -> "
           f"{rest[-1]['created']:,} pods created), RSS {samples[0]['rss_mib']:.1f} -> {samples[-1]['rss_mib']:.1f} MiB "
           f"over the whole run:")
     slopes = {}
-    for key in ("rss_mib", "threads", "sockets"):
+    for key in ("rss_mib", "anon_mib", "file_mib", "threads", "sockets"):
         values = [float(s[key]) for s in rest]
         slopes[key] = (_slope(ts, values), _slope(pods, values))
-        per_pods = f"{slopes[key][1] * 1024:+.2f} KiB" if key == "rss_mib" else f"{slopes[key][1]:+.2f}"
+        per_pods = f"{slopes[key][1] * 1024:+.2f} KiB" if key.endswith("_mib") else f"{slopes[key][1]:+.2f}"
         print(f"  {key:8} {min(values):8.1f} .. {max(values):8.1f}   slope {slopes[key][0]:+.3f}/min, "
               f"{per_pods} per 1,000 pods")
     for key, what in (("heap", "glibc heaps"), ("mmap", "glibc mmapped"), ("used", "glibc in use"),
@@ -284,15 +300,16 @@ def _verdict(variant: str, samples: list[dict[str, Any]], args: argparse.Namespa
     rss_kib = slopes["rss_mib"][1] * 1024
     checks = [(f"threads slope {slopes['threads'][0]:+.2f}/min < 1", slopes["threads"][0] < 1),
               (f"sockets slope {slopes['sockets'][0]:+.2f}/min < 1", slopes["sockets"][0] < 1)]
-    if not args.trace:
+    if variant != "traced":
         checks.insert(0, (f"RSS slope {rss_kib:+.1f} KiB per 1,000 pods < {RSS_LIMIT:g}", rss_kib < RSS_LIMIT))
     return print_verdicts(checks, f"minisched ({variant}) flat after warm-up over {args.minutes:g} minutes"
-                                  f"{' (RSS not judged under --trace)' if args.trace else ''}")
+                                  f"{' (RSS not judged under tracemalloc)' if variant == 'traced' else ''}")
 
 
-RSS_LIMIT = 64.0  # KiB per 1,000 pods churned, second half
+RSS_LIMIT = 64.0  # KiB per 1,000 pods churned, after the warm-up
+WARM_PODS = 4096  # pods each scheduler binds before the fit may start (its event correlator's size)
 
-# minisched run under tracemalloc, dumping a snapshot and its live minisched class counts on SIGUSR1
+# minisched run under tracemalloc, dumping a snapshot and its live minisched class counts on SIGUSR2
 _TRACED = """
 import json, os, signal, sys, tracemalloc
 dumps, n = sys.argv[1], [0]
@@ -303,7 +320,7 @@ def dump(signum, frame):
     with open(os.path.join(dumps, f"{n[0]}.types.json"), "w") as f:
         json.dump(live_type_counts(), f)
     os.rename(os.path.join(dumps, f"{n[0]}.types.json"), os.path.join(dumps, f"{n[0]}.json"))
-signal.signal(signal.SIGUSR1, dump)
+signal.signal(signal.SIGUSR2, dump)  # (minisched run logs its memory on SIGUSR1)
 sys.argv = ["minisched", *sys.argv[2:]]
 from minisched.cli import main
 sys.exit(main())
@@ -311,10 +328,10 @@ sys.exit(main())
 
 
 def _dump(proc: Any, dumps: Path, n: int, timeout: float = 120) -> None:
-    """SIGUSR1 to the traced minisched, and wait for its n-th dump."""
+    """SIGUSR2 to the traced minisched, and wait for its n-th dump."""
     import signal
 
-    proc.send_signal(signal.SIGUSR1)
+    proc.send_signal(signal.SIGUSR2)
     deadline = time.monotonic() + timeout
     while not (dumps / f"{n}.json").exists():
         if time.monotonic() > deadline or proc.poll() is not None:
