@@ -3,8 +3,8 @@
 Rounds of pods created, bound and deleted (minisched.observability.soak, 1,000 pods a round, 50
 rounds: 50,000 pods by default); after each round a full collection and a sample: RSS, pymalloc
 blocks in use, tracemalloc's traced bytes, objects the collector tracks, and the allocators' own
-books (pymalloc arenas from `sys._debugmallocstats`, only while tracemalloc is off: its hooks hide
-pymalloc from that report; glibc's heap from `mallinfo2`), so that RSS
+books (minisched.observability.runtime: pymalloc arenas, only while tracemalloc is off: its hooks
+hide pymalloc from that report; glibc's heap from `mallinfo2`), so that RSS
 growth can be told apart: memory the program still holds (traced bytes, blocks), or memory the
 allocators keep from earlier peaks (arenas not fully free, glibc's free chunks).
 
@@ -42,12 +42,9 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
-import ctypes
-import ctypes.util
 import gc
 import os
 import platform
-import re
 import sys
 import tempfile
 import time
@@ -63,6 +60,9 @@ from minisched.observability.runtime import (
     MemoryWatch,
     gil_disabled,
     live_type_counts,
+    malloc_info,
+    malloc_trim,
+    pymalloc_arenas,
     rss_bytes,
 )
 from minisched.observability.soak import print_verdicts, run_soak
@@ -70,46 +70,8 @@ from minisched.scheduler.scheduler import Scheduler
 
 TRACED_LIMIT = 16.0  # bytes per pod, second half
 RSS_LIMIT = 64.0  # KiB per 1,000 pods, second half
+GLIBC = malloc_info() is not None
 BLOCKS_LIMIT = 100.0  # pymalloc blocks in use per 1,000 pods, second half
-
-
-class _MallInfo2(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_size_t) for n in (
-        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
-
-
-def _libc() -> ctypes.CDLL | None:
-    name = ctypes.util.find_library("c")
-    if sys.platform != "linux" or name is None:
-        return None
-    libc = ctypes.CDLL(name)
-    if not hasattr(libc, "mallinfo2"):  # glibc < 2.33, or musl
-        return None
-    libc.mallinfo2.restype = _MallInfo2
-    return libc
-
-
-LIBC = _libc()
-
-
-def pymalloc_arenas() -> int | None:
-    """Arenas pymalloc holds now (1 MiB each on CPython 3.10+), from `sys._debugmallocstats`,
-    which writes to the C stderr: captured through a file. None without pymalloc."""
-    if not hasattr(sys, "_debugmallocstats"):
-        return None
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as f:
-        os.dup2(f.fileno(), 2)
-        try:
-            sys._debugmallocstats()
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-        f.seek(0)
-        text = f.read().decode(errors="replace")
-    m = re.search(r"# arenas allocated current\s+=\s+([\d,]+)", text)
-    return int(m.group(1).replace(",", "")) if m else None
 
 
 @dataclass(frozen=True)
@@ -126,14 +88,15 @@ class Row:
 
 def measure(pods: int, sample: MemorySample, started: float, trim: bool) -> Row:
     heap = used = free = 0
-    if LIBC is not None:
-        info = LIBC.mallinfo2()
-        heap, used, free = info.arena + info.hblkhd, info.uordblks + info.hblkhd, info.fordblks
+    info = sample.malloc or malloc_info()
+    if info is not None:
+        heap, used, free = info.heap_bytes, info.in_use_bytes, info.fordblks
     trimmed = None
-    if trim and LIBC is not None:
-        LIBC.malloc_trim(0)
+    if trim and info is not None:
+        malloc_trim()
         trimmed = rss_bytes()
-    return Row(pods, sample, pymalloc_arenas(), heap, used, free, trimmed, time.perf_counter() - started)
+    arenas = sample.pymalloc_arenas if sample.pymalloc_arenas is not None else pymalloc_arenas()
+    return Row(pods, sample, arenas, heap, used, free, trimmed, time.perf_counter() - started)
 
 
 def slope(rows: list[Row], value: np.ndarray) -> float:
@@ -191,8 +154,7 @@ def main() -> int:
             types["middle"] = live_type_counts()
             if args.trace:
                 MemoryWatch._snapshot().dump(snapshot_path)
-                if LIBC is not None:
-                    LIBC.malloc_trim(0)
+                malloc_trim()
 
     try:
         result = run_soak(cluster, sched, watch, rounds=args.rounds, pods_per_round=args.pods_per_round,
@@ -222,7 +184,7 @@ def main() -> int:
         print(f"  arenas       {slope(second, series(lambda r: r.arenas)) * 1000:+8.2f}       (pymalloc, 1 MiB each: "
               f"{rows[args.warmup - 1].arenas} at the end of warm-up, {second[0].arenas} at the middle, "
               f"{second[-1].arenas} at the end)")
-    if LIBC is not None:
+    if GLIBC:
         for name, get in (("glibc used", lambda r: r.glibc_used), ("glibc free", lambda r: r.glibc_free)):
             print(f"  {name:12} {slope(second, series(get)) * 1000 / 1024:+8.1f} KiB")
     print(f"  blocks       {slope(second, series(lambda r: r.sample.allocated_blocks)) * 1000:+8.1f}       "
@@ -235,7 +197,7 @@ def main() -> int:
         print(f"  RSS trimmed  {slope(second, series(lambda r: r.rss_trimmed)) * 1000 / 1024:+8.1f} KiB   "
               f"(after malloc_trim(0); it gave back {np.mean(series(lambda r: r.sample.rss_bytes - r.rss_trimmed)) / 2**20:.1f} MiB on average)")
     grown = {k: v for k, v in (types["end"] - types["middle"]).items()
-             if v > 0 and not k.endswith("runtime.MemorySample")}  # (this bench's own samples)
+             if v > 0 and not k.endswith(("runtime.MemorySample", "runtime.MallocInfo"))}  # (this bench's samples)
     print("  minisched classes with more live instances at the end than at the middle:", grown or "none")
 
     blocks = slope(second, series(lambda r: r.sample.allocated_blocks)) * 1000
@@ -279,7 +241,7 @@ def plot(rows: list[Row], middle: int, rss_slope: float, path: str) -> None:
     ax.plot(pods, rss, "o-", ms=3, label="RSS")
     if rows[0].arenas is not None:
         ax.plot(pods, np.array([r.arenas or 0 for r in rows]), "s-", ms=2, label="pymalloc arenas (MiB)")
-    if LIBC is not None:
+    if GLIBC:
         ax.plot(pods, np.array([r.glibc_heap for r in rows]) / 2**20, "^-", ms=2, label="glibc heap (MiB)")
     traced = np.array([r.sample.traced_bytes for r in rows]) / 2**20
     if traced.any():

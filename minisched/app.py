@@ -32,6 +32,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+# Imported now, not in the middle of a run: numpy's np.unique imports numpy.ma on its first call
+# (to ask whether its argument is masked), and the pod index calls it first when it compacts, after
+# thousands of pods. That import was a step of 5,000-11,000 Python objects and 1-2 MiB of RSS in
+# the real-control-plane soak, in a service that had long finished warming up.
+import numpy.ma  # noqa: F401
+
 from minisched.clock import Clock, RealClock
 from minisched.cluster.base import Cluster
 from minisched.cluster.link import ClusterLink
@@ -39,6 +45,7 @@ from minisched.controllers.leaderelection import LeaderElector
 from minisched.controllers.plugin_config import PluginConfigController, install_crd
 from minisched.deadline import Context, background
 from minisched.observability.metrics import SchedulerMetrics
+from minisched.observability.runtime import MemoryWatch
 from minisched.observability.server import HealthServer, leadership_known
 from minisched.observability.shard_metrics import register_shard_metrics
 from minisched.scheduler.events import EventRecorder
@@ -46,6 +53,7 @@ from minisched.scheduler.scheduler import DEFAULT_SHUTDOWN_TIMEOUT, Scheduler
 from minisched.sharding.shard import DEFAULT_GROUP, Shard
 
 SERVICE_CYCLE_LOG = 1_000  # scheduling-cycle latencies a running service keeps in memory
+MEMORY_SAMPLE_INTERVAL = 30.0  # seconds between the memory watch's samples in a running service
 
 log = logging.getLogger(__name__)
 
@@ -85,10 +93,17 @@ class SchedulerApp:
         shard_group: str = DEFAULT_GROUP,
         shard_lease_duration: float = 15.0,
         capacity_fence: bool = True,
+        memory_sample_interval: float | None = MEMORY_SAMPLE_INTERVAL,
+        malloc_trim: bool = False,
     ) -> None:
         """`metrics_ssl_context` and `metrics_authorizer` make the metrics port a secure one, as
         kube-scheduler's (see minisched.observability.auth). `shards`: one replica of a sharded
-        scheduler in group `shard_group` (leases and ledgers in `lease_namespace`)."""
+        scheduler in group `shard_group` (leases and ledgers in `lease_namespace`).
+        `memory_sample_interval`: seconds between samples of the memory watch (`self.memory`: RSS,
+        the allocators' books, GC pauses on /metrics) while `run()` runs; None: sampled only when
+        asked (`self.memory.sample()`); `malloc_trim`: glibc's malloc_trim(0) after each sample."""
+        if memory_sample_interval is not None and memory_sample_interval <= 0:
+            raise ValueError(f"memory_sample_interval must be positive (or None), got {memory_sample_interval}")
         if shutdown_timeout < 0:
             raise ValueError(f"shutdown_timeout must not be negative, got {shutdown_timeout}")
         if shards and leader_elect:
@@ -105,6 +120,11 @@ class SchedulerApp:
         self.identity = identity or default_identity()
         self.lease_name = lease_name
         self.metrics = SchedulerMetrics()
+        # the interpreter's and the allocators' memory beside the scheduler's metrics (untraced:
+        # tracemalloc would double the cost of every allocation; start_tracing() when diagnosing)
+        self.memory = MemoryWatch(self.metrics.registry)
+        self.memory_sample_interval = memory_sample_interval
+        self.malloc_trim = malloc_trim
         self.recorder_factory = recorder_factory
         self.scheduler: Scheduler | None = None
         self.lost_lease = False
@@ -249,6 +269,10 @@ class SchedulerApp:
 
         watcher = threading.Thread(target=cancel_on_stop, name="stop-watcher", daemon=True)
         watcher.start()
+        self.memory.start()
+        self.memory.sample("start")
+        if self.memory_sample_interval is not None:
+            self.memory.start_sampling(self.memory_sample_interval, trim=self.malloc_trim)
         if self.server is not None:
             self.server.start()
             log.info("metrics and health on %s", self.server.url)
@@ -264,6 +288,7 @@ class SchedulerApp:
                     leading.join(self.shutdown_time_left() + 1.0)
         finally:
             ctx.cancel("stopped")
+            self.memory.stop()
             if self.server is not None:
                 self.server.stop()
 

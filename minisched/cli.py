@@ -94,6 +94,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--tls-private-key-file", default=None, help="its private key")
     run.add_argument("--metrics-bind-address", default="127.0.0.1",
                      help="address for --metrics-port (default 127.0.0.1; 0.0.0.0 in a pod, for probes)")
+    run.add_argument("--memory-sample-interval", type=float, default=30.0,
+                     help="seconds between samples of the memory watch on /metrics (RSS, pymalloc and glibc "
+                          "malloc books, GC pauses; default 30, 0: only on SIGUSR1, which also logs them)")
+    run.add_argument("--malloc-trim", action="store_true",
+                     help="after each memory sample, give glibc malloc's free pages back to the system (malloc_trim)")
     run.add_argument("--plugin-config", action="store_true",
                      help="watch SchedulerPluginConfig objects and swap profiles' plugins between cycles "
                           "(creates the CRD if missing)")
@@ -153,6 +158,22 @@ def _connect(args: argparse.Namespace) -> Any:
     return connect(setting) if setting.startswith("embedded") else connect(setting, **_real_options(args))
 
 
+def log_memory(watch: Any, top: int = 10) -> None:
+    """Log a memory sample taken after a full collection (RSS, pymalloc and glibc malloc books)
+    and, when tracemalloc traces (`python -X tracemalloc -m minisched.cli run`), the source lines
+    whose held memory grew most since the watch's baseline."""
+    log.warning("memory: %s", watch.sample("SIGUSR1", collect=True).describe())
+    if watch.tracing:
+        for t in watch.top_differences(top):
+            log.warning("memory: %+.1f KiB %+d blocks since the baseline at %s", t.size_diff / 1024, t.count_diff,
+                        t.location)
+
+
+def _log_memory_soon(watch: Any) -> None:
+    # off the signal handler (it runs between two bytecodes of the main thread, which may hold a lock)
+    threading.Thread(target=log_memory, args=(watch,), name="memory-report", daemon=True).start()
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from minisched.app import SchedulerApp
 
@@ -178,6 +199,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 2
     if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
         print("minisched run: --metrics-port must be 0..65535", file=sys.stderr)
+        return 2
+    if args.memory_sample_interval < 0:
+        print("minisched run: --memory-sample-interval must not be negative", file=sys.stderr)
         return 2
     if args.trace_sample_ratio is not None and not 0.0 <= args.trace_sample_ratio <= 1.0:
         print("minisched run: --trace-sample-ratio must be in [0, 1]", file=sys.stderr)
@@ -222,6 +246,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         shard_group=args.shard_group,
         shard_lease_duration=args.shard_lease_duration,
         capacity_fence=not args.no_capacity_fence,
+        memory_sample_interval=args.memory_sample_interval or None,
+        malloc_trim=args.malloc_trim,
     )
     stop = threading.Event()
 
@@ -231,6 +257,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
+    if hasattr(signal, "SIGUSR1"):  # (not on Windows)
+        signal.signal(signal.SIGUSR1, lambda _signum, _frame: _log_memory_soon(app.memory))
     if args.leader_elect:
         log.info("minisched %s campaigning for lease %s/%s", app.identity, args.lease_namespace, args.lease_name)
     if args.shards:

@@ -8,10 +8,13 @@ these recorders take the same measurements from the outside:
   each wake-up was. A pure-Python thread holding the GIL delays it by up to the interpreter's switch
   interval (`sys.getswitchinterval()`, 5 ms by default); a GC pause or a long C call delays it too.
 - `GCPauseRecorder`: `gc.callbacks` timing every collection, by generation.
-- `MemoryWatch`: RSS, pymalloc's allocated blocks, tracemalloc's traced bytes and top differences
-  against a baseline, and the GC pauses, exported as Prometheus metrics on the scheduler's registry
+- `MemoryWatch`: RSS, pymalloc's allocated blocks and arenas, glibc malloc's own books
+  (`mallinfo2`, its arena count), tracemalloc's traced bytes and top differences against a
+  baseline, and the GC pauses, exported as Prometheus metrics on the scheduler's registry
   (prometheus_client's own ProcessCollector supplies `process_resident_memory_bytes`, the name
-  Go's client exports too).
+  Go's client exports too). The allocators' books tell RSS growth apart: objects Python still
+  holds (blocks, traced bytes), pymalloc arenas kept for a few live blocks, or glibc memory
+  (C extensions, OpenSSL, thread arenas, big buffers) held in use or kept free.
 
 Nothing here assumes the GIL: the recorders use locks where threads share state, so they run
 unchanged on a free-threaded build (`sysconfig.get_config_var("Py_GIL_DISABLED") == 1`).
@@ -21,8 +24,11 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import ctypes
+import ctypes.util
 import gc
 import os
+import re
 import resource
 import sys
 import sysconfig
@@ -45,6 +51,7 @@ from minisched.observability.metrics import exponential_buckets
 __all__ = [
     "CpuHog",
     "GCPauseRecorder",
+    "MallocInfo",
     "MemorySample",
     "MemoryWatch",
     "TickerLateness",
@@ -52,6 +59,10 @@ __all__ = [
     "allocation_bytes",
     "gil_disabled",
     "live_type_counts",
+    "malloc_arena_count",
+    "malloc_info",
+    "malloc_trim",
+    "pymalloc_arenas",
     "rss_bytes",
 ]
 
@@ -333,6 +344,131 @@ def live_type_counts(module_prefix: str = "minisched") -> collections.Counter[st
     return counts
 
 
+# ------------------------------------------------------------------------------ allocators' books
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+
+@dataclass(frozen=True)
+class MallocInfo:
+    """glibc malloc's totals over all its arenas (`mallinfo2()`, glibc 2.33+), in bytes.
+
+    `arena`: got from the system for the arenas' heaps (brk and the thread arenas' mmapped heaps);
+    `hblkhd`: large blocks mmapped one by one (freed to the system when freed); `uordblks`: in use
+    in the heaps; `fordblks`: free in the heaps (kept for reuse: fragments, and tops not trimmed).
+    pymalloc's arenas are mmapped by pymalloc itself and are not in these figures."""
+
+    arena: int
+    hblkhd: int
+    uordblks: int
+    fordblks: int
+
+    @property
+    def heap_bytes(self) -> int:
+        """Everything glibc holds from the system: heaps plus mmapped blocks."""
+        return self.arena + self.hblkhd
+
+    @property
+    def in_use_bytes(self) -> int:
+        return self.uordblks + self.hblkhd
+
+
+def _load_libc() -> ctypes.CDLL | None:
+    """glibc, with the functions this module calls typed; None elsewhere (musl, macOS, Windows),
+    or on a glibc older than 2.33 (no mallinfo2)."""
+    if sys.platform != "linux":
+        return None
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name)
+    except OSError:
+        return None
+    if not all(hasattr(libc, f) for f in ("mallinfo2", "malloc_trim", "malloc_info", "open_memstream", "fclose")):
+        return None
+    libc.mallinfo2.restype = _MallInfo2
+    libc.mallinfo2.argtypes = []
+    libc.malloc_trim.restype = ctypes.c_int
+    libc.malloc_trim.argtypes = [ctypes.c_size_t]
+    libc.malloc_info.restype = ctypes.c_int
+    libc.malloc_info.argtypes = [ctypes.c_int, ctypes.c_void_p]
+    libc.open_memstream.restype = ctypes.c_void_p
+    libc.open_memstream.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t)]
+    libc.fclose.restype = ctypes.c_int
+    libc.fclose.argtypes = [ctypes.c_void_p]
+    libc.free.restype = None
+    libc.free.argtypes = [ctypes.c_void_p]
+    return libc
+
+
+_LIBC = _load_libc()
+
+
+def _memstream_text(write: Callable[[int], object]) -> str | None:
+    """Call `write(FILE*)` on an in-memory stream (glibc's open_memstream) and return what it
+    wrote: for the C functions that only print their report to a FILE. None without glibc."""
+    libc = _LIBC
+    if libc is None:
+        return None
+    buf, size = ctypes.c_void_p(), ctypes.c_size_t()
+    stream = libc.open_memstream(ctypes.byref(buf), ctypes.byref(size))
+    if not stream:
+        return None
+    try:
+        write(stream)
+    finally:
+        libc.fclose(stream)  # flushes, and sets buf and size
+    try:
+        return ctypes.string_at(buf.value, size.value).decode(errors="replace") if buf.value else ""
+    finally:
+        libc.free(buf)
+
+
+def malloc_info() -> MallocInfo | None:
+    """glibc's `mallinfo2()` now; None where the C library is not glibc 2.33+."""
+    if _LIBC is None:
+        return None
+    m = _LIBC.mallinfo2()
+    return MallocInfo(int(m.arena), int(m.hblkhd), int(m.uordblks), int(m.fordblks))
+
+
+def malloc_arena_count() -> int | None:
+    """How many arenas glibc malloc has made (the main one plus one per thread that found the
+    others locked, up to 8 per core by default, or MALLOC_ARENA_MAX): each keeps its own free
+    memory. From `malloc_info()`'s report (one <heap> per arena); None without glibc."""
+    text = _memstream_text(lambda stream: _LIBC.malloc_info(0, stream))  # type: ignore[union-attr]
+    return None if text is None else text.count("<heap nr=")
+
+
+def malloc_trim() -> bool:
+    """glibc's `malloc_trim(0)`: give the free pages of every arena back to the system. True if
+    any memory was released; False without glibc."""
+    return bool(_LIBC is not None and _LIBC.malloc_trim(0))
+
+
+_ARENAS = re.compile(r"^# arenas allocated current\s*=\s*([\d,]+)", re.M)
+
+
+def pymalloc_arenas() -> int | None:
+    """Arenas pymalloc holds now (256 KiB each up to CPython 3.9, 1 MiB since): the number
+    `sys._debugmallocstats()` prints, read without touching the process's stderr (its C function
+    `_PyObject_DebugMallocStats` writes to an in-memory FILE; it runs holding the GIL).
+
+    None when pymalloc is not the allocator (tracemalloc's hooks, PYTHONMALLOC=malloc, a
+    debug or free-threaded build's other allocator), on an interpreter without that function,
+    or without glibc."""
+    stats = getattr(ctypes.pythonapi, "_PyObject_DebugMallocStats", None)
+    if stats is None or _LIBC is None:
+        return None
+    stats.restype = ctypes.c_int
+    stats.argtypes = [ctypes.c_void_p]
+    text = _memstream_text(stats)
+    m = _ARENAS.search(text or "")
+    return int(m.group(1).replace(",", "")) if m else None
+
+
 @dataclass(frozen=True)
 class MemorySample:
     label: str
@@ -340,6 +476,26 @@ class MemorySample:
     allocated_blocks: int  # sys.getallocatedblocks(): pymalloc blocks in use, cheap and exact
     traced_bytes: int  # 0 when tracemalloc is off
     gc_objects: int  # objects the collector tracks (len(gc.get_objects()))
+    # the allocators' books (None where unknown: not glibc, pymalloc not in use, or not asked)
+    malloc: MallocInfo | None = None
+    malloc_arenas: int | None = None
+    pymalloc_arenas: int | None = None
+
+    def describe(self) -> str:
+        """One line for a log: every figure of this sample, in MiB where it is bytes."""
+        mib = 2**20
+        parts = [f"RSS {self.rss_bytes / mib:.1f} MiB", f"pymalloc blocks {self.allocated_blocks:,}"]
+        if self.pymalloc_arenas is not None:
+            parts.append(f"pymalloc arenas {self.pymalloc_arenas}")
+        if self.malloc is not None:
+            m = self.malloc
+            parts.append(f"glibc heaps {m.arena / mib:.1f} MiB (in use {m.uordblks / mib:.1f}, free "
+                         f"{m.fordblks / mib:.1f}) + mmapped {m.hblkhd / mib:.1f} MiB")
+        if self.malloc_arenas is not None:
+            parts.append(f"glibc arenas {self.malloc_arenas}")
+        parts.append(f"traced {self.traced_bytes / mib:.1f} MiB")
+        parts.append(f"gc objects {self.gc_objects:,}")
+        return ", ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -360,6 +516,8 @@ class MemoryWatch(Collector):
     `sample()` takes a measurement (call it between rounds of work, or let `start_sampling` call
     it on a thread); a scrape reports the latest sample, so scraping stays cheap. The newest
     `keep` samples are kept (a watch on a scheduler that runs for weeks must not grow itself).
+    `allocators=True` adds the allocators' books to each sample (glibc's mallinfo2 and arena
+    count, pymalloc's arenas: under a millisecond for a scheduler's heap).
     tracemalloc slows allocation by roughly 2x: `trace=True` turns it on from `start()`, else top
     differences are unavailable and traced bytes read 0.
     """
@@ -372,14 +530,18 @@ class MemoryWatch(Collector):
         frames: int = 1,
         top: int = 10,
         keep: int = 10_000,
+        allocators: bool = True,
     ) -> None:
         if keep < 1:
             raise ValueError(f"keep at least one sample, got keep={keep}")
         self.trace = trace
+        self.allocators = allocators
         self.frames = frames
         self.top = top
         self.samples: collections.deque[MemorySample] = collections.deque(maxlen=keep)
         self.gc_pause_histogram: Histogram | None = None
+        self.trims = 0  # malloc_trim calls made by the sampler (start_sampling(trim=True))
+        self.trimmed = 0  # of which released memory
         self._started_tracing = False
         self._baseline: tracemalloc.Snapshot | None = None
         self._last_top: list[TopDifference] = []
@@ -442,8 +604,15 @@ class MemoryWatch(Collector):
             self._started_tracing = False
         self._baseline = None
 
-    def start_sampling(self, interval: float) -> None:
-        """Sample every `interval` seconds on a daemon thread until stop()."""
+    @property
+    def tracing(self) -> bool:
+        """True when top differences can be asked for (tracemalloc on, a baseline taken)."""
+        return self._baseline is not None and tracemalloc.is_tracing()
+
+    def start_sampling(self, interval: float, *, trim: bool = False) -> None:
+        """Sample every `interval` seconds on a daemon thread until stop(). With `trim`, glibc's
+        `malloc_trim(0)` runs after each sample (on this thread; ctypes lets go of the GIL for
+        it): the free pages every malloc arena keeps go back to the system."""
         if interval <= 0:
             raise ValueError(f"a sampling interval must be positive, got {interval}")
         self._stop.clear()
@@ -451,6 +620,9 @@ class MemoryWatch(Collector):
         def loop() -> None:
             while not self._stop.wait(interval):
                 self.sample("periodic")
+                if trim:
+                    self.trims += 1
+                    self.trimmed += malloc_trim()
 
         self._sampler = threading.Thread(target=loop, name="memory-watch", daemon=True)
         self._sampler.start()
@@ -466,7 +638,8 @@ class MemoryWatch(Collector):
         if collect:
             gc.collect()
         traced = tracemalloc.get_traced_memory()[0] if tracemalloc.is_tracing() else 0
-        s = MemorySample(label, rss_bytes(), sys.getallocatedblocks(), traced, len(gc.get_objects()))
+        s = MemorySample(label, rss_bytes(), sys.getallocatedblocks(), traced, len(gc.get_objects()),
+                         *((malloc_info(), malloc_arena_count(), pymalloc_arenas()) if self.allocators else ()))
         with self._lock:
             self.samples.append(s)
         return s
@@ -516,6 +689,26 @@ class MemoryWatch(Collector):
             yield GaugeMetricFamily(
                 "minisched_gc_tracked_objects", "Objects the garbage collector tracks.", value=last.gc_objects
             )
+            if last.pymalloc_arenas is not None:
+                yield GaugeMetricFamily(
+                    "minisched_pymalloc_arenas", "Arenas pymalloc holds (1 MiB each on CPython 3.10+).",
+                    value=last.pymalloc_arenas,
+                )
+            if last.malloc is not None:
+                m = last.malloc
+                for name, value, what in (
+                    ("arena", m.arena, "got from the system for its arenas' heaps (mallinfo2 arena)"),
+                    ("mmapped", m.hblkhd, "in large blocks mmapped one by one (mallinfo2 hblkhd)"),
+                    ("in_use", m.uordblks, "in use in its heaps (mallinfo2 uordblks)"),
+                    ("free", m.fordblks, "free in its heaps, kept for reuse (mallinfo2 fordblks)"),
+                ):
+                    yield GaugeMetricFamily(f"minisched_glibc_malloc_{name}_bytes", f"Bytes glibc malloc holds {what}.",
+                                            value=value)
+            if last.malloc_arenas is not None:
+                yield GaugeMetricFamily(
+                    "minisched_glibc_malloc_arenas", "Arenas glibc malloc has made (at most MALLOC_ARENA_MAX).",
+                    value=last.malloc_arenas,
+                )
         diff = GaugeMetricFamily(
             "minisched_tracemalloc_top_difference_bytes",
             "Growth of held memory since the baseline, for the source lines that grew most.",

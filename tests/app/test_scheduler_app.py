@@ -14,6 +14,7 @@ import pytest
 from minisched.app import SchedulerApp
 from minisched.cluster.embedded import EmbeddedCluster
 from minisched.objects import make_node, make_pod
+from minisched.observability import runtime
 from minisched.resources import LEASES
 
 FAST_LEASE = {"lease_duration": 1.5, "renew_deadline": 1.0, "retry_period": 0.2}
@@ -66,6 +67,10 @@ def test_without_leader_election_it_schedules_and_serves_metrics(cluster):
         status, body = http_get(app.server.url + "/metrics")
         assert status == 200
         assert 'scheduler_schedule_attempts_total{profile="minisched",result="scheduled"} 1.0' in body
+        # the memory watch beside them, sampled when run() starts: RSS and the allocators' books
+        assert "process_resident_memory_bytes" in body and "minisched_pymalloc_allocated_blocks" in body
+        if runtime._LIBC is not None:
+            assert "minisched_glibc_malloc_in_use_bytes" in body and "minisched_pymalloc_arenas" in body
     finally:
         stop.set()
         thread.join(20)
@@ -165,6 +170,24 @@ def test_a_stop_while_the_informers_cannot_list_returns_at_once(cluster):
     finally:
         cluster.faults.clear()
         stop.set()
+
+
+def test_the_memory_watch_samples_while_running_and_stops_with_the_app(cluster):
+    app = SchedulerApp(cluster, memory_sample_interval=0.05, malloc_trim=True)
+    stop, thread = start(app)
+    try:
+        wait_until(lambda: len(app.memory.samples) >= 3, "three memory samples")
+    finally:
+        stop.set()
+        thread.join(20)
+    assert not thread.is_alive()
+    assert app.memory.samples[0].label == "start" and app.memory.samples[-1].label == "periodic"
+    assert app.memory.trims >= 1
+    n = len(app.memory.samples)
+    time.sleep(0.3)  # the sampler stopped with the app
+    assert len(app.memory.samples) == n
+    with pytest.raises(ValueError, match="memory_sample_interval"):
+        SchedulerApp(cluster, memory_sample_interval=0)
 
 
 def test_a_service_keeps_a_short_latency_log(cluster):

@@ -27,6 +27,27 @@ def test_bad_arguments_are_refused_with_a_message(capsys) -> None:  # type: igno
     assert "--pods must be at least 1" in capsys.readouterr().err
 
 
+def test_run_logs_its_memory_on_sigusr1() -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "minisched.cli", "-v", "run", "--embedded"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        assert proc.stderr is not None
+        line = ""
+        while time.monotonic() < deadline and "scheduling for profiles" not in line:
+            line = proc.stderr.readline()
+        proc.send_signal(signal.SIGUSR1)
+        while time.monotonic() < deadline and "memory:" not in line:
+            line = proc.stderr.readline()
+        assert "memory: RSS" in line and "pymalloc blocks" in line and "gc objects" in line
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+        assert proc.returncode == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
 def test_run_stops_gracefully_on_sigterm() -> None:
     proc = subprocess.Popen([sys.executable, "-m", "minisched.cli", "-v", "run", "--embedded"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
