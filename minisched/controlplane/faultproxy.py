@@ -4,6 +4,7 @@
     proxy = FaultProxy(cp).start()          # https://127.0.0.1:<proxy.port>, certificate from cp's CA
     proxy.fail_with(429, seconds=5)          # every request refused for 5 s, with Retry-After: 1
     proxy.refused, proxy.forwarded           # counts, to tell backoff from a busy loop
+    proxy.delay(r"/events$", 0.5)            # each event write held 0.5 s before it goes on (a slow path)
 
 TLS ends at the proxy (a serving certificate issued by the control plane's CA, so a kubeconfig with
 that CA trusts it) and every request goes on to the API server as the control plane's admin, each on
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import ssl
 import tempfile
 import threading
@@ -46,8 +48,10 @@ class FaultProxy:
         self._fail_status = 0
         self._fail_until = 0.0
         self._retry_after: int | None = 1
+        self._delays: list[tuple[re.Pattern[str], frozenset[str], float]] = []
         self.refused = 0
         self.forwarded = 0
+        self.delayed = 0
         self._httpd: ThreadingHTTPServer | None = None
 
     @property
@@ -63,6 +67,26 @@ class FaultProxy:
         """Answer every request with `status` for `seconds` from now."""
         with self._lock:
             self._fail_status, self._fail_until, self._retry_after = status, time.monotonic() + seconds, retry_after
+
+    def delay(self, path: str, seconds: float, methods: tuple[str, ...] = ("POST", "PUT", "PATCH")) -> None:
+        """Hold each request with one of `methods` whose path (query string excluded) matches the
+        regular expression `path` for `seconds` before forwarding it; requests are held side by side,
+        so a client writing one at a time is slowed to one per `seconds`. `seconds` 0 removes it."""
+        if seconds < 0:
+            raise ValueError(f"FaultProxy.delay: seconds must not be negative, got {seconds!r}")
+        pattern = re.compile(path)
+        with self._lock:
+            self._delays = [d for d in self._delays if d[0].pattern != path]
+            if seconds:
+                self._delays.append((pattern, frozenset(m.upper() for m in methods), seconds))
+
+    def _delay_for(self, method: str, path: str) -> float:
+        path = path.split("?", 1)[0]
+        with self._lock:
+            pause = max((s for p, ms, s in self._delays if method in ms and p.search(path)), default=0.0)
+            if pause:
+                self.delayed += 1
+        return pause
 
     def _failing(self) -> tuple[int, int | None] | None:
         with self._lock:
@@ -85,6 +109,9 @@ class FaultProxy:
                 if failing is not None:
                     self._refuse(*failing)
                     return
+                pause = proxy._delay_for(self.command, self.path)
+                if pause:
+                    time.sleep(pause)
                 proxy._forward(self, body)
 
             do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle  # noqa: N815
@@ -135,7 +162,7 @@ class FaultProxy:
                 handler.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
                 handler.wfile.flush()
             handler.wfile.write(b"0\r\n\r\n")
-        except OSError:
+        except (OSError, http.client.HTTPException):  # either side gone (e.g. a watch cut at a client's exit)
             handler.close_connection = True
         finally:
             conn.close()

@@ -7,6 +7,7 @@ import contextlib
 import os
 import re
 import signal
+import ssl
 import subprocess
 import sys
 import threading
@@ -24,6 +25,11 @@ from minisched.objects import make_node, make_pod
 
 REPO = Path(__file__).resolve().parents[2]
 
+# For a metrics port with a self-signed certificate (--secure-serving): probes do not verify it either.
+_UNVERIFIED = ssl.create_default_context()
+_UNVERIFIED.check_hostname = False
+_UNVERIFIED.verify_mode = ssl.CERT_NONE
+
 
 class MinischedProcess:
     """`python -m minisched.cli -v run --kubeconfig ... <args>`, its output in `log_path`."""
@@ -31,6 +37,7 @@ class MinischedProcess:
     def __init__(self, kubeconfig: Path, log_path: Path, *args: str) -> None:
         self.log_path = log_path
         self.metrics_port = free_port()
+        self.secure = "--secure-serving" in args  # TLS with a self-signed certificate on the metrics port
         self.argv = [sys.executable, "-m", "minisched.cli", "-v", "run", "--kubeconfig", str(kubeconfig),
                      "--metrics-port", str(self.metrics_port), *args]
         self._log = open(log_path, "ab")  # noqa: SIM115 - closed in wait()
@@ -43,12 +50,17 @@ class MinischedProcess:
     def pid(self) -> int:
         return self.popen.pid
 
+    @property
+    def url(self) -> str:
+        """Its metrics port's URL (https with --secure-serving)."""
+        return f"{'https' if self.secure else 'http'}://127.0.0.1:{self.metrics_port}"
+
     def wait_ready(self, timeout: float = 60) -> float:
         """Until /readyz answers 200 (informers synced; with leader election, leadership known)."""
         began = time.monotonic()
         while self.running() and time.monotonic() - began < timeout:
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/readyz", timeout=2) as answer:
+                with urllib.request.urlopen(self.url + "/readyz", timeout=2, context=_UNVERIFIED) as answer:
                     if answer.status == 200:
                         return time.monotonic() - began
             except OSError:

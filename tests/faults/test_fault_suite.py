@@ -21,6 +21,8 @@ from typing import Any
 import pytest
 
 from minisched.controlplane.relay import TcpRelay
+from minisched.objects import make_pod
+from minisched.scheduler.events import events_for
 from tests.faults.helpers import (
     MinischedProcess,
     PodCreator,
@@ -35,6 +37,16 @@ from tests.faults.helpers import (
     scenario,
     sigterm_within,
     wait_all_bound,
+)
+from tests.faults.test_hostile_specs import (
+    _annotations,
+    _combine,
+    _extended,
+    _extreme,
+    _preferred_terms,
+    _required_terms,
+    _tolerations,
+    hostile_pod,
 )
 
 pytestmark = pytest.mark.realcluster
@@ -96,7 +108,8 @@ def _survived(proc: MinischedProcess, obs: Any, names: list[str], namespace: str
 
 
 class TestOneSchedulerThroughCrashes:
-    """The API server, then etcd, SIGKILLed mid-drain under one minisched, which rides out both."""
+    """The API server, then etcd, SIGKILLed mid-drain under one minisched, which rides out both; then
+    hostile pod specs sent to the same process."""
 
     def test_apiserver_sigkill_and_restart_mid_drain(self, real_cluster: Any, control_plane: Any,
                                                      survivor: MinischedProcess) -> None:
@@ -133,6 +146,46 @@ class TestOneSchedulerThroughCrashes:
             if later:
                 report("binding resumed after etcd went down", later[0] - killed)
             _survived(proc, obs, creator.names(), ns)
+
+    def test_hostile_specs_get_a_reason_and_good_pods_keep_binding(self, real_cluster: Any,
+                                                                   survivor: MinischedProcess) -> None:
+        """Hostile but valid pods the real API server accepts (the embedded cluster's property-based
+        test, test_hostile_specs.py, generates many more): each unschedulable one gets a FailedScheduling
+        event naming its problem, the others are bound, good pods sent among them are bound, and the
+        loop logs no traceback."""
+        proc = _alive(survivor)
+        hostiles = {
+            "tolerations": _tolerations(3000),
+            "annotations": _annotations(240, 4),  # 240 KiB of the API's 256 KiB
+            "cpu": _extreme("cpu", "9999999"),
+            "memory": _extreme("memory", "7Ei"),
+            "extended": _extended("gizmo", 10**12),
+            "required": _required_terms(300),
+            "preferred": _preferred_terms(300),
+            "everything": _combine([_tolerations(1000), _extended("widget", 3), _required_terms(100)]),
+        }
+        with scenario(real_cluster, "hostile") as (ns, obs):
+            created = {}
+            good = []
+            for i, (name, hostile) in enumerate(hostiles.items()):
+                created[name] = real_cluster.create("pods", hostile_pod(f"hostile-{name}", hostile, ns))
+                good.append(real_cluster.create("pods", make_pod(f"good-{i}", namespace=ns, cpu="10m", memory="16Mi")))
+            fits = [f"hostile-{n}" for n, h in hostiles.items() if not h.blockers]
+            wait_all_bound(obs, ns, [g["metadata"]["name"] for g in good] + fits, 60)
+            for name, hostile in hostiles.items():
+                if not hostile.blockers:
+                    continue
+                pod = created[name]
+                deadline = time.monotonic() + 30
+                while not (events := events_for(real_cluster, pod, "FailedScheduling")):
+                    assert time.monotonic() < deadline, f"no FailedScheduling event for hostile-{name}"
+                    time.sleep(0.2)
+                message = events[-1]["message"]
+                assert any(b in message for b in hostile.blockers), (name, message, hostile.blockers)
+                assert (r := obs.record(f"{ns}/hostile-{name}")) is None or r.node is None, name
+            print(f"\n[fault suite] hostile specs: {len(fits)} bound, {len(hostiles) - len(fits)} refused "
+                  "with a reason, good pods bound")
+            _survived(proc, obs, [g["metadata"]["name"] for g in good] + fits, ns)
 
 
 class TestOneSchedulerThroughBrokenConnections:
@@ -222,6 +275,34 @@ def test_sigterm_with_etcd_down_exits_within_the_deadline(
             finally:
                 control_plane.restart_component("etcd", kill=True)
         a_restart_binds_the_rest(control_plane.kubeconfig, tmp_path / "second.log", obs, ns, creator, 90)
+
+
+def test_sigterm_with_a_large_event_backlog_exits_within_the_deadline(
+    real_cluster: Any, control_plane: Any, tmp_path: Path
+) -> None:
+    """minisched behind a FaultProxy that holds each event write 0.5 s (its one event writer then
+    manages two a second while it binds tens a second: a backlog of Scheduled events builds), then
+    SIGTERM mid-drain: it exits within its deadline instead of writing the backlog out (the operator
+    saw 3.8-22.6 s), logs how many writes it dropped, and a restart binds the rest, none twice."""
+    from minisched.controlplane.faultproxy import FaultProxy
+    from minisched.controlplane.kubeconfig import write_kubeconfig
+
+    deadline = 4.0
+    with FaultProxy(control_plane) as proxy, scenario(real_cluster, "backlog") as (ns, obs):
+        proxy.delay(r"/events$", 0.5)
+        kubeconfig = write_kubeconfig(tmp_path / "kubeconfig-proxy", proxy.url, control_plane.ca.cert_pem,
+                                      control_plane.admin, "admin")
+        with running(kubeconfig, tmp_path / "first.log", "--shutdown-timeout", f"{deadline:g}") as proc:
+            # Created over 7.5 s: pods are still coming when SIGTERM lands, for the restart to bind.
+            creator = creating(real_cluster, ns, 300, rate=RATE / 2)
+            obs.wait_for(lambda o: o.bound_count() >= 40, 60, "40 pods bound (a backlog of their events)")
+            bound_before = obs.bound_count()
+            sigterm_within(proc, deadline, f"with {bound_before} pods bound, their events held 0.5 s each")
+            unsent = re.findall(r"(\d+) event/status writes unsent", proc.log())
+            assert unsent and int(unsent[-1]) > 0, f"no event writes said dropped:\n{proc.tail()}"
+            report("event writes dropped at the deadline", int(unsent[-1]), "")
+            report("event writes that went through the delay", proxy.delayed, "")
+        a_restart_binds_the_rest(control_plane.kubeconfig, tmp_path / "second.log", obs, ns, creator)
 
 
 def test_leader_sigkill_with_two_replicas(real_cluster: Any, control_plane: Any, tmp_path: Path) -> None:

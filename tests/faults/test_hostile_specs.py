@@ -86,6 +86,19 @@ hostiles = st.one_of(
 )
 
 
+def hostile_pod(name: str, hostile: Hostile, namespace: str = "default") -> dict[str, Any]:
+    """A small pod (10m, 16Mi) made hostile by `hostile`: its spec, annotations and requests."""
+    pod = make_pod(name, namespace=namespace, cpu="10m", memory="16Mi", annotations=hostile.annotations or None)
+    pod["spec"].update(hostile.spec)
+    resources = pod["spec"]["containers"][0]["resources"]
+    resources["requests"].update(hostile.requests)
+    # kube-apiserver refuses an extended resource requested without an equal limit (422): give it one
+    extended = {k: v for k, v in hostile.requests.items() if "/" in k}
+    if extended:
+        resources.setdefault("limits", {}).update(extended)
+    return pod
+
+
 def _combine(parts: list[Hostile]) -> Hostile:
     out = Hostile()
     for h in parts:
@@ -150,16 +163,8 @@ def test_hostile_specs_get_a_reason_and_good_pods_keep_binding(
     cluster, sched, errors = scheduled
     hostile = _combine(parts)
     n = next(_counter)
-    pod = make_pod(f"hostile-{n}", cpu="10m", memory="16Mi", annotations=hostile.annotations or None)
-    pod["spec"].update(hostile.spec)
-    resources = pod["spec"]["containers"][0]["resources"]
-    resources["requests"].update(hostile.requests)
-    # kube-apiserver refuses an extended resource requested without an equal limit (422): give it one
-    extended = {k: v for k, v in hostile.requests.items() if "/" in k}
-    if extended:
-        resources.setdefault("limits", {}).update(extended)
     try:
-        created = cluster.create(PODS, pod)
+        created = cluster.create(PODS, hostile_pod(f"hostile-{n}", hostile))
     except Invalid as err:  # the API server refuses it (e.g. annotations over 256 KiB): not our case
         assert "annotations" in str(err) or "Too long" in str(err), err
         return

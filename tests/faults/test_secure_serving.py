@@ -9,6 +9,8 @@ import ssl
 import urllib.error
 import urllib.request
 import uuid
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +21,7 @@ from minisched.observability.auth import DelegatedAuth, self_signed_context
 from minisched.observability.metrics import SchedulerMetrics
 from minisched.observability.server import HealthServer
 from tests.e2e.conftest import DEPLOY
+from tests.faults.helpers import running
 
 
 class FakeReviewer:
@@ -82,11 +85,10 @@ def test_tls_server_keeps_probes_open_and_metrics_closed() -> None:
         assert status == 200 and "scheduler_pending_pods" in body
 
 
-@pytest.mark.realcluster
-def test_metrics_need_a_token_bound_to_the_metrics_reader_role(real_cluster: Any, real_namespace: str) -> None:
-    """On the real API server: anonymous refused, a token without the role refused, a service
-    account token bound to deploy/'s minisched-metrics-reader ClusterRole served."""
-    ns = real_namespace
+@contextlib.contextmanager
+def metrics_tokens(real_cluster: Any, ns: str) -> Iterator[dict[str, str]]:
+    """Service account tokens in `ns`: "scraper", bound to a copy of deploy/'s minisched-metrics-reader
+    ClusterRole, and "stranger", bound to nothing; the role and its binding deleted afterwards."""
     reader = next(d for d in yaml.safe_load_all((DEPLOY / "rbac.yaml").read_text())
                   if d and d["metadata"]["name"] == "minisched-metrics-reader")
     role_name = f"metrics-reader-{uuid.uuid4().hex[:6]}"
@@ -108,17 +110,45 @@ def test_metrics_need_a_token_bound_to_the_metrics_reader_role(real_cluster: Any
             "metadata": {"name": binding_name},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role_name},
             "subjects": [{"kind": "ServiceAccount", "name": "scraper", "namespace": ns}]})
-        server = HealthServer(SchedulerMetrics().registry, ssl_context=self_signed_context(),
-                              authorizer=DelegatedAuth(real_cluster))
-        with server:
-            assert _get(server.url + "/healthz") == (200, "ok")
-            assert _get(server.url + "/metrics")[0] == 401
-            assert _get(server.url + "/metrics", "not-a-token")[0] == 401
-            status, body = _get(server.url + "/metrics", tokens["stranger"])
-            assert status == 403 and f"system:serviceaccount:{ns}:stranger" in body, body
-            status, body = _get(server.url + "/metrics", tokens["scraper"])
-            assert status == 200 and "scheduler_pending_pods" in body, json.dumps(body)[:300]
+        yield tokens
     finally:
         for path in (f"{rbac}/clusterrolebindings/{binding_name}", f"{rbac}/clusterroles/{role_name}"):
             with contextlib.suppress(NotFound):
                 real_cluster.request("DELETE", path)
+
+
+def _metrics_served_as_kube_scheduler_does(url: str, ns: str, tokens: dict[str, str]) -> None:
+    """Probes open; /metrics refused to anonymous, to a bad token and to a token without the role;
+    served to the scraper's."""
+    assert url.startswith("https://")
+    assert _get(url + "/healthz") == (200, "ok")
+    assert _get(url + "/readyz")[0] == 200
+    assert _get(url + "/metrics")[0] == 401
+    assert _get(url + "/metrics", "not-a-token")[0] == 401
+    status, body = _get(url + "/metrics", tokens["stranger"])
+    assert status == 403 and f"system:serviceaccount:{ns}:stranger" in body, body
+    status, body = _get(url + "/metrics", tokens["scraper"])
+    assert status == 200 and "scheduler_pending_pods" in body, json.dumps(body)[:300]
+
+
+@pytest.mark.realcluster
+def test_metrics_need_a_token_bound_to_the_metrics_reader_role(real_cluster: Any, real_namespace: str) -> None:
+    """On the real API server: anonymous refused, a token without the role refused, a service
+    account token bound to deploy/'s minisched-metrics-reader ClusterRole served."""
+    with metrics_tokens(real_cluster, real_namespace) as tokens:
+        server = HealthServer(SchedulerMetrics().registry, ssl_context=self_signed_context(),
+                              authorizer=DelegatedAuth(real_cluster))
+        with server:
+            _metrics_served_as_kube_scheduler_does(server.url, real_namespace, tokens)
+
+
+@pytest.mark.realcluster
+def test_minisched_run_with_secure_serving(real_cluster: Any, real_namespace: str, control_plane: Any,
+                                           tmp_path: Path) -> None:
+    """`minisched run --secure-serving` as a process on the real control plane: its metrics port
+    speaks TLS (self-signed), /healthz and /readyz answer anyone, /metrics only the scraper's token
+    (its TokenReview and SubjectAccessReview made by the process, with its own credentials)."""
+    with metrics_tokens(real_cluster, real_namespace) as tokens, \
+            running(control_plane.kubeconfig, tmp_path / "m.log", "--secure-serving") as proc:
+        _metrics_served_as_kube_scheduler_does(proc.url, real_namespace, tokens)
+        assert proc.running(), proc.tail()
