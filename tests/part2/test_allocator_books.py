@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 import time
-import tracemalloc
+from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
@@ -25,36 +25,59 @@ GLIBC = runtime._LIBC is not None
 needs_glibc = pytest.mark.skipif(not GLIBC, reason="glibc 2.33+ only (mallinfo2)")
 
 
+def _in_a_fresh_interpreter(code: str, env: dict[str, str] | None = None) -> Any:
+    # These figures are process-wide: in the suite's process, threads and garbage left by earlier
+    # tests free and reuse memory while the test reads them (a full CI run saw that). A fresh
+    # interpreter has only the test's own allocations.
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         check=False, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+_MALLINFO = """
+import json
+from minisched.observability.runtime import malloc_info
+before = malloc_info()
+chunks = [bytes(1024) for _ in range(20_000)]  # over 512 bytes: malloc, not pymalloc; 20 MiB
+big = bytearray(64 * 2**20)  # above glibc's largest mmap threshold (32 MiB): mmapped alone
+after = malloc_info()
+print(json.dumps({"before_arena": before.arena, "before_in_use": before.uordblks,
+                  "in_use": after.uordblks - before.uordblks, "mmapped": after.hblkhd - before.hblkhd,
+                  "sums": after.heap_bytes == after.arena + after.hblkhd and after.in_use_bytes >= after.uordblks}))
+"""
+
+
 @needs_glibc
 def test_mallinfo2_sees_heap_chunks_and_mmapped_blocks() -> None:
-    before = malloc_info()
-    assert before is not None and before.arena > 0 and before.uordblks > 0
-    chunks = [bytes(1024) for _ in range(20_000)]  # over 512 bytes: malloc, not pymalloc; 20 MiB
-    big = bytearray(64 * 2**20)  # above glibc's largest mmap threshold (32 MiB): mmapped alone
-    after = malloc_info()
-    assert after is not None
-    # process-wide figures: threads left by earlier tests may free a little meanwhile
-    assert after.uordblks - before.uordblks >= 0.9 * 20_000 * 1024
-    assert after.hblkhd - before.hblkhd >= 64 * 2**20
-    assert after.heap_bytes == after.arena + after.hblkhd and after.in_use_bytes >= after.uordblks
-    del chunks, big
+    seen = _in_a_fresh_interpreter(_MALLINFO)
+    assert isinstance(seen, dict)
+    assert seen["before_arena"] > 0 and seen["before_in_use"] > 0
+    assert seen["in_use"] >= 0.9 * 20_000 * 1024
+    assert seen["mmapped"] >= 64 * 2**20
+    assert seen["sums"]
 
 
-@needs_glibc
+_PYMALLOC = """
+import json, tracemalloc
+from minisched.observability.runtime import pymalloc_arenas
+before = pymalloc_arenas()
+held = [object() for _ in range(400_000)]  # 16-byte blocks: 6.4 MB, at least 6 more 1 MiB arenas
+after = pymalloc_arenas()
+del held
+tracemalloc.start()
+traced = pymalloc_arenas()  # tracemalloc's hooks stand in front of pymalloc
+tracemalloc.stop()
+print(json.dumps([before, after, traced, pymalloc_arenas()]))
+"""
+
+
 def test_pymalloc_arenas_count_small_objects_and_hide_under_tracemalloc() -> None:
-    assert not tracemalloc.is_tracing()
-    before = pymalloc_arenas()
+    before, after, traced, untraced = _in_a_fresh_interpreter(_PYMALLOC)
     assert before is not None and before > 0
-    held = [object() for _ in range(400_000)]  # 16-byte blocks: 6.4 MB, at least 6 more 1 MiB arenas
-    after = pymalloc_arenas()
     assert after is not None and after - before >= 5
-    del held
-    tracemalloc.start()
-    try:
-        assert pymalloc_arenas() is None  # tracemalloc's hooks stand in front of pymalloc
-    finally:
-        tracemalloc.stop()
-    assert pymalloc_arenas() is not None
+    assert traced is None
+    assert untraced is not None
 
 
 _ARENAS_WITH_THREADS = """
@@ -82,9 +105,7 @@ def test_malloc_arena_count_follows_threads_and_malloc_arena_max(arena_max: str,
     import os
 
     full_env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"} | env
-    out = subprocess.run([sys.executable, "-c", _ARENAS_WITH_THREADS], capture_output=True, text=True,
-                         timeout=120, check=True, env=full_env)
-    count = json.loads(out.stdout)
+    count = _in_a_fresh_interpreter(_ARENAS_WITH_THREADS, full_env)
     if arena_max:
         assert count == expected
     else:
