@@ -547,7 +547,7 @@ class SchedulingQueue:
         is not parked as unschedulable."""
         with self._lock:
             qpi = self._unschedulable.get(key)
-            if qpi is None:
+            if qpi is None or self._closed:
                 return False
             self._fire(qpi, QueueEvent.MOVE_READY, QueueState.UNSCHEDULABLE)
             return True

@@ -17,7 +17,10 @@ kube-scheduler's plugins/defaultpreemption and framework/preemption (preemption.
 4. Action. Each victim gets condition DisruptionTarget (reason PreemptionByScheduler) and is deleted
    (or evicted through the Eviction API); lower-priority pods nominated to the same node lose
    their nomination. The preemptor is nominated to the node (status.nominatedNodeName) and waits in
-   the queue; when the victims are gone it is tried again, nominated node first.
+   the queue; when the victims are gone it is tried again, nominated node first. As in kube
+   since 1.33 (SchedulerAsyncPreemption), those API calls run on a worker thread, not in the
+   scheduling cycle, and the preemptor is held in the queue until its last victim's deletion
+   has started (asyncPreemption: false makes them in the cycle).
 
 PodDisruptionBudgets come from the scheduler's PDB informer (kube's pdbLister), never from a LIST on
 the scheduling loop's path. Until that informer has synced, or when it cannot be read, preemption
@@ -664,6 +667,8 @@ class DefaultPreemption:
     def running_preemption(self, uid: str) -> bool:
         """kube's IsPodRunningPreemption: the preemptor's victims are still being asked to go. Once
         the last victim is gone from the informer's store, or its deletion has started, it is not."""
+        if uid not in self._preempting:  # the common case, asked on every queue move: no lock
+            return False
         with self._lock:
             if uid not in self._preempting:
                 return False
