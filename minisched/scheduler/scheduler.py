@@ -199,6 +199,10 @@ class ShutdownReport:
                 + "; ".join(parts))
 
 
+# threads making preemption victims' API calls (kube runs them on goroutines, 16 victims in parallel)
+PREEMPTION_WORKERS = 4
+
+
 class _DaemonWorkers:
     """Up to `size` daemon threads running submitted jobs in order (started as needed).
 
@@ -511,6 +515,8 @@ class Scheduler:
             priority_of=self._priority_of,
             plugin_events={**PLUGIN_EVENTS, **self._plugin_events(), INVALID_POD: frozenset()},
         )
+        # the victims' API calls of asynchronous preemption (kube: a goroutine per preemptor)
+        self._preemption_workers: _DaemonWorkers | None = None
         for fwk in self.frameworks.values():
             self._wire(fwk)
         self.annotate_decisions = annotate_decisions
@@ -557,6 +563,9 @@ class Scheduler:
             if hasattr(plugin, "nominator"):  # DefaultPreemption clears lower nominations
                 plugin.nominator = self.queue
             if hasattr(plugin, "running_preemption"):  # async preemption: hold, and activate on error
+                if self._preemption_workers is None:
+                    self._preemption_workers = _DaemonWorkers(PREEMPTION_WORKERS, "preemption")
+                plugin.submit = self._preemption_workers.submit
                 plugin.activate = self._activate
                 self.queue.hold = self._held
 
@@ -896,6 +905,8 @@ class Scheduler:
             a.framework.run_unreserve(a.state, a.info, a.node)
             self.cache.forget_pod(a.qpi.pod)
             self._binding_done()
+        if self._preemption_workers is not None:  # preemptions not started send nothing; running ones finish
+            self._preemption_workers.shutdown()
         if not finished:
             with self._bindings_lock:
                 report.bindings_in_flight = self._bindings_in_flight

@@ -61,8 +61,6 @@ MIN_CANDIDATE_NODES_ABSOLUTE = 100
 NO_VICTIMS = "No preemption victims found for incoming pod"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 
-# threads making the victims' API calls (kube runs them on goroutines, 16 victims in parallel)
-PREEMPTION_WORKERS = 4
 
 # A pod that never started counts as starting now (kube's GetPodStartTime), i.e. the latest.
 _NOT_STARTED = float("inf")
@@ -386,8 +384,9 @@ class DefaultPreemption:
         self._lock = threading.Lock()
         self._preempting: set[str] = set()  # preemptor uids whose victims' calls are under way
         self._last_victim: dict[str, tuple[str, str]] = {}  # preemptor uid -> (namespace, name)
-        self._workers: Any = None
-        self.activate: Callable[[Object], None] | None = None  # wired by the scheduler
+        # wired by the scheduler: run a job on its preemption workers; activate a pod
+        self.submit: Callable[[Callable[[Any], None], Any], None] | None = None
+        self.activate: Callable[[Object], None] | None = None
 
     # --- PostFilter ---------------------------------------------------------------------------------
 
@@ -415,7 +414,7 @@ class DefaultPreemption:
             return "", Status(status.code, (f"preemption: {status.message()}",), NAME)
         best = pick_one_node(candidates)
         assert best is not None
-        if self.async_preemption:
+        if self.async_preemption and self.submit is not None:  # without workers (no Scheduler): in the cycle
             self.prepare_candidate_async(best, pod)
         else:
             err = self.prepare_candidate(best, pod, table)
@@ -614,13 +613,10 @@ class DefaultPreemption:
         victims = [v for v in candidate.victims if not (v.pod.get("metadata") or {}).get("deletionTimestamp")]
         if not victims:
             return
+        assert self.submit is not None
         with self._lock:
             self._preempting.add(pod.uid)
-            if self._workers is None:
-                from minisched.scheduler.scheduler import _DaemonWorkers  # the scheduler's own pool
-
-                self._workers = _DaemonWorkers(PREEMPTION_WORKERS, "preemption")
-        self._workers.submit(self._preempt, (candidate, pod, victims))
+        self.submit(self._preempt, (candidate, pod, victims))
 
     def _preempt(self, job: tuple[Candidate, PodInfo, list[PodInfo]]) -> None:
         candidate, pod, victims = job
