@@ -267,6 +267,8 @@ class SchedulingQueue:
         self._backoff = _Heap(self._backoff_less)
         self._unschedulable: dict[str, QueuedPodInfo] = {}
         self._gated: dict[str, QueuedPodInfo] = {}
+        # asked (under the queue's lock) before an unschedulable pod moves; True keeps it parked
+        self.hold: Callable[[QueuedPodInfo], bool] | None = None
         self._in_flight: dict[str, QueuedPodInfo] = {}
         self._scheduling_cycle = 0
         self._move_request_cycle = -1
@@ -517,8 +519,7 @@ class SchedulingQueue:
         with self._lock:
             moved = 0
             for qpi in list(self._unschedulable.values()):
-                if self._interested(qpi, event):
-                    self._requeue_moved(qpi)
+                if self._interested(qpi, event) and self._requeue_moved(qpi):
                     moved += 1
             self._move_request_cycle = self._scheduling_cycle
             return moved
@@ -532,10 +533,24 @@ class SchedulingQueue:
                 return True
         return False
 
-    def _requeue_moved(self, qpi: QueuedPodInfo) -> None:
-        """An unschedulable pod moves: to backoffQ while its backoff lasts, else to activeQ."""
+    def _requeue_moved(self, qpi: QueuedPodInfo) -> bool:
+        """An unschedulable pod moves: to backoffQ while its backoff lasts, else to activeQ; unless
+        `hold` holds it back (a preemptor whose victims are still being deleted): then it stays."""
+        if self.hold is not None and self.hold(qpi):
+            return False
         event = QueueEvent.MOVE_BACKING_OFF if self._is_backing_off(qpi) else QueueEvent.MOVE_READY
         self._fire(qpi, event, QueueState.UNSCHEDULABLE)
+        return True
+
+    def activate(self, key: str) -> bool:
+        """Move an unschedulable pod to activeQ now, backoff or not (kube's Activate). False when it
+        is not parked as unschedulable."""
+        with self._lock:
+            qpi = self._unschedulable.get(key)
+            if qpi is None or self._closed:
+                return False
+            self._fire(qpi, QueueEvent.MOVE_READY, QueueState.UNSCHEDULABLE)
+            return True
 
     def flush_backoff_completed(self) -> int:
         """Move every pod whose backoff has expired to activeQ (run every second)."""
@@ -558,8 +573,7 @@ class SchedulingQueue:
             now = self.clock.monotonic()
             moved = 0
             for qpi in list(self._unschedulable.values()):
-                if now - qpi.timestamp >= self.max_in_unschedulable:
-                    self._requeue_moved(qpi)
+                if now - qpi.timestamp >= self.max_in_unschedulable and self._requeue_moved(qpi):
                     moved += 1
             return moved
 

@@ -199,6 +199,10 @@ class ShutdownReport:
                 + "; ".join(parts))
 
 
+# threads making preemption victims' API calls (kube runs them on goroutines, 16 victims in parallel)
+PREEMPTION_WORKERS = 4
+
+
 class _DaemonWorkers:
     """Up to `size` daemon threads running submitted jobs in order (started as needed).
 
@@ -298,6 +302,7 @@ class SchedulerHandle:
         self._cache = cache
         self.framework: Framework | None = None
         self.current: NodeTable | None = None
+        self.pod_store: Any = None  # the pod informer's store, once started
         self.waiting: dict[str, _WaitingPod] = {}  # the scheduler's pods held at Permit, by key
         self.informer_factory: SharedInformerFactory | None = None
         self.pdb_informer: Any = None  # set by Scheduler.start when a plugin reads PDBs
@@ -337,6 +342,17 @@ class SchedulerHandle:
         if not informer.has_synced():
             raise PdbsUnavailable("the PodDisruptionBudget informer has not synced yet")
         return list(informer.store.list())
+
+    def pod_object(self, namespace: str, name: str) -> Object | None:
+        """A pod as the informer's store has it (kube's podLister.Get); without an informer, a GET.
+        None when it is gone."""
+        store = self.pod_store
+        if store is not None:
+            return store.get_by_key(f"{namespace}/{name}")
+        try:
+            return self.cluster.get(PODS, name, namespace)
+        except NotFound:
+            return None
 
     def snapshot(self) -> NodeTable:
         return self.current if self.current is not None else self._cache.snapshot()
@@ -499,6 +515,8 @@ class Scheduler:
             priority_of=self._priority_of,
             plugin_events={**PLUGIN_EVENTS, **self._plugin_events(), INVALID_POD: frozenset()},
         )
+        # the victims' API calls of asynchronous preemption (kube: a goroutine per preemptor)
+        self._preemption_workers: _DaemonWorkers | None = None
         for fwk in self.frameworks.values():
             self._wire(fwk)
         self.annotate_decisions = annotate_decisions
@@ -544,6 +562,25 @@ class Scheduler:
         for plugin in fwk.points.post_filter:
             if hasattr(plugin, "nominator"):  # DefaultPreemption clears lower nominations
                 plugin.nominator = self.queue
+            if hasattr(plugin, "running_preemption"):  # async preemption: hold, and activate on error
+                if self._preemption_workers is None:
+                    self._preemption_workers = _DaemonWorkers(PREEMPTION_WORKERS, "preemption")
+                plugin.submit = self._preemption_workers.submit
+                plugin.activate = self._activate
+                self.queue.hold = self._held
+
+    def _held(self, qpi: QueuedPodInfo) -> bool:
+        """kube's DefaultPreemption PreEnqueue: a preemptor whose victims are still being asked to
+        go waits (it would preempt again); the queue asks on every move, the loop on every pop."""
+        fwk = self.frameworks.get(_scheduler_name(qpi.pod))
+        if fwk is None:
+            return False
+        uid = str((qpi.pod.get("metadata") or {}).get("uid") or "")
+        return any(p.running_preemption(uid) for p in fwk.points.post_filter if hasattr(p, "running_preemption"))
+
+    def _activate(self, pod: Object) -> None:
+        """A preemption's API call failed: try the preemptor again now (kube's Handler.Activate)."""
+        self.queue.activate(key_of(pod))
 
     def build_framework(self, profile: Profile) -> Framework:
         """A framework for `profile`, built as the scheduler builds its own, for `swap_framework`.
@@ -790,6 +827,7 @@ class Scheduler:
         pods = self.factory.informer_for(PODS)
         nodes = self.factory.informer_for(NODES)
         self._pod_informer = pods
+        self.handle.pod_store = pods.store
         # One handler for both views of the pod informer (kube registers two filtered ones): one
         # listener thread instead of two, and a pending->bound transition handled in one place.
         pods.add_event_handler(ResourceEventHandlerFuncs(self._on_pod_add, self._on_pod_update, self._on_pod_delete))
@@ -867,6 +905,8 @@ class Scheduler:
             a.framework.run_unreserve(a.state, a.info, a.node)
             self.cache.forget_pod(a.qpi.pod)
             self._binding_done()
+        if self._preemption_workers is not None:  # preemptions not started send nothing; running ones finish
+            self._preemption_workers.shutdown()
         if not finished:
             with self._bindings_lock:
                 report.bindings_in_flight = self._bindings_in_flight
@@ -978,6 +1018,9 @@ class Scheduler:
         fwk = self.frameworks.get(_scheduler_name(pod))
         if fwk is None or (pod.get("metadata") or {}).get("deletionTimestamp") or self.cache.is_assumed(qpi.key):
             self.queue.done(qpi.key)  # not ours any more, being deleted, or already on its way
+            return
+        if self.queue.hold is not None and self.queue.hold(qpi):  # came back through backoff while held
+            self.queue.add_unschedulable(qpi, rejected_by=qpi.unschedulable_plugins)
             return
         if self.shard is not None and not self.shard.owns(pod):
             self.stats.not_owned += 1

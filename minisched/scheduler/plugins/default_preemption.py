@@ -17,7 +17,10 @@ kube-scheduler's plugins/defaultpreemption and framework/preemption (preemption.
 4. Action. Each victim gets condition DisruptionTarget (reason PreemptionByScheduler) and is deleted
    (or evicted through the Eviction API); lower-priority pods nominated to the same node lose
    their nomination. The preemptor is nominated to the node (status.nominatedNodeName) and waits in
-   the queue; when the victims are gone it is tried again, nominated node first.
+   the queue; when the victims are gone it is tried again, nominated node first. As in kube
+   since 1.33 (SchedulerAsyncPreemption), those API calls run on a worker thread, not in the
+   scheduling cycle, and the preemptor is held in the queue until its last victim's deletion
+   has started (asyncPreemption: false makes them in the cycle).
 
 PodDisruptionBudgets come from the scheduler's PDB informer (kube's pdbLister), never from a LIST on
 the scheduling loop's path. Until that informer has synced, or when it cannot be read, preemption
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import logging
 import random
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -56,6 +60,7 @@ MIN_CANDIDATE_NODES_ABSOLUTE = 100
 
 NO_VICTIMS = "No preemption victims found for incoming pod"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
+
 
 # A pod that never started counts as starting now (kube's GetPodStartTime), i.e. the latest.
 _NOT_STARTED = float("inf")
@@ -372,6 +377,16 @@ class DefaultPreemption:
         self.attempts_total = 0
         # the dry run on one working copy per node, as kube; False: the full re-filter per question
         self.incremental = True
+        # kube's SchedulerAsyncPreemption (on by default since 1.33): the victims' API calls run off
+        # the scheduling cycle, and the preemptor is held back (kube's PreEnqueue) until the last
+        # victim's deletion has started. False: the calls run inside the cycle, as before 1.33.
+        self.async_preemption = bool(args.get("asyncPreemption", True))
+        self._lock = threading.Lock()
+        self._preempting: set[str] = set()  # preemptor uids whose victims' calls are under way
+        self._last_victim: dict[str, tuple[str, str]] = {}  # preemptor uid -> (namespace, name)
+        # wired by the scheduler: run a job on its preemption workers; activate a pod
+        self.submit: Callable[[Callable[[Any], None], Any], None] | None = None
+        self.activate: Callable[[Object], None] | None = None
 
     # --- PostFilter ---------------------------------------------------------------------------------
 
@@ -399,9 +414,12 @@ class DefaultPreemption:
             return "", Status(status.code, (f"preemption: {status.message()}",), NAME)
         best = pick_one_node(candidates)
         assert best is not None
-        err = self.prepare_candidate(best, pod, table)
-        if err is not None:
-            return None, Status.from_error(err, plugin=NAME)
+        if self.async_preemption and self.submit is not None:  # without workers (no Scheduler): in the cycle
+            self.prepare_candidate_async(best, pod)
+        else:
+            err = self.prepare_candidate(best, pod, table)
+            if err is not None:
+                return None, Status.from_error(err, plugin=NAME)
         self.victims_total += len(best.victims)
         return best.node_name, Status.success()
 
@@ -579,25 +597,83 @@ class DefaultPreemption:
     def prepare_candidate(self, candidate: Candidate, pod: PodInfo, table: Any) -> ApiError | None:
         """Mark and delete the victims, clear lower-priority nominations on the node (kube's
         prepareCandidate). Returns the first API error that stops it, if any."""
-        cluster = self.handle.cluster
-        recorder = getattr(self.handle, "event_recorder", None)
         for victim in candidate.victims:
-            try:
-                self._mark_disruption_target(cluster, victim)
-                if self.use_eviction:
-                    cluster.evict(victim.namespace, victim.name, grace_period_seconds=self.victim_grace_period)
-                else:
-                    cluster.delete(PODS, victim.name, victim.namespace,
-                                   grace_period_seconds=self.victim_grace_period)
-            except NotFound:
-                continue  # already gone: the room is free anyway
-            except ApiError as err:
+            err = self._preempt_one(candidate, pod, victim)
+            if err is not None:
                 return err
-            if recorder is not None:
-                recorder.event(victim.pod, "Normal", "Preempted",
-                               f"Preempted by pod {pod.uid} on node {candidate.node_name}")
         self._clear_lower_nominations(pod, candidate.node_name)
         return None
+
+    def prepare_candidate_async(self, candidate: Candidate, pod: PodInfo) -> None:
+        """kube's prepareCandidateAsync: the same calls as prepare_candidate on a worker thread, so
+        the scheduling loop goes on to the next pod at once. Victims already being deleted need no
+        call. Until the last victim's deletion has started, running_preemption() holds the
+        preemptor back from another attempt; on an API error the preemptor is activated, so it is
+        not left waiting for deletions that will never come."""
+        victims = [v for v in candidate.victims if not (v.pod.get("metadata") or {}).get("deletionTimestamp")]
+        if not victims:
+            return
+        assert self.submit is not None
+        with self._lock:
+            self._preempting.add(pod.uid)
+        self.submit(self._preempt, (candidate, pod, victims))
+
+    def _preempt(self, job: tuple[Candidate, PodInfo, list[PodInfo]]) -> None:
+        candidate, pod, victims = job
+        failed = False
+        try:
+            self._clear_lower_nominations(pod, candidate.node_name)
+            for victim in victims[:-1]:
+                failed = self._preempt_one(candidate, pod, victim) is not None or failed
+            last = victims[-1]
+            with self._lock:
+                # registered before its deletion, so that the deletion's event finds it (kube's
+                # lastVictimsPendingPreemption)
+                self._last_victim[pod.uid] = (last.namespace, last.name)
+            failed = self._preempt_one(candidate, pod, last) is not None or failed
+        except Exception:  # a bug must not leave the preemptor held for ever
+            log.exception("preemption for %s failed", pod.key)
+            failed = True
+        finally:
+            with self._lock:
+                self._preempting.discard(pod.uid)
+                self._last_victim.pop(pod.uid, None)
+        if failed and self.activate is not None:
+            self.activate(pod.pod)
+
+    def _preempt_one(self, candidate: Candidate, pod: PodInfo, victim: PodInfo) -> ApiError | None:
+        cluster = self.handle.cluster
+        try:
+            self._mark_disruption_target(cluster, victim)
+            if self.use_eviction:
+                cluster.evict(victim.namespace, victim.name, grace_period_seconds=self.victim_grace_period)
+            else:
+                cluster.delete(PODS, victim.name, victim.namespace, grace_period_seconds=self.victim_grace_period)
+        except NotFound:
+            return None  # already gone: the room is free anyway
+        except ApiError as err:
+            log.warning("preempting %s for %s: %s", victim.key, pod.key, err)
+            return err
+        recorder = getattr(self.handle, "event_recorder", None)
+        if recorder is not None:
+            recorder.event(victim.pod, "Normal", "Preempted",
+                           f"Preempted by pod {pod.uid} on node {candidate.node_name}")
+        return None
+
+    def running_preemption(self, uid: str) -> bool:
+        """kube's IsPodRunningPreemption: the preemptor's victims are still being asked to go. Once
+        the last victim is gone from the informer's store, or its deletion has started, it is not."""
+        if uid not in self._preempting:  # the common case, asked on every queue move: no lock
+            return False
+        with self._lock:
+            if uid not in self._preempting:
+                return False
+            last = self._last_victim.get(uid)
+        if last is None:
+            return True  # the calls have not reached the last victim yet
+        lookup = getattr(self.handle, "pod_object", None)
+        victim = lookup(*last) if lookup is not None else None
+        return victim is not None and not (victim.get("metadata") or {}).get("deletionTimestamp")
 
     def _mark_disruption_target(self, cluster: Any, victim: PodInfo) -> None:
         current = cluster.get(PODS, victim.name, victim.namespace)

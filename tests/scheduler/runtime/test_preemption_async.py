@@ -1,0 +1,121 @@
+"""Asynchronous preemption (kube's SchedulerAsyncPreemption, on by default since 1.33): the victims'
+API calls run off the scheduling cycle, the preemptor waits (kube's PreEnqueue) until the last
+victim's deletion has started, and an API error sends it straight back to activeQ."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from minisched.clock import VirtualClock
+from minisched.cluster.embedded import EmbeddedCluster, Kubelet
+from minisched.errors import ApiError
+from minisched.objects import make_node, make_pod
+from minisched.resources import NODES, PODS
+from minisched.scheduler.scheduler import Scheduler
+from tests.scheduler.runtime.helpers import advance_until, node_of, priority_classes, wait_until
+
+
+class _HeldDeletes(EmbeddedCluster):
+    """Deletes of the pods named in `held` wait until `release` is set; `fail` makes them fail."""
+
+    def __init__(self, clock: VirtualClock) -> None:
+        super().__init__(clock=clock)
+        self.held: set[str] = set()
+        self.deleting = threading.Event()
+        self.release = threading.Event()
+        self.fail = False
+
+    def delete(self, resource: Any, name: str, namespace: str | None = None, **kw: Any) -> Any:
+        if resource == PODS and name in self.held:
+            self.deleting.set()
+            if self.fail:
+                raise ApiError("injected", status=500)
+            self.release.wait(120)
+        return super().delete(resource, name, namespace, **kw)
+
+
+@pytest.fixture
+def clock() -> VirtualClock:
+    return VirtualClock()
+
+
+@pytest.fixture
+def cluster(clock: VirtualClock) -> Iterator[_HeldDeletes]:
+    c = _HeldDeletes(clock)
+    priority_classes(c, low=10, high=1000)
+    yield c
+    c.release.set()
+    c.close()
+
+
+def _setup(cluster: _HeldDeletes, clock: VirtualClock) -> Scheduler:
+    cluster.create(NODES, make_node("n1", cpu="1"))
+    cluster.create(NODES, make_node("n2", cpu="1"))
+    cluster.create(PODS, make_pod("victim", cpu="1", memory=None, priority_class_name="low", node_name="n1"))
+    cluster.create(PODS, make_pod("other", cpu="1", memory=None, priority_class_name="high", node_name="n2"))
+    cluster.held.add("victim")
+    sched = Scheduler(cluster, clock=clock, seed=1)
+    sched.start(loop=False)
+    wait_until(lambda: sched.cache.pod_count() == 2, what="pods in cache")
+    cluster.create(PODS, make_pod("vip", cpu="1", memory=None, priority_class_name="high"))
+    wait_until(lambda: sched.pending_pods()["active"] == 1, what="vip queued")
+    return sched
+
+
+def _cycle_returns(sched: Scheduler) -> bool:
+    """Run one scheduling cycle on a thread; True once it has returned (generous deadline)."""
+    done = threading.Event()
+
+    def run() -> None:
+        sched.schedule_one(0)
+        done.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    return done.wait(60)
+
+
+def test_the_cycle_does_not_wait_for_the_victims_deletion_and_the_preemptor_waits_for_it(
+    cluster: _HeldDeletes, clock: VirtualClock
+) -> None:
+    sched = _setup(cluster, clock)
+    try:
+        assert _cycle_returns(sched), "the scheduling cycle waited for the victim's DELETE"
+        wait_until(cluster.deleting.is_set, what="the victim's DELETE under way")
+        assert sched.queue.nominated_node_of("default/vip") == "n1"
+        assert sched.queue.where("default/vip") == "unschedulable"
+        # Another pod leaves: an event that would move vip, but its preemption is still running.
+        cluster.delete(PODS, "other", "default", grace_period_seconds=0)
+        wait_until(lambda: sched.cache.pod_count() == 1, what="other gone from the cache")
+        clock.advance(30)
+        sched.queue.flush_backoff_completed()
+        assert sched.queue.where("default/vip") == "unschedulable", "held while its victim is asked to go"
+        assert sched.stats.preemptions == 1
+        cluster.release.set()  # the victim's DELETE goes through, its graceful deletion completes
+        wait_until(lambda: cluster.get(PODS, "victim", "default")["metadata"].get("deletionTimestamp"),
+                   what="the victim terminating")
+        Kubelet(cluster).sync()
+        advance_until(clock, lambda: sched.queue.where("default/vip") in ("active", "backoff"),
+                      what="vip requeued by the victim's deletion")
+        advance_until(clock, lambda: sched.pending_pods()["active"] == 1, what="vip's backoff over")
+        assert sched.schedule_one(0) and sched.wait_for_bindings()
+        assert node_of(cluster, "vip") == "n1"  # nominated node first (n2 is free too)
+        assert sched.stats.preemptions == 1, "preempted once"
+    finally:
+        cluster.release.set()
+        sched.stop()
+
+
+def test_a_failed_victim_call_activates_the_preemptor(cluster: _HeldDeletes, clock: VirtualClock) -> None:
+    cluster.fail = True
+    sched = _setup(cluster, clock)
+    try:
+        assert _cycle_returns(sched)
+        wait_until(lambda: sched.queue.where("default/vip") == "active",
+                   what="vip activated after the DELETE failed")
+        assert node_of(cluster, "vip") is None
+    finally:
+        sched.stop()
