@@ -1298,7 +1298,11 @@ class Scheduler:
         # Forgetting an assumed pod frees its room as a deleted pod would: pods parked for lack of
         # it get another chance (kube's handleBindingCycleError moves them with AssignedPodDelete).
         # The failed pod itself left the queue when it was assumed, so it is not among them.
-        self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
+        # A Permit rejection is left out for now: kube defers that move until the rejected pod is
+        # back in the queue and leaves it out, and our Coscheduling listens for AssignedPodDelete,
+        # so moving here would send a rejected gang's members round and round.
+        if not status.is_rejected:
+            self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
         err = status.error
         if isinstance(err, Timeout):
             # No answer: the binding may still land after we looked. The ledger keeps its room (the
