@@ -48,12 +48,34 @@ from minisched.observability.metrics import SchedulerMetrics
 from minisched.observability.runtime import MemoryWatch
 from minisched.observability.server import HealthServer, leadership_known
 from minisched.observability.shard_metrics import register_shard_metrics
+from minisched.scheduler.events import _MAX_CORRELATED as MAX_CORRELATED
 from minisched.scheduler.events import EventRecorder
 from minisched.scheduler.scheduler import DEFAULT_SHUTDOWN_TIMEOUT, Scheduler
+from minisched.scheduler.snapshot import NodeTable
 from minisched.sharding.shard import DEFAULT_GROUP, Shard
 
 SERVICE_CYCLE_LOG = 1_000  # scheduling-cycle latencies a running service keeps in memory
 MEMORY_SAMPLE_INTERVAL = 30.0  # seconds between the memory watch's samples in a running service
+# The bounded buffers a service keeps, by the name `buffers=` (and MINISCHED_BUFFERS) gives them,
+# with their sizes: the event correlator's recent events, the node table's pod-change log, the
+# scheduling-cycle latencies, the memory watch's own samples. A soak lowers them to get past their
+# filling (a full buffer is flat; a filling one looks like a leak) in a short run.
+SERVICE_BUFFERS = {"event-correlator": MAX_CORRELATED, "pod-change-log": NodeTable.pod_log_limit,
+                   "cycle-log": SERVICE_CYCLE_LOG, "memory-samples": 10_000}
+_BUFFER_MINIMUM = {"pod-change-log": 2}  # it keeps the newest half when full: at least one entry
+
+
+def check_buffers(buffers: Mapping[str, int]) -> dict[str, int]:
+    """SERVICE_BUFFERS with `buffers` applied; a ValueError names an unknown buffer or a bad size."""
+    sizes = dict(SERVICE_BUFFERS)
+    for name, size in buffers.items():
+        if name not in SERVICE_BUFFERS:
+            raise ValueError(f"unknown buffer {name!r}; known: {', '.join(SERVICE_BUFFERS)}")
+        if isinstance(size, bool) or not isinstance(size, int) or size < _BUFFER_MINIMUM.get(name, 1):
+            raise ValueError(f"buffer {name} must be an integer of at least {_BUFFER_MINIMUM.get(name, 1)}, "
+                             f"got {size!r}")
+        sizes[name] = size
+    return sizes
 
 log = logging.getLogger(__name__)
 
@@ -95,13 +117,20 @@ class SchedulerApp:
         capacity_fence: bool = True,
         memory_sample_interval: float | None = MEMORY_SAMPLE_INTERVAL,
         malloc_trim: bool = False,
+        buffers: Mapping[str, int] | None = None,
     ) -> None:
         """`metrics_ssl_context` and `metrics_authorizer` make the metrics port a secure one, as
         kube-scheduler's (see minisched.observability.auth). `shards`: one replica of a sharded
         scheduler in group `shard_group` (leases and ledgers in `lease_namespace`).
         `memory_sample_interval`: seconds between samples of the memory watch (`self.memory`: RSS,
         the allocators' books, GC pauses on /metrics) while `run()` runs; None: sampled only when
-        asked (`self.memory.sample()`); `malloc_trim`: glibc's malloc_trim(0) after each sample."""
+        asked (`self.memory.sample()`); `malloc_trim`: glibc's malloc_trim(0) after each sample.
+        `buffers`: smaller (or larger) sizes for the bounded buffers named in SERVICE_BUFFERS, e.g.
+        {"event-correlator": 64} (a short soak's; the event correlator's with recorder_factory: its own)."""
+        self.buffers = check_buffers(buffers or {})
+        if recorder_factory is not None and "event-correlator" in (buffers or {}):
+            raise ValueError("buffers['event-correlator'] and recorder_factory exclude each other: "
+                             "give the factory's EventRecorder its max_correlated")
         if memory_sample_interval is not None and memory_sample_interval <= 0:
             raise ValueError(f"memory_sample_interval must be positive (or None), got {memory_sample_interval}")
         if shutdown_timeout < 0:
@@ -122,7 +151,7 @@ class SchedulerApp:
         self.metrics = SchedulerMetrics()
         # the interpreter's and the allocators' memory beside the scheduler's metrics (untraced:
         # tracemalloc would double the cost of every allocation; start_tracing() when diagnosing)
-        self.memory = MemoryWatch(self.metrics.registry)
+        self.memory = MemoryWatch(self.metrics.registry, keep=self.buffers["memory-samples"])
         self.memory_sample_interval = memory_sample_interval
         self.malloc_trim = malloc_trim
         self.recorder_factory = recorder_factory
@@ -181,6 +210,9 @@ class SchedulerApp:
         options = dict(self.scheduler_options)
         if self.recorder_factory is not None:
             options["recorder"] = self.recorder_factory(self.cluster)
+        elif "recorder" not in options:
+            options["recorder"] = EventRecorder(self.cluster, clock=self.clock,
+                                                max_correlated=self.buffers["event-correlator"])
         if self.elector is not None:
             options.setdefault("bind_guard", self.elector.holds_lease)
         if self.shard is not None:
@@ -189,7 +221,8 @@ class SchedulerApp:
         # A service reports its latencies as histograms on /metrics; the scheduler's own latency log
         # (200,000 entries by default, for notebooks and benches) would only fill: 6 MiB of floats,
         # rising for hours, which a soak cannot tell from a leak. Keep the newest few.
-        sched.stats.cycle_seconds = collections.deque(maxlen=SERVICE_CYCLE_LOG)
+        sched.stats.cycle_seconds = collections.deque(maxlen=self.buffers["cycle-log"])
+        sched.cache.table.pod_log_limit = self.buffers["pod-change-log"]
         return sched
 
     def _note(self, what: str) -> None:

@@ -10,7 +10,10 @@
 `run` schedules pods whose spec.schedulerName names one of the configured profiles (by default the
 single profile "minisched") until SIGINT or SIGTERM, then shuts down gracefully: no new scheduling
 cycles, running bindings finish, events are flushed. Without --kubeconfig/--context/--embedded it
-uses the MINISCHED_BACKEND setting (embedded by default).
+uses the MINISCHED_BACKEND setting (embedded by default). MINISCHED_BUFFERS resizes the bounded
+buffers a running scheduler keeps, e.g. "event-correlator=64,pod-change-log=64,cycle-log=64,
+memory-samples=2" (minisched.app.SERVICE_BUFFERS has them and their default sizes): a short soak
+lowers them so that they are full, and flat, after a few hundred pods instead of thousands.
 
 `run --shards` runs one replica of a sharded scheduler (Part II §4.3): start N of them with the same
 --shard-group and each schedules the pods the ring gives it, renewing its own Lease
@@ -39,7 +42,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-v info, -vv debug)")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    run = sub.add_parser("run", help="schedule pods on a cluster until SIGINT/SIGTERM")
+    run = sub.add_parser("run", help="schedule pods on a cluster until SIGINT/SIGTERM",
+                         epilog="environment: MINISCHED_BUFFERS=name=size,... resizes the bounded buffers "
+                                "(event-correlator, pod-change-log, cycle-log, memory-samples), for short soaks")
     target = run.add_mutually_exclusive_group()
     target.add_argument("--embedded", action="store_true", help="use an in-process embedded cluster")
     target.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
@@ -174,6 +179,24 @@ def _log_memory_soon(watch: Any) -> None:
     threading.Thread(target=log_memory, args=(watch,), name="memory-report", daemon=True).start()
 
 
+def buffers_setting(text: str) -> dict[str, int]:
+    """MINISCHED_BUFFERS ("name=size,name=size") as SchedulerApp's `buffers`; a ValueError says what
+    is wrong (an entry without '=', a size that is not an integer, an unknown name)."""
+    from minisched.app import check_buffers
+
+    buffers: dict[str, int] = {}
+    for entry in filter(None, (e.strip() for e in text.split(","))):
+        name, eq, size = entry.partition("=")
+        if not eq or not size.strip().isdigit():
+            raise ValueError(f"MINISCHED_BUFFERS: {entry!r} is not name=size (a whole number)")
+        buffers[name.strip()] = int(size)
+    try:
+        check_buffers(buffers)
+    except ValueError as err:
+        raise ValueError(f"MINISCHED_BUFFERS: {err}") from None
+    return buffers
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from minisched.app import SchedulerApp
 
@@ -206,6 +229,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.trace_sample_ratio is not None and not 0.0 <= args.trace_sample_ratio <= 1.0:
         print("minisched run: --trace-sample-ratio must be in [0, 1]", file=sys.stderr)
         return 2
+    try:
+        buffers = buffers_setting(os.environ.get("MINISCHED_BUFFERS", ""))
+    except ValueError as err:
+        print(f"minisched run: {err}", file=sys.stderr)
+        return 2
+    if buffers:
+        log.info("bounded buffers resized by MINISCHED_BUFFERS: %s",
+                 ", ".join(f"{name} {size}" for name, size in buffers.items()))
     from minisched.observability.tracing import SchedulingTracer, otlp_provider
 
     provider = otlp_provider(args.otlp_endpoint, ratio=args.trace_sample_ratio)
@@ -248,6 +279,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         capacity_fence=not args.no_capacity_fence,
         memory_sample_interval=args.memory_sample_interval or None,
         malloc_trim=args.malloc_trim,
+        buffers=buffers,
     )
     stop = threading.Event()
 

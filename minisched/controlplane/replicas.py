@@ -3,8 +3,9 @@
 KWOK runs no containers, so a Deployment applied to the local control plane would never start a
 scheduler. `Replicas` does what the kubelet would: it reads the Deployment's container args and
 replica count from the manifest and starts that many `python -m minisched.cli <args>` processes,
-each with a POD_NAME of its own (what the Deployment's downward API gives), changing only what the
-pod's environment decides:
+each with a POD_NAME of its own (what the Deployment's downward API gives) and the env entries the
+manifest gives a literal value (e.g. MALLOC_ARENA_MAX), changing only what the pod's environment
+decides:
 
 - `--in-cluster` becomes `--kubeconfig <file>`: the file carries a token of the minisched
   ServiceAccount from deploy/rbac.yaml (a TokenRequest, as the kubelet mounts one), so every replica
@@ -56,7 +57,8 @@ class DeploymentSpec:
 
     replicas: int
     args: tuple[str, ...]
-    env: tuple[str, ...]  # variable names the container gets (values come from the pod)
+    env: tuple[str, ...]  # variable names the container gets (values come from the pod or the manifest)
+    values: tuple[tuple[str, str], ...] = ()  # of which those with a literal `value:` in the manifest
 
 
 def deployment_spec(path: Path = DEPLOY / "deployment.yaml", container: str = "minisched") -> DeploymentSpec:
@@ -73,7 +75,9 @@ def deployment_spec(path: Path = DEPLOY / "deployment.yaml", container: str = "m
     args = c.get("args")
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
         raise ValueError(f"{path}: container {container!r} args must be a list of strings, got {args!r}")
-    return DeploymentSpec(int(spec.get("replicas", 1)), tuple(args), tuple(e["name"] for e in c.get("env") or []))
+    env = c.get("env") or []
+    return DeploymentSpec(int(spec.get("replicas", 1)), tuple(args), tuple(e["name"] for e in env),
+                          tuple((e["name"], str(e["value"])) for e in env if "value" in e))
 
 
 def _split(args: Sequence[str]) -> list[tuple[str, str | None, bool]]:
@@ -155,9 +159,10 @@ def parse_metrics(text: str) -> dict[str, float]:
 class Replica:
     """One minisched pod of the Deployment, as a process."""
 
-    def __init__(self, name: str, argv: list[str], log_path: Path, metrics_port: int, secure: bool) -> None:
+    def __init__(self, name: str, argv: list[str], log_path: Path, metrics_port: int, secure: bool,
+                 env_values: Mapping[str, str] | None = None) -> None:
         self.name, self.metrics_port, self.secure = name, metrics_port, secure
-        env = dict(os.environ, PYTHONUNBUFFERED="1", POD_NAME=name)
+        env = dict(os.environ, **(env_values or {}), PYTHONUNBUFFERED="1", POD_NAME=name)
         self.process = ManagedProcess(name, argv, log_path, env=env)
 
     @property
@@ -228,8 +233,10 @@ class Replicas:
     ) -> None:
         self.control_plane, self.admin = control_plane, admin
         self.spec = deployment_spec(deployment)
-        if any(e != "POD_NAME" for e in self.spec.env):
-            raise ValueError(f"{deployment}: env {self.spec.env}: only POD_NAME is known to the local harness")
+        unknown = [e for e in self.spec.env if e != "POD_NAME" and e not in dict(self.spec.values)]
+        if unknown:
+            raise ValueError(f"{deployment}: env {unknown}: only POD_NAME and literal values are known to the "
+                             "local harness")
         self.n = self.spec.replicas if n is None else n
         if self.n < 1:
             raise ValueError(f"need at least one replica, got {self.n}")
@@ -267,7 +274,7 @@ class Replicas:
                           drop=self.drop)
         argv = [sys.executable, "-m", "minisched.cli", *(["-v"] * self.verbose), *args]
         secure = "--secure-serving" in args
-        replica = Replica(name, argv, self.log_dir / f"{name}.log", port, secure)
+        replica = Replica(name, argv, self.log_dir / f"{name}.log", port, secure, dict(self.spec.values))
         self.replicas.append(replica)
         return replica
 

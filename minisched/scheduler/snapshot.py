@@ -57,6 +57,10 @@ class FrozenSnapshotError(RuntimeError):
 class NodeTable:
     """Nodes as rows. Public attributes are read-only by convention; change it through the methods."""
 
+    # pod changes remembered for nodes_changed_since (then the newest half is kept); an owner may
+    # set a smaller bound on its table (SchedulerApp's buffers={"pod-change-log": n})
+    pod_log_limit = _POD_LOG_LIMIT
+
     def __init__(self) -> None:
         self.frozen = False
         self._n = 0
@@ -599,8 +603,8 @@ class NodeTable:
 
     def _log_pod_change(self, node_name: str) -> None:
         self.pod_version += 1
-        if len(self._pod_log) >= _POD_LOG_LIMIT:  # keep the newest half; a new list, as snapshots share it
-            self._pod_log = self._pod_log[_POD_LOG_LIMIT // 2:]
+        if len(self._pod_log) >= self.pod_log_limit:  # keep the newest half; a new list, as snapshots share it
+            self._pod_log = self._pod_log[self.pod_log_limit // 2:]
             self._pod_log_start = self._pod_log[0][0]
         elif not self._pod_log:
             self._pod_log_start = self.pod_version

@@ -202,3 +202,25 @@ def test_a_service_keeps_a_short_latency_log(cluster):
     for _ in range(3 * SERVICE_CYCLE_LOG):
         sched._observe_attempt("scheduled", 0.0, cycle_only=True)
     assert len(sched.stats.cycle_seconds) == SERVICE_CYCLE_LOG
+
+
+def test_buffers_resize_what_a_service_keeps(cluster):
+    """`buffers` (MINISCHED_BUFFERS for `minisched run`) is how a short soak lowers the bounded
+    buffers it would otherwise take for leaks while they fill."""
+    from minisched.app import SERVICE_BUFFERS
+
+    sched = SchedulerApp(cluster)._new_scheduler()
+    assert (sched.recorder.max_correlated, sched.cache.table.pod_log_limit, sched.stats.cycle_seconds.maxlen) == (
+        SERVICE_BUFFERS["event-correlator"], SERVICE_BUFFERS["pod-change-log"], SERVICE_BUFFERS["cycle-log"]) == (
+        4096, 4096, 1_000)
+    app = SchedulerApp(cluster, buffers={"event-correlator": 64, "pod-change-log": 32, "cycle-log": 16,
+                                         "memory-samples": 2})
+    sched = app._new_scheduler()
+    assert (sched.recorder.max_correlated, sched.cache.table.pod_log_limit, sched.stats.cycle_seconds.maxlen,
+            app.memory.samples.maxlen) == (64, 32, 16, 2)
+    with pytest.raises(ValueError, match="unknown buffer 'cycle_log'; known: event-correlator"):
+        SchedulerApp(cluster, buffers={"cycle_log": 16})
+    with pytest.raises(ValueError, match="memory-samples must be an integer of at least 1, got 0"):
+        SchedulerApp(cluster, buffers={"memory-samples": 0})
+    with pytest.raises(ValueError, match="recorder_factory exclude each other"):
+        SchedulerApp(cluster, buffers={"event-correlator": 64}, recorder_factory=lambda c: None)  # type: ignore[arg-type,return-value]

@@ -18,18 +18,17 @@ from minisched.scheduler.scheduler import Scheduler
 
 
 @pytest.fixture
-def running(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[EmbeddedCluster, Scheduler]]:
-    # the event correlator keeps 4,096 recent events (client-go's LRU size): fill it in one round
+def running() -> Iterator[tuple[EmbeddedCluster, Scheduler]]:
     # Bounded buffers fill during a warm-up; lower their bounds so a few rounds get past it:
     # the event correlator keeps 4,096 recent events (client-go's LRU size; max_correlated=30
     # below), the node table's pod-change log 4,096 changes, the server's watch history
     # `history_window` changes.
-    monkeypatch.setattr("minisched.scheduler.snapshot._POD_LOG_LIMIT", 64)
     cluster = EmbeddedCluster(seed=0, history_window=200)
     for i in range(4):
         cluster.create("nodes", make_node(f"node-{i}", cpu="32", memory="64Gi", pods="200"))
     sched = Scheduler(cluster, seed=0, recorder=EventRecorder(cluster, max_correlated=30))
     sched.stats.cycle_seconds = collections.deque(maxlen=50)  # a bound the soak fills quickly
+    sched.cache.table.pod_log_limit = 64
     sched.start()
     yield cluster, sched
     sched.stop()

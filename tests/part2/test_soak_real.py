@@ -10,11 +10,13 @@ minutes the allocators are still warming up (their working size is reached after
 thousands of pods; bench/soak_bench.py judges RSS over a long run, after its warm-up).
 
 Bounded buffers fill during a warm-up and look like leaks until full, so the child runs with
-small bounds (the event correlator 64 events instead of 4,096, the node table's pod-change log 64
-instead of 4,096, the cycle-latency log 64 instead of 1,000, the memory watch's own samples 2
-instead of 10,000), as the embedded soak test does. The last rounds plant a leak of one object per
-scheduling attempt (two per pod: the cycle's and the binding's) in the same process (SIGUSR2 turns
-it on) and assert the check sees it: the check can fail, and on the real path."""
+small bounds (MINISCHED_BUFFERS: the event correlator 64 events instead of 4,096, the node table's
+pod-change log 64 instead of 4,096, the cycle-latency log 64 instead of 1,000, the memory watch's
+own samples 2 instead of 10,000; the test checks minisched logged them), as the embedded soak test
+does. The last rounds plant a leak of one object per scheduling attempt (two per pod: the cycle's
+and the binding's) in the same process (SIGUSR2 turns it on; the child wraps
+Scheduler._observe_attempt, so a rename fails loudly) and assert the check sees it: the check can
+fail, and on the real path."""
 
 from __future__ import annotations
 
@@ -44,23 +46,12 @@ PODS_PER_ROUND, WARMUP, CLEAN, LEAKY = 120, 3, 4, 3
 # backlog move a round by tens of blocks)
 LIMIT = 0.5
 
-_CHILD = """
-import functools, signal, sys
-import minisched.app as app
-import minisched.scheduler.snapshot as snapshot
-from minisched.scheduler.events import EventRecorder
-from minisched.scheduler.scheduler import Scheduler
+# small bounds (a short soak gets past their filling), through minisched run's own setting
+BUFFERS = "event-correlator=64,pod-change-log=64,cycle-log=64,memory-samples=2"
 
-snapshot._POD_LOG_LIMIT = 64  # small bounds: a short soak gets past their filling
-app.SERVICE_CYCLE_LOG = 64
-import minisched.observability.runtime as runtime
-runtime.MemoryWatch.__init__.__kwdefaults__["keep"] = 2  # its own samples: a dozen objects each
-init = app.SchedulerApp.__init__
-@functools.wraps(init)
-def small_buffers(self, cluster, **kw):
-    kw.setdefault("recorder_factory", lambda c: EventRecorder(c, max_correlated=64))
-    init(self, cluster, **kw)
-app.SchedulerApp.__init__ = small_buffers
+_CHILD = """
+import signal, sys
+from minisched.scheduler.scheduler import Scheduler
 
 leaked, leaking = [], [False]  # the planted leak: one object per scheduling attempt, after SIGUSR2
 observe = Scheduler._observe_attempt
@@ -130,7 +121,8 @@ def test_a_short_real_soak_holds_python_objects_flat_and_sees_a_planted_leak(
             "--bind-workers", "16", "--metrics-port", str(free_port()), "--memory-sample-interval", "0"]
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
-                                env=dict(os.environ, PYTHONUNBUFFERED="1"), preexec_fn=_die_with_parent)
+                                env=dict(os.environ, PYTHONUNBUFFERED="1", MINISCHED_BUFFERS=BUFFERS),
+                                preexec_fn=_die_with_parent)
     rows: list[tuple[float, int, int, int]] = []  # RSS MiB, blocks, threads, sockets
     try:
         with PodObserver(real_cluster, namespace=ns, nodes=nodes) as obs:
@@ -175,6 +167,8 @@ def test_a_short_real_soak_holds_python_objects_flat_and_sees_a_planted_leak(
                 proc.wait(10)
     log_text = log_path.read_text(errors="replace")
     assert "Traceback" not in log_text, log_text[-3000:]
+    assert "bounded buffers resized by MINISCHED_BUFFERS: event-correlator 64, pod-change-log 64" in log_text, \
+        log_text[:3000]
     for r, (rss, blocks, threads, sockets) in enumerate(rows):
         print(f"round {r}: RSS {rss:.1f} MiB, pymalloc blocks {blocks:,}, threads {threads}, sockets {sockets}")
     pods = np.arange(len(rows), dtype=np.float64) * PODS_PER_ROUND

@@ -15,7 +15,7 @@ def test_the_deployment_manifest_is_read_as_written() -> None:
     spec = deployment_spec()
     assert spec.replicas >= 1
     assert spec.args[0] == "run" and "--in-cluster" in spec.args
-    assert spec.env == ("POD_NAME",)
+    assert spec.env == ("POD_NAME", "MALLOC_ARENA_MAX") and spec.values == (("MALLOC_ARENA_MAX", "2"),)
 
 
 def test_local_args_swap_only_the_in_cluster_parts() -> None:
@@ -73,6 +73,19 @@ def test_a_manifest_without_the_container_is_refused(tmp_path: Path) -> None:
     (tmp_path / "d.yaml").write_text(text)
     with pytest.raises(ValueError, match="no container named 'minisched'"):
         deployment_spec(tmp_path / "d.yaml")
+
+
+def test_env_the_harness_cannot_give_is_refused(tmp_path: Path) -> None:
+    """Literal values (MALLOC_ARENA_MAX) reach the replicas' processes; values from elsewhere than
+    the pod's name (a secret, a config map) the harness cannot give, and says so."""
+    from minisched.controlplane.replicas import Replicas
+
+    text = (DEPLOY / "deployment.yaml").read_text().replace(
+        "          env:\n", "          env:\n            - name: TOKEN\n"
+                             "              valueFrom: {secretKeyRef: {name: s, key: k}}\n")
+    (tmp_path / "d.yaml").write_text(text)
+    with pytest.raises(ValueError, match=r"env \['TOKEN'\]: only POD_NAME and literal values"):
+        Replicas(None, None, deployment=tmp_path / "d.yaml")
 
 
 def test_parse_metrics() -> None:

@@ -132,3 +132,19 @@ def test_with_pods_is_private_even_for_new_ports_and_resources_and_the_table_mov
     assert snap.pod_version == log_before and snap.nodes_changed_since(snap.node_version, log_before) == []
     t.add_pod("b", pod("later", cpu="2"))  # the live table is not disturbed by the view either
     assert t.requested("cpu").tolist() == [0, 2000] and placed.requested("cpu").tolist() == [1000, 1000]
+
+
+def test_the_pod_change_log_keeps_to_its_tables_bound() -> None:
+    """A table's owner may lower the bound of its pod-change log (SchedulerApp's
+    buffers={"pod-change-log": n}); past it, changes older than the log say "cannot tell"."""
+    t = NodeTable()
+    t.pod_log_limit = 8
+    t.add_node(make_node("a"))
+    t.add_node(make_node("b"))
+    start = t.pod_version
+    for i in range(20):
+        t.add_pod("ab"[i % 2], pod(f"p{i}"))
+        assert len(t._pod_log) <= 8
+    assert t.nodes_changed_since(t.node_version, t.pod_version - 2) == ["a", "b"]
+    assert t.nodes_changed_since(t.node_version, start) is None  # older than the log reaches
+    assert NodeTable().pod_log_limit == 4096

@@ -65,3 +65,20 @@ def test_run_stops_gracefully_on_sigterm() -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_run_refuses_a_bad_buffers_setting_naming_the_problem(capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    for setting, problem in [("event-correlator", "'event-correlator' is not name=size"),
+                             ("cycle-log=ten", "'cycle-log=ten' is not name=size"),
+                             ("event-correlater=64", "unknown buffer 'event-correlater'; known: event-correlator"),
+                             ("pod-change-log=1", "buffer pod-change-log must be an integer of at least 2, got 1")]:
+        monkeypatch.setenv("MINISCHED_BUFFERS", setting)
+        assert main(["run", "--embedded"]) == 2
+        assert f"minisched run: MINISCHED_BUFFERS: {problem}" in capsys.readouterr().err
+
+
+def test_buffers_setting_parses_names_and_sizes() -> None:
+    from minisched.cli import buffers_setting
+
+    assert buffers_setting("") == {}
+    assert buffers_setting(" event-correlator=64, memory-samples=2 ,") == {"event-correlator": 64, "memory-samples": 2}
