@@ -180,6 +180,8 @@ def test_a_short_real_soak_holds_python_objects_flat_and_sees_a_planted_leak(
     print(f"pymalloc blocks per pod after the warm-up: {clean_slope:+.3f} clean, {leaky_slope:+.3f} with the "
           f"planted leak (limit {LIMIT})")
     assert clean_slope < LIMIT, f"Python objects grow by {clean_slope:.2f} blocks per pod: {blocks_series}"
-    assert leaky_slope >= 2 * LIMIT, f"the planted leak of one object per attempt was not seen: {blocks_series}"
+    # the same check must fail on the planted leak (measured +1.14 to +1.16 against clean +0.10 to
+    # +0.54): asking for twice the limit left a margin of 0.14 blocks per pod, which load can eat
+    assert leaky_slope >= LIMIT, f"the planted leak of one object per attempt was not seen: {blocks_series}"
     threads, sockets = [row[2] for row in rows[WARMUP - 1:]], [row[3] for row in rows[WARMUP - 1:]]
     assert max(threads) - min(threads) <= 4 and max(sockets) - min(sockets) <= 4, (threads, sockets)
