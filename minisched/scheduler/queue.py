@@ -270,6 +270,9 @@ class SchedulingQueue:
         # asked (under the queue's lock) before an unschedulable pod moves; True keeps it parked
         self.hold: Callable[[QueuedPodInfo], bool] | None = None
         self._in_flight: dict[str, QueuedPodInfo] = {}
+        # pods activated while in flight: they go to activeQ when their attempt ends (kube's
+        # EventForceActivate recorded for an in-flight pod)
+        self._activate_after_flight: set[str] = set()
         self._scheduling_cycle = 0
         self._move_request_cycle = -1
         self._closed = False
@@ -325,6 +328,7 @@ class SchedulingQueue:
             return state
         if state is QueueState.IN_FLIGHT:
             del self._in_flight[key]
+            self._activate_after_flight.discard(key)
         elif state is QueueState.ACTIVE:
             self._active.remove(key)
         elif state is QueueState.BACKOFF:
@@ -496,7 +500,10 @@ class SchedulingQueue:
             qpi.unschedulable_plugins = set(rejected_by)
             retry = error or self._move_request_cycle >= qpi.scheduling_cycle
             state = QueueState.IN_FLIGHT if self._in_flight.get(qpi.key) is qpi else QueueState.ABSENT
-            self._fire(qpi, QueueEvent.RETRY if retry else QueueEvent.REJECT, state)
+            activate = qpi.key in self._activate_after_flight
+            target = self._fire(qpi, QueueEvent.RETRY if retry else QueueEvent.REJECT, state)
+            if activate and target is QueueState.UNSCHEDULABLE:
+                self._fire(qpi, QueueEvent.MOVE_READY, QueueState.UNSCHEDULABLE)
 
     def requeue_after_bind_failure(self, qpi: QueuedPodInfo, *, rejected_by: Iterable[str] | None = None) -> None:
         """The binding cycle failed after the pod left the queue. An error (the default) backs it
@@ -547,6 +554,11 @@ class SchedulingQueue:
         is not parked as unschedulable."""
         with self._lock:
             qpi = self._unschedulable.get(key)
+            if qpi is None and key in self._in_flight and not self._closed:
+                # its attempt has not ended yet (a preemption worker can fail before the cycle
+                # parks the preemptor): activate it when it does, as kube does for in-flight pods
+                self._activate_after_flight.add(key)
+                return False
             if qpi is None or self._closed:
                 return False
             self._fire(qpi, QueueEvent.MOVE_READY, QueueState.UNSCHEDULABLE)

@@ -83,7 +83,8 @@ def test_a_group_that_fits_binds_together(cluster: Cluster) -> None:
         assert bound_pods(cluster) == {} and requested_cpu(sched) == 0
         cluster.create(PODS, member("train-2", "train", "1"))
         wait_until(lambda: len(bound_pods(cluster)) == 3, timeout=30, what="the group bound")
-        assert sched.stats.bound == 3
+        # the API server shows a binding before the binding worker counts it
+        wait_until(lambda: sched.stats.bound == 3, timeout=30, what="three bindings counted")
         assert coscheduling(sched).phase("default/train") is GroupState.SCHEDULED
 
 

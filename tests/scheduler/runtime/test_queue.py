@@ -229,3 +229,20 @@ def test_node_update_events_ignore_heartbeats() -> None:
 def test_bad_backoff_settings_are_refused() -> None:
     with pytest.raises(ValueError, match="backoff"):
         SchedulingQueue(initial_backoff=5, max_backoff=1)
+
+
+def test_a_pod_activated_during_its_attempt_goes_to_active_when_the_attempt_ends(
+        virtual_clock: VirtualClock) -> None:
+    # A preemption worker's API call can fail (and activate the preemptor) before the cycle that
+    # started it has parked the pod: kube records the activation for the in-flight pod.
+    q = _queue(virtual_clock)
+    q.add(make_pod("p"))
+    qpi = q.pop(timeout=0)
+    assert qpi is not None
+    assert q.activate(qpi.key) is False  # not parked yet
+    q.add_unschedulable(qpi, rejected_by=["NodeResourcesFit"])
+    assert q.where(qpi.key) == "active"
+    again = q.pop(timeout=0)
+    assert again is qpi
+    q.add_unschedulable(again, rejected_by=["NodeResourcesFit"])
+    assert q.where(qpi.key) == "unschedulable", "the activation is used once"
