@@ -122,9 +122,16 @@ class Cluster(Protocol):
         exists now, then goes on with changes, as kube-apiserver's watch cache does."""
         ...
 
-    def bind(self, namespace: str, name: str, node_name: str, *, uid: str | None = None) -> None:
+    def bind(self, namespace: str, name: str, node_name: str, *, uid: str | None = None,
+             resource_version: str | None = None) -> None:
         """POST pods/binding. 409 Conflict if the pod is already bound or being deleted,
-        404 if it does not exist. The node's existence is not checked (as on a real server)."""
+        404 if it does not exist. The node's existence is not checked (as on a real server).
+
+        `uid` and `resource_version` go in the Binding's metadata, and the server checks them as
+        preconditions on the pod (kube's BindingREST.setPodNodeAndMetadata): 409 Conflict, nothing
+        bound, if the pod's UID or its resourceVersion is not the one given. A resourceVersion makes
+        the binding conditional on the pod as the caller last saw it: any write to the pod since
+        (a label, a status, another replica fencing it off) refuses it."""
         ...
 
     def evict(self, namespace: str, name: str, *, grace_period_seconds: int | None = None) -> None:

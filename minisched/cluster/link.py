@@ -135,9 +135,10 @@ class ClusterLink:
             self._watches.append(watch)
         return watch
 
-    def bind(self, namespace: str, name: str, node_name: str, *, uid: str | None = None) -> None:
+    def bind(self, namespace: str, name: str, node_name: str, *, uid: str | None = None,
+             resource_version: str | None = None) -> None:
         self._check()
-        self.cluster.bind(namespace, name, node_name, uid=uid)
+        self.cluster.bind(namespace, name, node_name, uid=uid, resource_version=resource_version)
 
     def evict(self, namespace: str, name: str, *, grace_period_seconds: int | None = None) -> None:
         self._check()

@@ -313,10 +313,13 @@ class RealCluster:
         self._pool.clear()
         self._server_pool = None
 
-    def bind(self, namespace: str, name: str, node_name: str, *, uid: str | None = None) -> None:
+    def bind(self, namespace: str, name: str, node_name: str, *, uid: str | None = None,
+             resource_version: str | None = None) -> None:
         metadata: dict[str, Any] = {"name": name, "namespace": namespace}
         if uid:
             metadata["uid"] = uid  # the server checks it as a precondition: we bind the pod we decided on
+        if resource_version:
+            metadata["resourceVersion"] = resource_version  # a precondition too: the pod as we saw it
         binding = {
             "apiVersion": "v1",
             "kind": "Binding",

@@ -66,9 +66,10 @@ class PausableLink:
                 self.held += 1
             self._running.wait()
 
-    def bind(self, namespace: str, name: str, node_name: str, *, uid: str | None = None) -> None:
+    def bind(self, namespace: str, name: str, node_name: str, *, uid: str | None = None,
+             resource_version: str | None = None) -> None:
         self._gate()
-        self.cluster.bind(namespace, name, node_name, uid=uid)
+        self.cluster.bind(namespace, name, node_name, uid=uid, resource_version=resource_version)
         with self._lock:
             self.bound.append((f"{namespace}/{name}", uid or "", node_name))
 

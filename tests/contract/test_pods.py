@@ -119,11 +119,47 @@ def test_bind_a_missing_pod_is_not_found(cluster: Cluster, ns: str) -> None:
         cluster.bind(ns, "ghost", "node-1")
 
 
+def _precondition_failed(ns: str, name: str, why: str) -> str:
+    """kube-apiserver's text for a Binding whose metadata.uid/resourceVersion precondition fails: the
+    storage error, wrapped as a 409 on "pods" (not "pods/binding")."""
+    return (f'Operation cannot be fulfilled on pods "{name}": StorageError: invalid object, Code: 4, '
+            f"Key: /registry/pods/{ns}/{name}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: {why}")
+
+
 def test_bind_with_a_stale_uid_is_a_conflict(cluster: Cluster, ns: str) -> None:
-    cluster.create(PODS, make_pod("b", namespace=ns))
-    with pytest.raises(Conflict):
-        cluster.bind(ns, "b", "node-1", uid="00000000-0000-0000-0000-000000000000")
+    created = cluster.create(PODS, make_pod("b", namespace=ns))
+    stale_uid = "00000000-0000-0000-0000-000000000000"
+    # the current resourceVersion does not save a binding for another pod of that name
+    with pytest.raises(Conflict) as err:
+        cluster.bind(ns, "b", "node-1", uid=stale_uid, resource_version=created["metadata"]["resourceVersion"])
+    assert err.value.status == 409 and err.value.details == {"name": "b", "kind": "pods"}
+    assert err.value.message == _precondition_failed(
+        ns, "b", f"UID in precondition: {stale_uid}, UID in object meta: {created['metadata']['uid']}")
     assert not cluster.get(PODS, "b", ns)["spec"].get("nodeName")
+
+
+def test_bind_with_a_stale_resource_version_is_a_conflict_and_with_the_current_one_binds(
+        cluster: Cluster, ns: str) -> None:
+    # Sharding's pod fence (minisched.sharding): a binding carries the resourceVersion its replica
+    # decided on, and any write to the pod since refuses it.
+    created = cluster.create(PODS, make_pod("b", namespace=ns))
+    uid, decided = created["metadata"]["uid"], created["metadata"]["resourceVersion"]
+    now = cluster.patch(PODS, "b", {"metadata": {"annotations": {"example.com/touched": "yes"}}}, ns)
+    current = now["metadata"]["resourceVersion"]
+    assert current != decided
+    with pytest.raises(Conflict) as err:
+        cluster.bind(ns, "b", "node-1", uid=uid, resource_version=decided)
+    assert err.value.status == 409 and err.value.details == {"name": "b", "kind": "pods"}
+    assert err.value.message == _precondition_failed(
+        ns, "b", f"ResourceVersion in precondition: {decided}, ResourceVersion in object meta: {current}")
+    pod = cluster.get(PODS, "b", ns)
+    assert not pod["spec"].get("nodeName") and pod["metadata"]["resourceVersion"] == current  # nothing written
+    cluster.bind(ns, "b", "node-1", uid=uid, resource_version=current)
+    assert cluster.get(PODS, "b", ns)["spec"]["nodeName"] == "node-1"
+    # checked before the pod's own state: a stale version on a bound pod names the version
+    with pytest.raises(Conflict) as err:
+        cluster.bind(ns, "b", "node-2", resource_version=current)
+    assert "Precondition failed: ResourceVersion in precondition: " + current in err.value.message
 
 
 def test_bind_a_pod_being_deleted_is_a_conflict(cluster: Cluster, ns: str) -> None:

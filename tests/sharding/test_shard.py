@@ -315,8 +315,9 @@ def test_a_binding_that_landed_although_it_failed_keeps_its_reservation(
     class AnswerLost:
         lost = 0
 
-        def bind(self, namespace: str, name: str, node_name: str, *, uid: str | None = None) -> None:
-            cluster.bind(namespace, name, node_name, uid=uid)
+        def bind(self, namespace: str, name: str, node_name: str, *, uid: str | None = None,
+                 resource_version: str | None = None) -> None:
+            cluster.bind(namespace, name, node_name, uid=uid, resource_version=resource_version)
             if not self.lost:
                 self.lost += 1
                 raise Timeout(f"POST pods/{name}/binding: read timed out")
@@ -354,7 +355,8 @@ def test_a_binding_without_an_answer_keeps_its_reservation_for_it_may_land_later
     class NoAnswer:
         lost = 0
 
-        def bind(self, namespace: str, name: str, node_name: str, *, uid: str | None = None) -> None:
+        def bind(self, namespace: str, name: str, node_name: str, *, uid: str | None = None,
+                 resource_version: str | None = None) -> None:
             self.lost += 1
             raise Timeout(f"POST pods/{name}/binding: read timed out")
 

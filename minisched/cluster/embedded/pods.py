@@ -30,6 +30,26 @@ def grace_period(pod: Object, requested: int | None) -> int:
     return 1 if period < 0 else period
 
 
+def binding_precondition_error(pod: Object, uid: str | None, resource_version: str | None) -> ApiError | None:
+    """The Binding's metadata.uid and metadata.resourceVersion, checked as storage preconditions on
+    the pod before anything else (BindingREST.setPodNodeAndMetadata passes them to
+    GuaranteedUpdate): the storage error comes back as a 409 on "pods", not "pods/binding"."""
+    meta = pod["metadata"]
+    if uid and uid != meta["uid"]:
+        return _precondition_failed(pod, f"UID in precondition: {uid}, UID in object meta: {meta['uid']}")
+    if resource_version and resource_version != meta["resourceVersion"]:
+        return _precondition_failed(pod, f"ResourceVersion in precondition: {resource_version}, "
+                                         f"ResourceVersion in object meta: {meta['resourceVersion']}")
+    return None
+
+
+def _precondition_failed(pod: Object, why: str) -> ApiError:
+    meta = pod["metadata"]
+    key = f"/registry/pods/{meta['namespace']}/{meta['name']}"
+    return conflict("pods", meta["name"], f"StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, "
+                                          f"AdditionalErrorMsg: Precondition failed: {why}")
+
+
 def binding_error(pod: Object) -> ApiError | None:
     """Why the pod cannot be bound (the API server answers 409 Conflict on pods/binding)."""
     name = pod["metadata"]["name"]

@@ -369,14 +369,16 @@ class EmbeddedCluster:
                 self._hub.add(storage, w)
             return w
 
-    def bind(self, namespace: str, name: str, node_name: str, *, uid: str | None = None) -> None:
+    def bind(self, namespace: str, name: str, node_name: str, *, uid: str | None = None,
+             resource_version: str | None = None) -> None:
         with self._lock:
             self._request("bind")
             existing = self._store(PODS).get(namespace, name)
             if existing is None:
                 raise not_found(PODS, name)
-            if uid is not None and uid != existing["metadata"]["uid"]:
-                raise _uid_mismatch(PODS, name, uid, existing)
+            error = pods.binding_precondition_error(existing, uid, resource_version)
+            if error is not None:
+                raise error
             error = pods.binding_error(existing)
             if error is not None:
                 raise error

@@ -4,6 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+# The pod's resourceVersion the Bind plugin sends with the Binding as a precondition: the pod as the
+# scheduling cycle decided on it. A sharded Scheduler writes it (Part II §4.3: another replica may
+# fence the binding off by writing to the pod); without it the binding carries only the pod's UID,
+# as kube-scheduler's does.
+BIND_RESOURCE_VERSION = "minisched.io/bind-resource-version"
+
 
 class CycleState:
     """A per-attempt dictionary, as kube's framework.CycleState: PreFilter writes, Filter reads.

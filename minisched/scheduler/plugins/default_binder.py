@@ -1,5 +1,8 @@
 """DefaultBinder (Bind): POST pods/binding. A 409 comes back as an error Status carrying the
-Conflict, so the runtime can tell "someone else bound it" from other failures."""
+Conflict, so the runtime can tell "someone else bound it" from other failures.
+
+The Binding carries the pod's UID as a precondition, and the resourceVersion the cycle state holds
+under BIND_RESOURCE_VERSION if any (a sharded replica's binding: refused if the pod was written since)."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from minisched.errors import ApiError
-from minisched.scheduler.framework.cycle_state import CycleState
+from minisched.scheduler.framework.cycle_state import BIND_RESOURCE_VERSION, CycleState
 from minisched.scheduler.framework.interface import Handle
 from minisched.scheduler.framework.status import Status
 from minisched.scheduler.framework.types import PodInfo
@@ -26,7 +29,8 @@ class DefaultBinder:
         if cluster is None:
             return Status.from_error(RuntimeError("DefaultBinder has no cluster to bind through"), NAME)
         try:
-            cluster.bind(pod.namespace, pod.name, node_name, uid=pod.uid or None)
+            cluster.bind(pod.namespace, pod.name, node_name, uid=pod.uid or None,
+                         resource_version=state.get(BIND_RESOURCE_VERSION) or None)
         except ApiError as e:
             return Status.from_error(e, NAME)
         return Status.success()

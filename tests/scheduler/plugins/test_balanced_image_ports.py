@@ -10,7 +10,7 @@ import numpy as np
 
 from minisched.errors import Conflict
 from minisched.objects import make_node, make_pod, toleration
-from minisched.scheduler.framework.cycle_state import CycleState
+from minisched.scheduler.framework.cycle_state import BIND_RESOURCE_VERSION, CycleState
 from minisched.scheduler.framework.runtime import SimpleHandle
 from minisched.scheduler.framework.types import PodInfo
 from minisched.scheduler.plugins import (
@@ -118,8 +118,9 @@ class FakeCluster:
         self.calls: list[tuple[Any, ...]] = []
         self.error = error
 
-    def bind(self, namespace: str, name: str, node_name: str, *, uid: str | None = None) -> None:
-        self.calls.append((namespace, name, node_name, uid))
+    def bind(self, namespace: str, name: str, node_name: str, *, uid: str | None = None,
+             resource_version: str | None = None) -> None:
+        self.calls.append((namespace, name, node_name, uid, resource_version))
         if self.error:
             raise self.error
 
@@ -130,7 +131,11 @@ def test_default_binder() -> None:
     pod = make_pod("p")
     pod["metadata"]["uid"] = "u1"
     assert binder.bind(CycleState(), PodInfo.from_pod(pod), "n1").is_success
-    assert cluster.calls == [("default", "p", "n1", "u1")]
+    assert cluster.calls == [("default", "p", "n1", "u1", None)]
+    state = CycleState()
+    state.write(BIND_RESOURCE_VERSION, "42")  # a sharded replica's binding: the pod as it decided on it
+    assert binder.bind(state, PodInfo.from_pod(pod), "n1").is_success
+    assert cluster.calls[-1] == ("default", "p", "n1", "u1", "42")
     conflicted = default_binder.DefaultBinder(SimpleHandle(cluster=FakeCluster(Conflict("already bound"))))  # type: ignore[arg-type]
     status = conflicted.bind(CycleState(), PodInfo.from_pod(pod), "n1")
     assert status.is_error and isinstance(status.error, Conflict) and status.plugin == "DefaultBinder"
