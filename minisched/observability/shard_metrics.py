@@ -22,6 +22,9 @@ can sum over the group or compare replicas:
 | minisched_shard_ledger_pruned_total | stale ledger entries the cleanup removed |
 | minisched_shard_lease_renew_failures_total | lease renewals that failed |
 | minisched_shard_ledgers_deleted_total | capacity ledgers of deleted nodes removed |
+| minisched_shard_bind_stale_versions_total | of the bind 409s, those whose resourceVersion precondition failed (pod written since the decision, or its reservation revoked) |
+| minisched_shard_revocations_total | pods written to fence off the binding of a reservation about to be removed |
+| minisched_shard_revoked_bound_total | of those, pods the answer showed bound: the entry was kept |
 """
 
 from __future__ import annotations
@@ -53,6 +56,12 @@ _COUNTERS = (
     ("ledger_pruned", "minisched_shard_ledger_pruned", "Stale capacity-ledger entries removed by the cleanup."),
     ("renew_failures", "minisched_shard_lease_renew_failures", "Lease renewals that failed."),
     ("ledgers_deleted", "minisched_shard_ledgers_deleted", "Capacity ledgers of deleted nodes removed."),
+    ("bind_stale_versions", "minisched_shard_bind_stale_versions",
+     "409s on pods/binding whose resourceVersion precondition failed (the pod was written since the decision)."),
+    ("revocations", "minisched_shard_revocations",
+     "Pods written to fence off the binding of a capacity reservation about to be removed."),
+    ("revoked_bound", "minisched_shard_revoked_bound",
+     "Revocations whose answer showed the pod bound already (the reservation was kept)."),
 )
 
 

@@ -21,7 +21,10 @@ With a `shard` (a ShardHook, Part II §4.3: one replica among several that share
 scheduler queues only the pods the hook says it owns, chooses among the hook's nodes first (all
 nodes if none fits there), and reserves the pod's room on the node's capacity ledger right before
 step 3's bind, releasing it if the bind fails; a refused reservation sends the pod back to the
-queue with nothing sent. `resync_ownership()` follows a change of the ring.
+queue with nothing sent. If the hook says so (`fence_bindings`) the bind carries the pod's
+resourceVersion as the cycle decided on it, as a precondition: a write to the pod since (an update,
+or another replica revoking this one's reservation) makes it a 409, and the pod is tried again.
+`resync_ownership()` follows a change of the ring.
 
 The loop is deliberately lean: a pod's JSON is never copied, its PodInfo is parsed once per
 version when it is queued (as kube does), and the per-cycle snapshot is copy-on-write.
@@ -80,7 +83,7 @@ from minisched.scheduler.events import (
     POD_REASON_UNSCHEDULABLE,
     EventRecorder,
 )
-from minisched.scheduler.framework.cycle_state import CycleState
+from minisched.scheduler.framework.cycle_state import BIND_RESOURCE_VERSION, CycleState
 from minisched.scheduler.framework.decision import Decision
 from minisched.scheduler.framework.profile import Profile, default_profile, load_profiles
 from minisched.scheduler.framework.runtime import Framework
@@ -114,6 +117,8 @@ INVALID_POD = "PodSpec"
 HOUSEKEEPING_PERIOD = 1.0
 API_DEFAULT_SCHEDULER = "default-scheduler"
 DEFAULT_SHUTDOWN_TIMEOUT = 20.0
+# kube-apiserver's words when a Binding's metadata.resourceVersion is not the pod's any more
+STALE_VERSION = "Precondition failed: ResourceVersion in precondition"
 
 
 class SchedulerObserver(Protocol):
@@ -150,6 +155,9 @@ class SchedulerStats:
     not_owned: int = 0
     fallbacks: int = 0
     fence_refusals: int = 0
+    # of bind_conflicts, those whose resourceVersion precondition failed: the pod was written after
+    # the cycle decided (a legitimate update, or another replica revoked our reservation); retried
+    bind_stale_versions: int = 0
     cycle_seconds: collections.deque[float] = field(default_factory=lambda: collections.deque(maxlen=200_000))
 
     def percentile(self, q: float) -> float:
@@ -431,6 +439,7 @@ class _Assumed:
     outcome: tuple[str, Status] = ("scheduled", Status.success())  # for the trace
     allocatable: dict[str, int] | None = None  # the node's, for the shard's capacity ledger
     reserved: bool = False  # the shard's ledger holds this pod's room on `node`
+    resource_version: str = ""  # the pod's, as the cycle decided on it (the bind's precondition if fenced)
 
 
 class Scheduler:
@@ -1171,6 +1180,7 @@ class Scheduler:
         if self.shard is not None:
             node_obj = self.cache.node(node)
             assumed.allocatable = node_allocatable(node_obj) if node_obj is not None else {}
+            assumed.resource_version = str((qpi.pod.get("metadata") or {}).get("resourceVersion") or "")
         try:
             self._pool.submit(self._binding_cycle, assumed)
         except RuntimeError:  # shut down meanwhile: nothing was sent
@@ -1237,13 +1247,18 @@ class Scheduler:
             return
         if status.is_success and self.shard is not None:
             try:
-                a.reserved = self.shard.reserve(a.info, a.node, a.allocatable or {})
+                a.reserved = self.shard.reserve(a.info, a.node, a.allocatable or {},
+                                                resource_version=a.resource_version)
             except Exception as err:  # the ledger could not be written: nothing sent, try again later
                 status = Status.from_error(err)
             else:
                 if not a.reserved:
                     self._fence_refused(a)
                     return
+                if self.shard.fence_bindings and a.resource_version:
+                    # the version the reservation names: a replica that revokes it writes to the pod
+                    # first, and this binding is refused from then on
+                    a.state.write(BIND_RESOURCE_VERSION, a.resource_version)
         if status.is_success:
             status = a.framework.run_bind(a.state, a.info, a.node)
         if not status.is_success:
@@ -1314,13 +1329,21 @@ class Scheduler:
             # But kube-apiserver also answers 409 when etcd failed under the write ("rpc error: code
             # = Unavailable"): nothing was bound. So a pod the informer still shows pending goes back
             # to the queue, as kube-scheduler requeues after any binding error; never dropped.
+            stale_version = STALE_VERSION in err.message
             with self._bindings_lock:
                 self.stats.bind_conflicts += 1
+                if stale_version:
+                    self.stats.bind_stale_versions += 1
             current = self._current_pod(a.qpi.key)
             if current is None or self._assigned(current) or not self._owned(current):
                 log.info("binding %s to %s: %s; bound, gone or another replica's meanwhile", a.qpi.key, a.node, err)
                 return
             log.info("binding %s to %s: %s; the pod still looks pending: retrying after backoff", a.qpi.key, a.node, err)
+            if current and current is not a.qpi.pod:
+                # The retry decides on the informer's copy, as kube's handleSchedulingFailure does:
+                # an update that came while the pod was assumed was not queued, and binding the
+                # version we had again would be refused again (a stale resourceVersion).
+                a.qpi.pod, a.qpi.pod_info = current, self._parsed(current)
             self.queue.requeue_after_bind_failure(a.qpi)
             return
         if isinstance(err, NotFound):

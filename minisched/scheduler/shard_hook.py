@@ -11,9 +11,12 @@ implements this protocol); it only asks four questions at four places in a pod's
   just refused a reservation are left out of both for a moment. The scheduling cycle filters and
   scores over every node, so spreading and affinity still count the whole cluster; only the choice
   is restricted. `fallback()` counts the cycles that went on to the second set.
-- `reserve(info, node, allocatable)` right before POST pods/binding: record the pod's requests on
-  the node's ledger; False means the ledger is full (another replica got there first) and the pod
-  goes back to the queue, nothing sent. `release(info, node)` after a bind that failed.
+- `reserve(info, node, allocatable, resource_version=...)` right before POST pods/binding: record
+  the pod's requests on the node's ledger, naming the pod's resourceVersion the cycle decided on;
+  False means the ledger is full (another replica got there first) and the pod goes back to the
+  queue, nothing sent. `release(info, node)` after a bind that failed. With `fence_bindings` the
+  binding then carries that resourceVersion as a precondition: a replica that takes the
+  reservation away writes to the pod first, and the binding is refused (409).
 - `pod_gone(pod, node)`: a bound pod was deleted or finished; its room may be released.
 
 The Scheduler calls them from its loop and its binding threads: implementations are thread-safe.
@@ -32,6 +35,8 @@ __all__ = ["ShardHook"]
 
 
 class ShardHook(Protocol):
+    fence_bindings: bool  # bindings carry the resourceVersion reserve() was given, as a precondition
+
     def owns(self, pod: Object) -> bool:
         """True if this replica schedules `pod` (a pending pod) under the current ring."""
         ...
@@ -45,8 +50,10 @@ class ShardHook(Protocol):
         """The pod fit nowhere in the partition and the cycle went on over all nodes."""
         ...
 
-    def reserve(self, info: PodInfo, node: str, allocatable: Mapping[str, int]) -> bool:
-        """Reserve the pod's requests on `node` before binding; False: no room there (refused)."""
+    def reserve(self, info: PodInfo, node: str, allocatable: Mapping[str, int], *,
+                resource_version: str = "") -> bool:
+        """Reserve the pod's requests on `node` before binding, for the pod at `resource_version`
+        (as the scheduling cycle saw it); False: no room there (refused)."""
         ...
 
     def release(self, info: PodInfo, node: str) -> None:

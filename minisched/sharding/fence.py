@@ -61,12 +61,14 @@ _KEY_CHARS = re.compile(r"[^-._a-zA-Z0-9]")  # what a ConfigMap data key may not
 @dataclass(frozen=True)
 class Reservation:
     """One ledger entry: `holder` reserved `requests` on the node for the pod `uid` (`pod` is its
-    "namespace/name", for people and for the cleanup's lookup)."""
+    "namespace/name", for people and for the cleanup's lookup). `resource_version`: the pod's as
+    the holder decided on it, which its binding carries as a precondition ("": an unfenced binding)."""
 
     uid: str
     pod: str
     holder: str
     requests: dict[str, int]
+    resource_version: str = ""
 
 
 class FenceContention(RuntimeError):
@@ -137,9 +139,13 @@ class CapacityLedger:
     # -- writing -------------------------------------------------------------------------------------
 
     def reserve(self, node: str, uid: str, requests: Mapping[str, int], allocatable: Mapping[str, int],
-                *, pod: str = "", bound: Iterable[Reservation] = (), node_uid: str = "") -> bool:
+                *, pod: str = "", bound: Iterable[Reservation] = (), node_uid: str = "",
+                resource_version: str = "") -> bool:
         """Record the requests of pod `uid` ("namespace/name" `pod`) on `node` if they fit; False if
-        they do not. Reserving again what this holder already holds there is a no-op that answers True.
+        they do not. Reserving again what this holder already holds there is a no-op that answers
+        True, unless `resource_version` (the pod's, that the binding will carry) differs from the
+        entry's: the entry is then rewritten to name it, so that a revocation of the old entry
+        (judged on the old version) does not remove the new one.
 
         `bound`: the pods the caller's informer shows bound to `node` (by kube-scheduler, by a
         replica without the fence, by us before an entry was pruned): each counts as an entry of
@@ -151,9 +157,12 @@ class CapacityLedger:
         bound = [b for b in bound if b.uid != uid]
         self._check(requests, "requests")
         self._check(allocatable, "allocatable")
-        value = json.dumps({"pod": pod, "uid": uid, "holder": self.holder,
-                            "requests": dict(sorted(requests.items()))}, separators=(",", ":"))
-        mine = Reservation(uid, pod, self.holder, dict(requests))
+        raw: dict[str, object] = {"pod": pod, "uid": uid, "holder": self.holder,
+                                  "requests": dict(sorted(requests.items()))}
+        if resource_version:
+            raw["resourceVersion"] = resource_version
+        value = json.dumps(raw, separators=(",", ":"))
+        mine = Reservation(uid, pod, self.holder, dict(requests), resource_version)
         with self._node_lock(node):
             return self._reserve(node, key, value, mine, allocatable, pod or uid, bound, node_uid)
 
@@ -162,11 +171,14 @@ class CapacityLedger:
         for _ in range(self.max_attempts):
             ledger = self._read_or_create(node, node_uid)
             entries = self._parse(ledger)
-            if key in entries:
+            old = entries.pop(key, None)
+            if old is not None and (old.resource_version == mine.resource_version or not mine.resource_version):
                 return True
-            # a pod another replica holds here, or that is bound here and held, counts once
+            # a pod another replica holds here, or that is bound here and held, counts once; our own
+            # entry with the same requests is rewritten as it is (its room is held already)
             after = held([*entries.values(), *bound, mine])
-            if any(after.get(r, 0) > allocatable.get(r, 0) for r, amount in mine.requests.items() if amount):
+            if (old is None or old.requests != mine.requests) and \
+                    any(after.get(r, 0) > allocatable.get(r, 0) for r, amount in mine.requests.items() if amount):
                 with self._lock:
                     self.refusals += 1
                 return False
@@ -296,7 +308,8 @@ class CapacityLedger:
             try:
                 raw = json.loads(text)
                 requests = {str(r): int(v) for r, v in raw["requests"].items()}
-                entries[key] = Reservation(str(raw["uid"]), str(raw.get("pod") or ""), str(raw["holder"]), requests)
+                entries[key] = Reservation(str(raw["uid"]), str(raw.get("pod") or ""), str(raw["holder"]), requests,
+                                           str(raw.get("resourceVersion") or ""))
             except (ValueError, AttributeError, TypeError, KeyError) as err:
                 name = ledger.get("metadata", {}).get("name")
                 raise ValueError(f"capacity ledger {name}: entry {key!r} is not a reservation "

@@ -14,7 +14,9 @@ What each part does:
   every peer's heartbeat has seen it since); one whose renewals stopped for a lease duration owns
   nothing from that moment and rejoins the same way (`synced`, `lease_fresh`).
 - Ownership (ring.py): a pending pod belongs to the member with the highest rendezvous score for
-  "namespace/name"; nodes likewise for "node:<name>". When the ring changes, `tick()` asks the
+  "namespace/name". Nodes are partitioned among the members (rendezvous with bounded loads,
+  `Ring.partition`); a node's partition owner also cleans its ledger (a node gone from the cache,
+  in no partition, goes by its rendezvous owner for "node:<name>"). When the ring changes, `tick()` asks the
   scheduler to queue the pods it now owns and to drop from its queue those it no longer owns. That
   is the drain step: a pod already in a scheduling or binding cycle is not interrupted, it finishes
   (and a second replica working on the same pod meanwhile is stopped by the fences below), so a
@@ -23,21 +25,30 @@ What each part does:
   replicas rarely place on one node at once; a pod that fits nowhere there may go to any node
   (counted as a fallback) and the capacity ledger settles the rare collision. A node whose ledger
   refused a reservation is avoided for a renew period (our cache does not show yet what filled it).
-- The fences. Pods: POST pods/binding answers 409 to the second binding. Nodes: `reserve` writes
-  the pod's requests into the node's ledger under a resourceVersion precondition before the bind,
-  `release` takes them back when the bind fails (unless the pod is on the node after all),
-  `pod_gone` when a bound pod goes, and `cleanup()` removes the entries left behind by a replica
-  that died between reserve and bind (the pod is gone, finished or bound to another node); a
-  refused reservation first removes such entries from that node's ledger. An entry of a pod still
-  pending is kept while its holder is in the ring (it may be about to bind), and removed once its
-  holder left the ring or, for our own, when no binding of ours is underway; a holder paused past
-  its lease checks its lease after reserving and sends nothing. The ledger's sum includes the pods
+- The fences. Pods: POST pods/binding answers 409 to the second binding, and to a binding whose
+  resourceVersion precondition fails. Nodes: `reserve` writes the pod's requests into the node's
+  ledger under a resourceVersion precondition before the bind, `release` takes them back when the
+  bind fails (unless the pod is on the node after all), `pod_gone` when a bound pod goes, and
+  `cleanup()` removes the entries left behind by a replica that died between reserve and bind (the
+  pod is gone, finished or bound to another node); a refused reservation first removes such
+  entries from that node's ledger. An entry of a pod still pending is kept while its holder is in
+  the ring (it may be about to bind), and removed once its holder left the ring or, for our own,
+  when no binding of ours is underway. Removing it gives its room away, so the holder must not bind
+  afterwards, even one paused between its lease check and its bind: the entry names the pod's
+  resourceVersion that the holder decided on and its binding carries as a precondition, and the
+  remover first writes to the pod (`_revoke`: an annotation), which bumps that version. If the
+  answer shows the pod bound, the binding landed first and the entry stays; otherwise no binding
+  carrying the old version can succeed any more, and the holder's gets 409, releases its own entry
+  and requeues the pod. (A legitimate write to the pod between decision and bind also makes its
+  binding a 409 and a retry: `bind_stale_versions` counts them.) The ledger's sum includes the pods
   our informer shows bound to the node without an entry (bound by kube-scheduler, say), and the
   ledgers of deleted nodes are deleted (`delete_orphans`; on a real cluster also by the garbage
   collector, through their ownerReference to the Node).
 
 `capacity_fence=False` (`minisched run --no-capacity-fence`) skips the ledger: replicas then share
-nodes as separate kube-schedulers do, and over-commit them. It exists to show that.
+nodes as separate kube-schedulers do, and over-commit them. `bind_fence=False` keeps the ledger but
+binds without the resourceVersion precondition: a holder paused past its lease between its lease
+check and its bind then binds into room given away. Both exist to show what the fences prevent.
 """
 
 from __future__ import annotations
@@ -91,6 +102,9 @@ class ShardStats:
     ledger_pruned: int  # stale ledger entries removed
     renew_failures: int
     ledgers_deleted: int = 0  # ledgers of deleted nodes removed
+    bind_stale_versions: int = 0  # of bind_conflicts: the resourceVersion precondition failed
+    revocations: int = 0  # pods written to fence off a binding before its reservation was removed
+    revoked_bound: int = 0  # ... whose answer showed the pod bound (the entry was kept)
 
 
 class Shard:
@@ -106,6 +120,7 @@ class Shard:
         lease_duration: float = 15.0,
         clock: Clock | None = None,
         capacity_fence: bool = True,
+        bind_fence: bool = True,
         cleanup_period: float | None = None,
         join_settle: float | None = None,
     ) -> None:
@@ -120,6 +135,13 @@ class Shard:
             CapacityLedger(cluster, holder=identity, namespace=namespace, prefix=f"{group}-capacity-")
             if capacity_fence else None
         )
+        # Bindings carry the resourceVersion their reservation names, and a reservation of a pending
+        # pod is removed for another holder only after a write to the pod (`_revoke`). Off
+        # (`bind_fence=False`, only to show the gap it closes): a holder paused between its lease
+        # check and its bind still binds into room given away meanwhile.
+        self.fence_bindings = self.ledger is not None and bind_fence
+        self.revocations = 0  # pods written to fence off a binding of a reservation removed as stale
+        self.revoked_bound = 0  # ... whose answer showed the pod bound: the entry was kept
         self.cleanup_period = lease_duration if cleanup_period is None else cleanup_period
         # How long a (re)joining replica waits after its lease is written before it adopts a ring
         # and schedules: long enough for every peer's heartbeat to come round and see the lease
@@ -133,7 +155,7 @@ class Shard:
         self._lock = threading.Lock()
         self._ring = Ring([])
         self._partition: frozenset[str] | None = frozenset()
-        self._partition_of: tuple[tuple[str, ...], int] | None = None  # (ring members, node count)
+        self._partition_of: tuple[tuple[str, ...], tuple[str, ...]] | None = None  # (ring members, node names)
         self._gone: collections.deque[tuple[str, str]] = collections.deque()  # (node, uid) to release
         self._requests_of: dict[str, dict[str, int]] = {}  # bound pod UID -> its ledger requests (bound_on)
         self._full: dict[str, float] = {}  # node -> until when to avoid it (its ledger refused us)
@@ -171,7 +193,7 @@ class Shard:
         if len(ring) <= 1 or sched is None:
             return None
         names = sched.cache.node_names()
-        key = (ring.members, len(names))
+        key = (ring.members, tuple(names))  # the names, not their count: a node replaced by another
         if key != self._partition_of:
             self._partition = frozenset(ring.partition(names)[self.identity]) if self.identity in ring \
                 else frozenset()
@@ -217,32 +239,35 @@ class Shard:
         with self._lock:
             self.fallbacks += 1
 
-    def reserve(self, info: PodInfo, node: str, allocatable: Mapping[str, int]) -> bool:
+    def reserve(self, info: PodInfo, node: str, allocatable: Mapping[str, int], *,
+                resource_version: str = "") -> bool:
         if self.ledger is None:
             return True
         requests = _requests(info.requests)
         uid = _uid(info.uid, info.key)
         node_obj = self.scheduler.cache.node(node) if self.scheduler is not None else None
         node_uid = str(((node_obj or {}).get("metadata") or {}).get("uid") or "")
-        if self._reserve(node, uid, requests, allocatable, info.key, node_uid):
+        rv = resource_version if self.fence_bindings else ""
+        if self._reserve(node, uid, requests, allocatable, info.key, node_uid, rv):
             return True
         # Refused. Entries of pods deleted or bound elsewhere may hold the room: the node's owner
         # removes them only every cleanup period, and not at all while the ring views disagree.
-        if self._prune_stale(node) and self._reserve(node, uid, requests, allocatable, info.key, node_uid):
+        if self._prune_stale(node) and self._reserve(node, uid, requests, allocatable, info.key, node_uid, rv):
             return True
         with self._lock:
             self._full[node] = self.clock.monotonic() + self.membership.renew_period
         return False
 
     def _reserve(self, node: str, uid: str, requests: dict[str, int], allocatable: Mapping[str, int], key: str,
-                 node_uid: str) -> bool:
+                 node_uid: str, resource_version: str) -> bool:
         assert self.ledger is not None
         if not self.ledger.reserve(node, uid, requests, allocatable, pod=key, bound=self.bound_on(node),
-                                   node_uid=node_uid):
+                                   node_uid=node_uid, resource_version=resource_version):
             return False
         if not self.lease_fresh():
             # Our lease may have lapsed while we reserved (a pause): the peers may have taken the pod
-            # and pruned our entries as a dead holder's. Send nothing; the pod is theirs now.
+            # and pruned our entries as a dead holder's. Send nothing; the pod is theirs now. (A pause
+            # after this check is the bind fence's: the peers revoke before they prune, see _revoke.)
             self.ledger.release(node, uid)
             return False
         return True
@@ -399,11 +424,31 @@ class Shard:
                     log.warning("%s: releasing %s on %s failed: %s", self.identity, uid, node, err)
 
     def _owns_node(self, node: str) -> bool:
+        """This replica cleans `node`'s ledger: the node is in its partition (the one the ring gives
+        it to place on, so one replica per node while the views agree, and a departed owner's nodes
+        pass to their new partition owners with the ring). A node not in our cache (deleted, or
+        not seen yet) is in no partition: its rendezvous owner has it."""
         ring = self._ring
-        return bool(ring.members) and ring.owner_of_node(node) == self.identity
+        if not ring.members or self.identity not in ring:
+            return False
+        part = self.partition()
+        if part is None:  # alone in the ring: every node
+            return True
+        if node in part:
+            return True
+        sched = self.scheduler
+        known = sched is not None and sched.cache.node(node) is not None
+        return not known and ring.owner_of_node(node) == self.identity
+
+    def _nodes_to_clean(self, nodes: list[str]) -> list[str]:
+        """Of `nodes` (in our cache), those whose ledgers this replica cleans: its partition."""
+        if not self._ring.members or self.identity not in self._ring:
+            return []
+        part = self.partition()
+        return nodes if part is None else [n for n in nodes if n in part]
 
     def cleanup(self) -> int:
-        """Remove stale entries from the ledgers of the nodes this replica owns: entries of pods
+        """Remove stale entries from the ledgers of the nodes in this replica's partition: entries of pods
         that are gone (checked with a GET, not only the informer, which may lag), finished, or bound
         to another node, and duplicates of a pod bound here. Returns how many were removed."""
         ledger, sched = self.ledger, self.scheduler
@@ -415,9 +460,7 @@ class Shard:
             if uid:
                 by_uid[str(uid)] = pod
         removed = 0
-        for node in sched.cache.node_names():
-            if not self._owns_node(node):
-                continue
+        for node in self._nodes_to_clean(sched.cache.node_names()):
             try:
                 entries = ledger.reservations(node)
                 stale = self._stale(node, entries, by_uid)
@@ -477,13 +520,16 @@ class Shard:
             log.warning("%s: cleaning the ledger of %s failed: %s", self.identity, node, err)
             return 0
 
-    def _stale(self, node: str, entries: Mapping[str, Reservation], by_uid: Mapping[str, Object]) -> set[tuple[str, str]]:
-        """The (uid, holder) of the entries on `node` that hold room no pod will use: the pod is
-        gone, finished or bound to another node; a second holder's entry for a pod bound here; or
-        the pod is still pending (confirmed by a GET: the informer may lag a binding) and its holder
-        will not bind it: the holder left the ring (its lease expired), or is this replica with no
-        binding of the pod underway (a bind that failed or timed out without landing)."""
-        stale: set[tuple[str, str]] = set()
+    def _stale(self, node: str, entries: Mapping[str, Reservation], by_uid: Mapping[str, Object]) -> set[_Entry]:
+        """The entries on `node` (uid, holder, resourceVersion) that hold room no pod will use: the
+        pod is gone, finished or bound to another node; a second holder's entry for a pod bound
+        here; or the pod is still pending and its holder will not bind it: the holder left the ring
+        (its lease expired), or is this replica with no binding of the pod underway (a bind that
+        failed or timed out without landing). "Will not bind it" is made true, not guessed: the
+        holder may only be paused between its lease check and its bind, so the pod is first written
+        (`_revoke`), which refuses every binding that carries the version the entry names; if the
+        answer shows the pod bound, the bind landed first and the entry stays."""
+        stale: set[_Entry] = set()
         kept_bound: set[str] = set()
         live = set(self._ring.members) if self.synced() else None  # None: our view is not to be trusted
         for key in sorted(entries):
@@ -492,27 +538,55 @@ class Shard:
             if pod is None:
                 pod = self._fetch(r)
                 if pod is None:
-                    stale.add((r.uid, r.holder))  # deleted (or never existed under this UID)
+                    stale.add(_entry(r))  # deleted (or never existed under this UID)
                     continue
             bound_to = str((pod.get("spec") or {}).get("nodeName") or "")
             finished = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
             if finished or (bound_to and bound_to != node):
-                stale.add((r.uid, r.holder))
+                stale.add(_entry(r))
             elif bound_to == node:
                 if r.uid in kept_bound:
-                    stale.add((r.uid, r.holder))  # a second holder's entry for a pod bound here
+                    stale.add(_entry(r))  # a second holder's entry for a pod bound here
                 kept_bound.add(r.uid)
             elif live is not None and (r.holder not in live or r.holder == self.identity) \
                     and not self._binding_underway(r):
-                fresh = self._fetch(r)  # pending as the server says now?
+                # pending as the server says now? With a version to fence, after fencing it
+                fresh = self._revoke(node, r) if r.resource_version else self._fetch(r)
                 if fresh is None or not (fresh.get("spec") or {}).get("nodeName"):
-                    stale.add((r.uid, r.holder))
+                    stale.add(_entry(r))
         return stale
 
-    def _still_stale(self, stale: set[tuple[str, str]]) -> Callable[[Reservation], bool]:
-        """The prune's predicate, asked under the node's lock: an entry found stale, unless a binding
+    def _revoke(self, node: str, r: Reservation) -> Object | None:
+        """Fence off the binding of entry `r` before it is removed: a merge patch of an annotation
+        on its pod (naming the holder, the node and the entry's version, so the value is new and the
+        write bumps the pod's resourceVersion past the one the holder's binding carries). Either the
+        holder's binding was stored before this write, and the answer shows the pod bound (keep the
+        entry), or it is stored after it, and the server refuses it (409: the resourceVersion
+        precondition). The answer: the pod (None if gone, or another pod by that name)."""
+        namespace, _, name = r.pod.partition("/")
+        if not namespace or not name:
+            return None
+        value = f"{r.holder} on {node} at resourceVersion {r.resource_version} (by {self.identity})"
+        try:
+            pod = self.cluster.patch(PODS, name, {"metadata": {"annotations": {REVOKED_ANNOTATION: value}}}, namespace)
+        except NotFound:
+            return None
+        with self._lock:
+            self.revocations += 1
+        if str((pod.get("metadata") or {}).get("uid") or "") != r.uid:
+            return None
+        if (pod.get("spec") or {}).get("nodeName"):
+            with self._lock:
+                self.revoked_bound += 1
+            log.info("%s: %s was bound before its reservation by %s on %s could be revoked: it stays",
+                     self.identity, r.pod, r.holder, node)
+        return pod
+
+    def _still_stale(self, stale: set[_Entry]) -> Callable[[Reservation], bool]:
+        """The prune's predicate, asked under the node's lock: an entry found stale as it was then
+        (an entry rewritten since, for a newer version of its pod, was not revoked), unless a binding
         of ours started on it meanwhile (our reservations of that node wait for the lock)."""
-        return lambda r: (r.uid, r.holder) in stale and not self._binding_underway(r)
+        return lambda r: _entry(r) in stale and not self._binding_underway(r)
 
     def _binding_underway(self, r: Reservation) -> bool:
         """Our own entry of a pod this replica has assumed (a binding in flight, or bound and not yet
@@ -614,6 +688,8 @@ class Shard:
                 pods_taken_over=self.pods_taken_over, pods_handed_off=self.pods_handed_off,
                 ledger_pruned=ledger.pruned if ledger else 0, renew_failures=self.renew_failures,
                 ledgers_deleted=self.ledgers_deleted,
+                bind_stale_versions=s.bind_stale_versions if s else 0,
+                revocations=self.revocations, revoked_bound=self.revoked_bound,
             )
 
     def __repr__(self) -> str:
@@ -627,6 +703,9 @@ def _uid(uid: str, key: str) -> str:
 
 
 NODE_INDEX = "minisched.io/shard-node"
+# Written on a pending pod by a replica about to remove another holder's reservation for it: the
+# write fences off that holder's binding (see Shard._revoke).
+REVOKED_ANNOTATION = "minisched.io/reservation-revoked"
 
 
 def _node_of(pod: Object) -> list[str]:
@@ -643,3 +722,10 @@ def _requests(requests: Mapping[str, int]) -> dict[str, int]:
 
 def _of_pod(uid: str) -> Callable[[Reservation], bool]:
     return lambda r: r.uid == uid
+
+
+_Entry = tuple[str, str, str]  # a ledger entry as judged stale: (uid, holder, resourceVersion)
+
+
+def _entry(r: Reservation) -> _Entry:
+    return (r.uid, r.holder, r.resource_version)

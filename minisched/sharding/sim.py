@@ -33,8 +33,8 @@ from minisched.scheduler.pod_info import PodInfo
 from minisched.scheduler.scheduler import Scheduler
 from minisched.sharding.shard import DEFAULT_GROUP, Shard
 
-__all__ = ["LiveRun", "PausableLink", "PausedRun", "ShardedSim", "SimReplica", "overcommitted", "paused_replica_live",
-           "paused_replica_run"]
+__all__ = ["BindFenceRun", "LiveRun", "PausableLink", "PausedRun", "ShardedSim", "SimReplica", "overcommitted",
+           "paused_before_bind_run", "paused_replica_live", "paused_replica_run"]
 
 _WRITES = ("create", "update", "patch", "delete", "bind", "evict")
 
@@ -49,6 +49,7 @@ class PausableLink:
         self._lock = threading.Lock()
         self.bound: list[tuple[str, str, str]] = []  # (namespace/name, uid, node) of each bind that succeeded
         self.held = 0  # writes that waited out a pause
+        self.errors: list[str] = []  # the errors bindings got
 
     @property
     def paused(self) -> bool:
@@ -69,7 +70,12 @@ class PausableLink:
     def bind(self, namespace: str, name: str, node_name: str, *, uid: str | None = None,
              resource_version: str | None = None) -> None:
         self._gate()
-        self.cluster.bind(namespace, name, node_name, uid=uid, resource_version=resource_version)
+        try:
+            self.cluster.bind(namespace, name, node_name, uid=uid, resource_version=resource_version)
+        except Exception as err:
+            with self._lock:
+                self.errors.append(f"{type(err).__name__}: {err}")
+            raise
         with self._lock:
             self.bound.append((f"{namespace}/{name}", uid or "", node_name))
 
@@ -115,6 +121,7 @@ class ShardedSim:
         names: Iterable[str] = ("sched-a", "sched-b", "sched-c"),
         *,
         capacity_fence: bool = True,
+        bind_fence: bool = True,
         lease_duration: float = 15.0,
         group: str = DEFAULT_GROUP,
         namespace: str = "kube-system",
@@ -129,7 +136,7 @@ class ShardedSim:
         for name in names:
             link = PausableLink(cluster)
             shard = Shard(link, identity=name, group=group, namespace=namespace, lease_duration=lease_duration,
-                          clock=clock, capacity_fence=capacity_fence)
+                          clock=clock, capacity_fence=capacity_fence, bind_fence=bind_fence)
             sched = Scheduler(link, clock=clock, shard=shard, bind_workers=bind_workers,
                               max_bindings_in_flight=max_bindings_in_flight, **(scheduler_options or {}))
             shard.attach(sched)
@@ -373,6 +380,147 @@ def paused_replica_run(
     finally:
         sim.stop()
         cluster.close()
+
+
+@dataclass
+class BindFenceRun:
+    """What `paused_before_bind_run` saw."""
+
+    bind_fence: bool
+    holder: str  # the replica paused between its lease check and its bind
+    peer: str
+    filled_by_peer: str  # the node the peer's pod q was bound to while the holder was paused
+    holder_answer: str  # what the holder's late binding of p got: "bound", or the API error
+    p_node: str  # where p ended ("" if pending)
+    p_binds: int  # successful bindings of p, over both replicas
+    overcommitted: dict[str, dict[str, tuple[int, int]]]
+    revocations: int  # pods the peer wrote before removing their reservations
+    bind_stale_versions: int  # the holder's 409s on the resourceVersion precondition
+    pruned: int  # ledger entries the peer removed
+
+
+def paused_before_bind_run(
+    cluster: Cluster | None = None,
+    clock: Clock | None = None,
+    *,
+    bind_fence: bool = True,
+    namespace: str = "default",
+    group: str = "bind-fence",
+    lease_namespace: str = "kube-system",
+    lease_duration: float = 15.0,
+    names: tuple[str, str] = ("sched-a", "sched-b"),
+    timeout: float = 60.0,
+) -> BindFenceRun:
+    """The gap the lease check after `reserve` leaves: the holder reserves n1 for pod p, checks its
+    lease, and pauses before its bind; its lease lapses, the peer takes p over, removes the
+    holder's reservation as a dead holder's and fills n1 with its own pod q (it schedules q first:
+    higher priority); then the holder resumes and its binding of p goes out. Without the bind
+    fence it lands: n1 holds p and q, 6 CPUs on 4. With it the peer wrote to p before removing the
+    reservation and the binding, which carries p's old resourceVersion, gets 409; p is scheduled
+    again (onto node n2, added then) and ends bound once.
+
+    On a fresh embedded cluster and VirtualClock by default; given a `cluster` (a real API server)
+    and a VirtualClock, the same steps on it (nodes `<group>-n1/-n2`, pods `<group>-p/-q`, all
+    deleted at the end). The peer's scheduling loop is driven by hand (one cycle at a time), the
+    holder's runs by itself."""
+    from minisched.clock import VirtualClock
+    from minisched.objects import make_node, make_pod, make_priority_class
+    from minisched.resources import PRIORITY_CLASSES
+    from minisched.sharding.ring import Ring
+
+    own_cluster = cluster is None
+    if cluster is None:
+        from minisched.cluster.embedded import EmbeddedCluster
+
+        clock = clock or VirtualClock()
+        cluster = EmbeddedCluster(clock=clock)
+    if not isinstance(clock, VirtualClock):
+        raise ValueError("paused_before_bind_run moves time by hand: give it a VirtualClock")
+    peer_name, holder_name = names
+    ring = Ring(names)
+    # p for the holder, q for the peer, by the ring of both
+    p = next(f"{group}-p{i}" for i in range(1000) if ring.owner_of_pod(namespace, f"{group}-p{i}") == holder_name)
+    q = next(f"{group}-q{i}" for i in range(1000) if ring.owner_of_pod(namespace, f"{group}-q{i}") == peer_name)
+    n1, n2, high = f"{group}-n1", f"{group}-n2", f"{group}-high"
+    cluster.create(NODES, make_node(n1, cpu="4", memory="16Gi"))
+    cluster.create(PRIORITY_CLASSES, make_priority_class(high, 1000))
+    sim = ShardedSim(cluster, clock, names, bind_fence=bind_fence, lease_duration=lease_duration, group=group,
+                     namespace=lease_namespace)
+    holder, peer = sim[holder_name], sim[peer_name]
+    try:
+        paused = threading.Event()
+        reserve = holder.shard.reserve
+
+        def pause_after_reserving(info: PodInfo, node: str, allocatable: Any, *, resource_version: str = "") -> bool:
+            reserved = reserve(info, node, allocatable, resource_version=resource_version)
+            if reserved and info.name == p and not paused.is_set():  # lease checked: stop right before the bind
+                holder.link.pause()
+                paused.set()
+            return reserved
+
+        holder.shard.reserve = pause_after_reserving  # type: ignore[method-assign]
+        for r in (holder, peer):
+            r.shard.tick()
+        holder.scheduler.start()
+        peer.scheduler.start(loop=False)
+        sim._started = True
+        sim.step(max(r.shard.join_settle for r in (holder, peer)))
+        cluster.create(PODS, make_pod(p, namespace=namespace, cpu="3", memory="1Gi"), namespace)
+        _wait(lambda: paused.is_set() and holder.link.held >= 1, timeout, "the holder paused at its bind")
+        cluster.create(PODS, make_pod(q, namespace=namespace, cpu="3", memory="1Gi", priority_class_name=high),
+                       namespace)
+        _wait(lambda: peer.scheduler.cache.pod_node(f"{namespace}/{q}") is None
+              and q in {k.split("/", 1)[1] for k in _queued(peer.scheduler)}, timeout, "q in the peer's queue")
+        # the holder's lease lapses (timed from when the peer last saw it change): the peer's ring
+        # drops it, and p is the peer's
+        sim.advance(lease_duration + peer.shard.membership.renew_period + 1)
+        if holder_name in peer.shard.ring:
+            raise RuntimeError(f"the peer's ring still has the paused holder: {peer.shard.ring}")
+        _wait(lambda: {p, q} <= {k.split("/", 1)[1] for k in _queued(peer.scheduler)}, timeout,
+              "p taken over by the peer")
+        # q first (higher priority): its reservation is refused (the holder's entry holds n1), the
+        # holder is out of the ring, so the peer removes that entry and reserves again
+        peer.scheduler.schedule_one(timeout)
+        peer.scheduler.wait_for_bindings(timeout)
+        filled = str(cluster.get(PODS, q, namespace)["spec"].get("nodeName") or "")
+        answer = "bound"
+        failures_before = holder.scheduler.stats.bind_conflicts + holder.scheduler.stats.bind_errors
+        holder.link.resume()  # the paused binding of p goes out now
+        _wait(lambda: len(holder.link.bound) > 0 or holder.scheduler.stats.bind_conflicts
+              + holder.scheduler.stats.bind_errors > failures_before, timeout, "the holder's late binding")
+        holder.scheduler.wait_for_bindings(timeout)
+        if not holder.link.bound:
+            answer = holder.link.errors[-1] if holder.link.errors else "failed"
+        # room for p elsewhere; time passes: the holder rejoins, the ring gives p back to it
+        cluster.create(NODES, make_node(n2, cpu="4", memory="16Gi"))
+        sim.advance(holder.shard.membership.renew_period + holder.shard.join_settle + 1)
+        deadline = time.monotonic() + timeout
+        while not cluster.get(PODS, p, namespace)["spec"].get("nodeName") and time.monotonic() < deadline:
+            sim.step(1.0)  # backoffs elapse
+            time.sleep(0.02)
+        for r in (holder, peer):
+            r.scheduler.wait_for_bindings(timeout)
+        p_uid = str(cluster.get(PODS, p, namespace)["metadata"]["uid"])
+        return BindFenceRun(
+            bind_fence=bind_fence, holder=holder_name, peer=peer_name, filled_by_peer=filled, holder_answer=answer,
+            p_node=str(cluster.get(PODS, p, namespace)["spec"].get("nodeName") or ""),
+            p_binds=sim.binds()[p_uid], overcommitted=sim.overcommitted([n1, n2]),
+            revocations=peer.shard.revocations, bind_stale_versions=holder.scheduler.stats.bind_stale_versions,
+            pruned=peer.shard.ledger.pruned if peer.shard.ledger is not None else 0,
+        )
+    finally:
+        sim.stop()
+        if own_cluster:
+            cluster.close()
+        else:
+            _clean_up(cluster, namespace, [p, q], [n1, n2], group, lease_namespace)
+            with contextlib.suppress(Exception):
+                cluster.delete(PRIORITY_CLASSES, high)
+
+
+def _queued(sched: Scheduler) -> set[str]:
+    """The keys of the pods in `sched`'s queue (active, backoff or unschedulable)."""
+    return {qpi.key for qpi in sched.queue.pods()}
 
 
 @dataclass

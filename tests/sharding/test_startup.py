@@ -36,10 +36,10 @@ def _record_attempts(r: SimReplica) -> list[str]:
     lock = threading.Lock()
     reserve = r.shard.reserve
 
-    def recording(info: PodInfo, node: str, allocatable: dict[str, int]) -> bool:
+    def recording(info: PodInfo, node: str, allocatable: dict[str, int], *, resource_version: str = "") -> bool:
         with lock:
             attempts.append(info.key)
-        return reserve(info, node, allocatable)
+        return reserve(info, node, allocatable, resource_version=resource_version)
 
     r.shard.reserve = recording  # type: ignore[method-assign]
     return attempts

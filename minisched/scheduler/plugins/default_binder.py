@@ -29,8 +29,12 @@ class DefaultBinder:
         if cluster is None:
             return Status.from_error(RuntimeError("DefaultBinder has no cluster to bind through"), NAME)
         try:
-            cluster.bind(pod.namespace, pod.name, node_name, uid=pod.uid or None,
-                         resource_version=state.get(BIND_RESOURCE_VERSION) or None)
+            resource_version = state.get(BIND_RESOURCE_VERSION)
+            if resource_version:
+                cluster.bind(pod.namespace, pod.name, node_name, uid=pod.uid or None,
+                             resource_version=resource_version)
+            else:  # as kube-scheduler binds (and as a Cluster wrapper that predates the argument takes it)
+                cluster.bind(pod.namespace, pod.name, node_name, uid=pod.uid or None)
         except ApiError as e:
             return Status.from_error(e, NAME)
         return Status.success()

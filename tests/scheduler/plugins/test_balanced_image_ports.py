@@ -131,7 +131,7 @@ def test_default_binder() -> None:
     pod = make_pod("p")
     pod["metadata"]["uid"] = "u1"
     assert binder.bind(CycleState(), PodInfo.from_pod(pod), "n1").is_success
-    assert cluster.calls == [("default", "p", "n1", "u1", None)]
+    assert cluster.calls == [("default", "p", "n1", "u1", None)]  # as kube-scheduler's: the UID only
     state = CycleState()
     state.write(BIND_RESOURCE_VERSION, "42")  # a sharded replica's binding: the pod as it decided on it
     assert binder.bind(state, PodInfo.from_pod(pod), "n1").is_success
