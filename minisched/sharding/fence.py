@@ -4,7 +4,9 @@ Two fences are needed when several schedulers share nodes, and the API server gi
 
 - The pod. POST pods/binding answers 409 if the pod already has a nodeName, so two replicas that
   both think they own a pod (the ring changed under them, or one was paused past its lease) bind it
-  at most once.
+  at most once. And a Binding's metadata.resourceVersion is a precondition on the pod (409 if the
+  pod was written since that version): a replica binds with the version it decided on, which its
+  ledger entry names, so a peer can make that binding fail by writing to the pod (see `prune`).
 - The node. Nothing on the server checks that a node's bound pods fit its allocatable: two
   replicas, each with a cache that does not yet show the other's binding, both place a 2-CPU pod on
   the last 2 free CPUs, and both bindings succeed (only the kubelet rejects the loser later, with
@@ -30,6 +32,13 @@ counts once on a node whichever replicas hold entries for it (the largest of its
 bound only once, and counting it twice would hold room no pod uses (on a full cluster, pods that
 fit would stay pending for good).
 `prune` removes the entries a cleanup loop finds stale (the pod gone, or bound to another node).
+Removing the entry of a pod still pending gives its room away while its holder may be paused right
+before its bind (after checking its lease); the ledger alone cannot stop that binding, the pod's
+fence can: the remover first writes to the pod (Shard._revoke), which bumps its resourceVersion past
+the one the entry names and the holder's binding carries. If the write's answer shows the pod bound,
+the binding landed first and the entry stays; if not, no binding of that version can land any more
+(409), and the entry goes. A holder that decides the pod again reserves for the new version, which
+rewrites its entry: a prune that matches entries by (pod, holder, version) leaves the new one.
 
 One holder's own threads (a replica's binding threads, its clean-up) take turns on a node's ledger (a
 lock per node): they would otherwise refuse each other's writes, and the precondition is only needed
