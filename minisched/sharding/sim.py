@@ -405,6 +405,7 @@ def paused_before_bind_run(
     *,
     bind_fence: bool = True,
     namespace: str = "default",
+    scheduler_name: str = "minisched",
     group: str = "bind-fence",
     lease_namespace: str = "kube-system",
     lease_duration: float = 15.0,
@@ -421,11 +422,12 @@ def paused_before_bind_run(
 
     On a fresh embedded cluster and VirtualClock by default; given a `cluster` (a real API server)
     and a VirtualClock, the same steps on it (nodes `<group>-n1/-n2`, pods `<group>-p/-q`, all
-    deleted at the end). The peer's scheduling loop is driven by hand (one cycle at a time), the
-    holder's runs by itself."""
+    deleted at the end; the pods are `scheduler_name`'s, which no other scheduler serves). The
+    peer's scheduling loop is driven by hand (one cycle at a time), the holder's runs by itself."""
     from minisched.clock import VirtualClock
     from minisched.objects import make_node, make_pod, make_priority_class
     from minisched.resources import PRIORITY_CLASSES
+    from minisched.scheduler.framework.profile import default_profile
     from minisched.sharding.ring import Ring
 
     own_cluster = cluster is None
@@ -445,7 +447,7 @@ def paused_before_bind_run(
     cluster.create(NODES, make_node(n1, cpu="4", memory="16Gi"))
     cluster.create(PRIORITY_CLASSES, make_priority_class(high, 1000))
     sim = ShardedSim(cluster, clock, names, bind_fence=bind_fence, lease_duration=lease_duration, group=group,
-                     namespace=lease_namespace)
+                     namespace=lease_namespace, scheduler_options={"profiles": [default_profile(scheduler_name)]})
     holder, peer = sim[holder_name], sim[peer_name]
     try:
         paused = threading.Event()
@@ -465,10 +467,11 @@ def paused_before_bind_run(
         peer.scheduler.start(loop=False)
         sim._started = True
         sim.step(max(r.shard.join_settle for r in (holder, peer)))
-        cluster.create(PODS, make_pod(p, namespace=namespace, cpu="3", memory="1Gi"), namespace)
-        _wait(lambda: paused.is_set() and holder.link.held >= 1, timeout, "the holder paused at its bind")
-        cluster.create(PODS, make_pod(q, namespace=namespace, cpu="3", memory="1Gi", priority_class_name=high),
+        cluster.create(PODS, make_pod(p, namespace=namespace, cpu="3", memory="1Gi", scheduler_name=scheduler_name),
                        namespace)
+        _wait(lambda: paused.is_set() and holder.link.held >= 1, timeout, "the holder paused at its bind")
+        cluster.create(PODS, make_pod(q, namespace=namespace, cpu="3", memory="1Gi", priority_class_name=high,
+                                      scheduler_name=scheduler_name), namespace)
         _wait(lambda: peer.scheduler.cache.pod_node(f"{namespace}/{q}") is None
               and q in {k.split("/", 1)[1] for k in _queued(peer.scheduler)}, timeout, "q in the peer's queue")
         # the holder's lease lapses (timed from when the peer last saw it change): the peer's ring
