@@ -310,7 +310,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             st = app.shard.stats()
             print(f"minisched: shard {st.identity} of {st.group}: fence conflicts {st.fence_conflicts}, "
                   f"fence refusals {st.fence_refusals}, fallbacks {st.fallbacks}, ring changes {st.ring_changes}, "
-                  f"pods taken over {st.pods_taken_over}", file=sys.stderr)
+                  f"pods taken over {st.pods_taken_over}, bindings refused for a stale resourceVersion "
+                  f"{st.bind_stale_versions}, reservations revoked {st.revocations}", file=sys.stderr)
     code = 0
     if app.lost_lease:
         print("minisched: lost the leader lease; exiting so a supervisor restarts this replica", file=sys.stderr)
