@@ -676,16 +676,34 @@ class DefaultPreemption:
         return victim is not None and not (victim.get("metadata") or {}).get("deletionTimestamp")
 
     def _mark_disruption_target(self, cluster: Any, victim: PodInfo) -> None:
-        current = cluster.get(PODS, victim.name, victim.namespace)
-        conditions = [c for c in (current.get("status") or {}).get("conditions") or []
-                      if c.get("type") != "DisruptionTarget"]
-        conditions.append({
-            "type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
-            "message": f"{self.scheduler_name}: preempting to accommodate a higher priority pod",
-            "lastTransitionTime": rfc3339(_now(self.handle)),
-        })
-        cluster.patch(PODS, victim.name, {"status": {"conditions": conditions}}, victim.namespace,
-                      subresource="status")
+        """Set condition DisruptionTarget on the victim, as kube's PreemptPod: the new status is
+        computed from the scheduler's cached copy (kube's UpdatePodCondition: no call when the
+        condition is already there as wanted; the transition time kept when only the reason or
+        message changes) and sent as a strategic merge patch (kube's util.PatchPodStatus), which the
+        server merges by condition type into the conditions it has now. No GET of the victim, and
+        no lost update of a condition another writer set since the cache saw the pod."""
+        message = f"{self.scheduler_name}: preempting to accommodate a higher priority pod"
+        cached = [c for c in (victim.pod.get("status") or {}).get("conditions") or [] if isinstance(c, dict)]
+        old = next((c for c in cached if c.get("type") == "DisruptionTarget"), None)
+        if old is not None and old.get("status") == "True" and old.get("reason") == "PreemptionByScheduler" \
+                and old.get("message") == message:
+            return  # already marked: kube's UpdatePodCondition reports no change and sends nothing
+        condition = {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+                     "message": message}
+        if old is not None and old.get("status") == "True" and old.get("lastTransitionTime"):
+            condition["lastTransitionTime"] = old["lastTransitionTime"]
+        else:
+            condition["lastTransitionTime"] = rfc3339(_now(self.handle))
+        # The element order of the cached copy, a new condition last, as kube's two-way patch says
+        # it ($setElementOrder); conditions the cache has not seen keep their place.
+        order = [{"type": c["type"]} for c in cached if c.get("type")]
+        if old is None:
+            order.append({"type": "DisruptionTarget"})
+        status: Object = {"conditions": [condition]}
+        if len(order) > 1:
+            status["$setElementOrder/conditions"] = order
+        cluster.patch(PODS, victim.name, {"status": status}, victim.namespace, subresource="status",
+                      patch_type="strategic")
 
     def _clear_lower_nominations(self, pod: PodInfo, node_name: str) -> None:
         nominator = self.nominator
