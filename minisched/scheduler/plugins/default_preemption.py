@@ -342,6 +342,18 @@ class _IncrementalNode:
         return status
 
 
+@dataclass
+class _Run:
+    """One preemptor's victims' calls under way: how many of the victims before the last are not
+    done yet, and whether any call failed."""
+
+    candidate: Candidate
+    pod: PodInfo
+    victims: list[PodInfo]
+    pending: int = 0
+    failed: bool = False
+
+
 class PdbsUnavailable(Exception):
     """The PodDisruptionBudgets are not known (informer not synced, or the API cannot be read)."""
 
@@ -619,18 +631,58 @@ class DefaultPreemption:
         self.submit(self._preempt, (candidate, pod, victims))
 
     def _preempt(self, job: tuple[Candidate, PodInfo, list[PodInfo]]) -> None:
+        """One preemptor's calls, on a preemption worker. As kube's prepareCandidateAsync: every
+        victim but the last at once (here: each a job of its own on the same workers, so idle
+        workers take them in parallel), then the last one, once all the others are done."""
         candidate, pod, victims = job
-        failed = False
+        run = _Run(candidate, pod, victims)
         try:
             self._clear_lower_nominations(pod, candidate.node_name)
-            for victim in victims[:-1]:
-                failed = self._preempt_one(candidate, pod, victim) is not None or failed
-            last = victims[-1]
+        except Exception:  # a bug must not leave the preemptor held for ever
+            log.exception("preemption for %s failed", pod.key)
+            run.failed = True
+        others = victims[:-1]
+        if not others:
+            self._preempt_last(run)
+            return
+        run.pending = len(others)
+        for victim in others[1:]:
+            try:
+                self._submit_victim(run, victim)
+            except RuntimeError:  # the workers are shut down: make the call here
+                self._preempt_victim((run, victim))
+        self._preempt_victim((run, others[0]))
+
+    def _submit_victim(self, run: _Run, victim: PodInfo) -> None:
+        assert self.submit is not None
+        self.submit(self._preempt_victim, (run, victim))
+
+    def _preempt_victim(self, job: tuple[_Run, PodInfo]) -> None:
+        """One victim that is not the last; the job that finishes the last of them goes on to the
+        preemptor's last victim."""
+        run, victim = job
+        try:
+            failed = self._preempt_one(run.candidate, run.pod, victim) is not None
+        except Exception:
+            log.exception("preempting %s for %s failed", victim.key, run.pod.key)
+            failed = True
+        with self._lock:
+            run.failed = run.failed or failed
+            run.pending -= 1
+            done = run.pending == 0
+        if done:
+            self._preempt_last(run)
+
+    def _preempt_last(self, run: _Run) -> None:
+        pod = run.pod
+        failed = run.failed
+        try:
+            last = run.victims[-1]
             with self._lock:
                 # registered before its deletion, so that the deletion's event finds it (kube's
                 # lastVictimsPendingPreemption)
                 self._last_victim[pod.uid] = (last.namespace, last.name)
-            failed = self._preempt_one(candidate, pod, last) is not None or failed
+            failed = self._preempt_one(run.candidate, pod, last) is not None or failed
         except Exception:  # a bug must not leave the preemptor held for ever
             log.exception("preemption for %s failed", pod.key)
             failed = True

@@ -137,3 +137,57 @@ def test_a_victim_already_marked_gets_no_status_patch(cluster: _Counting, clock:
     assert [c["type"] for c in marked["status"]["conditions"]] == ["DisruptionTarget", "ContainersReady"]
     mark(marked)  # the cache has seen the condition
     assert cluster.calls[("patch", "status/strategic")] == 1, "kube's UpdatePodCondition: unchanged, no call"
+
+
+class _Overlap(EmbeddedCluster):
+    """Records, for each victim's DELETE as it starts, how many other victims' DELETEs are in
+    flight and how many have returned; the first waits (up to a deadline) for a second to start."""
+
+    def __init__(self, clock: VirtualClock) -> None:
+        super().__init__(clock=clock)
+        self._mu = threading.Condition()
+        self.in_flight = 0
+        self.started = 0
+        self.returned = 0
+        self.seen: list[tuple[str, int, int]] = []  # (victim, in flight with it, returned before it)
+
+    def delete(self, resource: Any, name: str, namespace: str | None = None, **kw: Any) -> Any:
+        if resolve(resource) != PODS or name not in VICTIMS:
+            return super().delete(resource, name, namespace, **kw)
+        with self._mu:
+            self.in_flight += 1
+            self.started += 1
+            self.seen.append((name, self.in_flight - 1, self.returned))
+            self._mu.notify_all()
+            # generous: returns as soon as a second DELETE starts; only a serial preemption waits it out
+            self._mu.wait_for(lambda: self.started >= 2, timeout=30)
+        try:
+            return super().delete(resource, name, namespace, **kw)
+        finally:
+            with self._mu:
+                self.in_flight -= 1
+                self.returned += 1
+
+
+def test_victims_but_the_last_are_deleted_in_parallel_then_the_last(clock: VirtualClock) -> None:
+    cluster = _Overlap(clock)
+    priority_classes(cluster, low=10, high=1000)
+    cluster.create(NODES, make_node("n1", cpu="3"))
+    for name in VICTIMS:
+        cluster.create(PODS, make_pod(name, cpu="1", memory=None, priority_class_name="low", node_name="n1"))
+    sched = Scheduler(cluster, clock=clock, seed=1)
+    sched.start()
+    try:
+        wait_for_nodes(sched, 1)
+        wait_until(lambda: sched.cache.pod_count() == 3, what="victims in cache")
+        cluster.create(PODS, make_pod("vip", cpu="3", memory=None, priority_class_name="high"))
+        wait_until(lambda: cluster.returned == len(VICTIMS), what="every victim's DELETE returned")
+        first, second, last = cluster.seen
+        assert second[1:] == (1, 0), f"the first two DELETEs overlap (kube's parallelizer): {cluster.seen}"
+        assert last[1:] == (0, 2), f"the last victim's DELETE after the others returned: {cluster.seen}"
+        assert {first[0], second[0], last[0]} == set(VICTIMS), "each victim deleted once"
+        Kubelet(cluster).sync()
+        advance_until(clock, lambda: node_of(cluster, "vip") == "n1", timeout=60, what="vip bound to n1")
+    finally:
+        sched.stop()
+        cluster.close()
