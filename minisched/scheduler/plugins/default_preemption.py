@@ -512,15 +512,18 @@ class DefaultPreemption:
     ) -> Callable[[str], list[str] | None]:
         """A shortcut for the common hopeless case, exact for NodeResourcesFit rejections: nodes that
         failed only for resources and where evicting every lower-priority pod would still leave too
-        little, with the reasons the dry run would give ("Insufficient cpu", "Too many pods"),
-        found without running the filters on a what-if copy of each node."""
+        little (counting the pods nominated there), with the reasons the dry run would give
+        ("Insufficient cpu", "Too many pods"), found without running the filters on a what-if copy
+        of each node."""
         resources = [r for r, amount in pod.requests.items() if amount]
         alloc = {r: table.allocatable(r).tolist() for r in [*resources, "pods"]}
         used = {r: table.requested(r).tolist() for r in [*resources, "pods"]}
 
         def check(name: str) -> list[str] | None:
-            if nominated and name in nominated:
-                return None  # pods nominated there hold room the table does not show: the dry run decides
+            # Pods nominated there (of the preemptor's priority or higher) hold room the table does
+            # not show: the dry run's first question puts them on with every lower pod off
+            # (kube's RunFilterPluginsWithNominatedPods), so they count here the same way.
+            held = [p for p in nominated.get(name) or () if not table.has_pod(name, p.key)] if nominated else []
             status = statuses.get(name)
             if status is None or status.plugin != "NodeResourcesFit" or not status.reasons:
                 return None
@@ -529,11 +532,12 @@ class DefaultPreemption:
             if row is None or not lower:
                 return None  # no victims: select_victims_on_node answers that without filtering
             short = set()
-            if used["pods"][row] - len(lower) + 1 > alloc["pods"][row]:
+            if used["pods"][row] - len(lower) + len(held) + 1 > alloc["pods"][row]:
                 short.add("pods")
             for r in resources:
                 freed = sum(p.requests.get(r, 0) for p in lower)
-                if used[r][row] - freed + pod.requests[r] > alloc[r][row]:
+                taken = sum(p.requests.get(r, 0) for p in held)
+                if used[r][row] - freed + taken + pod.requests[r] > alloc[r][row]:
                     short.add(r)
             if not short:
                 return None
