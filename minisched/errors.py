@@ -127,6 +127,14 @@ class Expired(ApiError):
     reason = "Expired"
 
 
+class UnsupportedMediaType(ApiError):
+    """415: the server does not take this body's format here (a strategic merge patch of a custom
+    resource)."""
+
+    status = 415
+    reason = "UnsupportedMediaType"
+
+
 class Invalid(ApiError):
     status = 422
     reason = "Invalid"
@@ -162,6 +170,7 @@ _BY_REASON: dict[str, type[ApiError]] = {
     "Conflict": Conflict,
     "Expired": Expired,
     "Gone": Expired,
+    "UnsupportedMediaType": UnsupportedMediaType,
     "Invalid": Invalid,
     "TooManyRequests": TooManyRequests,
     "InternalError": InternalError,
@@ -176,6 +185,7 @@ _BY_STATUS: dict[int, type[ApiError]] = {
     405: MethodNotAllowed,
     409: Conflict,
     410: Expired,
+    415: UnsupportedMediaType,
     422: Invalid,
     429: TooManyRequests,
     500: InternalError,

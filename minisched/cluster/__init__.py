@@ -15,9 +15,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from minisched.cluster.base import Cluster, Object, Watch, WatchEvent
+from minisched.cluster.base import Cluster, Object, PatchType, Watch, WatchEvent
 
-__all__ = ["Cluster", "Object", "Watch", "WatchEvent", "connect", "backend_setting"]
+__all__ = ["Cluster", "Object", "PatchType", "Watch", "WatchEvent", "connect", "backend_setting"]
 
 BACKEND_ENV = "MINISCHED_BACKEND"
 

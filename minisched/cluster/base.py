@@ -20,6 +20,13 @@ Object = dict[str, Any]
 
 WatchEventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
 
+# How a patch is applied: "merge" is JSON merge patch (RFC 7386, application/merge-patch+json: a
+# list in the patch replaces the server's); "strategic" is Kubernetes' strategic merge patch
+# (application/strategic-merge-patch+json: keyed lists such as a pod's status.conditions merge
+# element by element, by `type`). Built-in kinds only: custom resources answer 415.
+PatchType = Literal["merge", "strategic"]
+PATCH_TYPES: tuple[PatchType, ...] = ("merge", "strategic")
+
 
 class WatchEvent(TypedDict):
     type: WatchEventType
@@ -87,8 +94,13 @@ class Cluster(Protocol):
         namespace: str | None = None,
         *,
         subresource: str | None = None,
+        patch_type: PatchType = "merge",
     ) -> Object:
-        """Apply a JSON merge patch (RFC 7386) and return the result."""
+        """Apply a patch and return the result: a JSON merge patch (RFC 7386) by default, or with
+        patch_type="strategic" a strategic merge patch, whose keyed lists merge by their key (a
+        condition by its type, a container by its name) and which knows the `$patch`,
+        `$setElementOrder`, `$deleteFromPrimitiveList` and `$retainKeys` directives. A custom
+        resource refuses a strategic patch with 415 UnsupportedMediaType, as kube-apiserver does."""
         ...
 
     def delete(

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from minisched.cluster.base import Cluster, Object, Watch, WatchEvent
+from minisched.cluster.base import Cluster, Object, PatchType, Watch, WatchEvent
 from minisched.errors import ServiceUnavailable
 from minisched.resources import ResourceLike
 
@@ -120,9 +120,10 @@ class ClusterLink:
         namespace: str | None = None,
         *,
         subresource: str | None = None,
+        patch_type: PatchType = "merge",
     ) -> Object:
         self._check()
-        return self.cluster.patch(resource, name, patch, namespace, subresource=subresource)
+        return self.cluster.patch(resource, name, patch, namespace, subresource=subresource, patch_type=patch_type)
 
     def delete(self, resource: ResourceLike, name: str, namespace: str | None = None, **options: Any) -> Object:
         self._check()

@@ -46,7 +46,7 @@ from urllib.parse import quote, urlencode
 
 import urllib3
 
-from minisched.cluster.base import Object, WatchEvent
+from minisched.cluster.base import Object, PatchType, WatchEvent
 from minisched.errors import ApiError, Cause, Expired, InternalError, Invalid, ServiceUnavailable, Timeout
 from minisched.ratelimitlog import install as install_rate_limit
 from minisched.resources import PODS, Resource, ResourceLike, resolve
@@ -55,6 +55,8 @@ log = logging.getLogger(__name__)
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+_PATCH_CONTENT_TYPES = {"merge": MERGE_PATCH, "strategic": STRATEGIC_MERGE_PATCH}
 # Bind from many threads at once without reconnecting: one pooled connection per concurrent caller.
 # Sized by use: `minisched run`'s 64 binding workers, the scheduling loop, the event writer, leader
 # election and the informers' lists, with room to spare. Past it urllib3 opens extra connections and
@@ -235,10 +237,14 @@ class RealCluster:
         namespace: str | None = None,
         *,
         subresource: str | None = None,
+        patch_type: PatchType = "merge",
     ) -> Object:
+        content_type = _PATCH_CONTENT_TYPES.get(patch_type)
+        if content_type is None:
+            raise ValueError(f"patch_type must be one of {sorted(_PATCH_CONTENT_TYPES)}, not {patch_type!r}")
         r = resolve(resource)
         return self.request(
-            "PATCH", _object_path(r, namespace, name, subresource), body=patch, content_type=MERGE_PATCH
+            "PATCH", _object_path(r, namespace, name, subresource), body=patch, content_type=content_type
         )
 
     def delete(

@@ -342,6 +342,18 @@ class _IncrementalNode:
         return status
 
 
+@dataclass
+class _Run:
+    """One preemptor's victims' calls under way: how many of the victims before the last are not
+    done yet, and whether any call failed."""
+
+    candidate: Candidate
+    pod: PodInfo
+    victims: list[PodInfo]
+    pending: int = 0
+    failed: bool = False
+
+
 class PdbsUnavailable(Exception):
     """The PodDisruptionBudgets are not known (informer not synced, or the API cannot be read)."""
 
@@ -500,15 +512,18 @@ class DefaultPreemption:
     ) -> Callable[[str], list[str] | None]:
         """A shortcut for the common hopeless case, exact for NodeResourcesFit rejections: nodes that
         failed only for resources and where evicting every lower-priority pod would still leave too
-        little, with the reasons the dry run would give ("Insufficient cpu", "Too many pods"),
-        found without running the filters on a what-if copy of each node."""
+        little (counting the pods nominated there), with the reasons the dry run would give
+        ("Insufficient cpu", "Too many pods"), found without running the filters on a what-if copy
+        of each node."""
         resources = [r for r, amount in pod.requests.items() if amount]
         alloc = {r: table.allocatable(r).tolist() for r in [*resources, "pods"]}
         used = {r: table.requested(r).tolist() for r in [*resources, "pods"]}
 
         def check(name: str) -> list[str] | None:
-            if nominated and name in nominated:
-                return None  # pods nominated there hold room the table does not show: the dry run decides
+            # Pods nominated there (of the preemptor's priority or higher) hold room the table does
+            # not show: the dry run's first question puts them on with every lower pod off
+            # (kube's RunFilterPluginsWithNominatedPods), so they count here the same way.
+            held = [p for p in nominated.get(name) or () if not table.has_pod(name, p.key)] if nominated else []
             status = statuses.get(name)
             if status is None or status.plugin != "NodeResourcesFit" or not status.reasons:
                 return None
@@ -517,11 +532,12 @@ class DefaultPreemption:
             if row is None or not lower:
                 return None  # no victims: select_victims_on_node answers that without filtering
             short = set()
-            if used["pods"][row] - len(lower) + 1 > alloc["pods"][row]:
+            if used["pods"][row] - len(lower) + len(held) + 1 > alloc["pods"][row]:
                 short.add("pods")
             for r in resources:
                 freed = sum(p.requests.get(r, 0) for p in lower)
-                if used[r][row] - freed + pod.requests[r] > alloc[r][row]:
+                taken = sum(p.requests.get(r, 0) for p in held)
+                if used[r][row] - freed + taken + pod.requests[r] > alloc[r][row]:
                     short.add(r)
             if not short:
                 return None
@@ -619,18 +635,58 @@ class DefaultPreemption:
         self.submit(self._preempt, (candidate, pod, victims))
 
     def _preempt(self, job: tuple[Candidate, PodInfo, list[PodInfo]]) -> None:
+        """One preemptor's calls, on a preemption worker. As kube's prepareCandidateAsync: every
+        victim but the last at once (here: each a job of its own on the same workers, so idle
+        workers take them in parallel), then the last one, once all the others are done."""
         candidate, pod, victims = job
-        failed = False
+        run = _Run(candidate, pod, victims)
         try:
             self._clear_lower_nominations(pod, candidate.node_name)
-            for victim in victims[:-1]:
-                failed = self._preempt_one(candidate, pod, victim) is not None or failed
-            last = victims[-1]
+        except Exception:  # a bug must not leave the preemptor held for ever
+            log.exception("preemption for %s failed", pod.key)
+            run.failed = True
+        others = victims[:-1]
+        if not others:
+            self._preempt_last(run)
+            return
+        run.pending = len(others)
+        for victim in others[1:]:
+            try:
+                self._submit_victim(run, victim)
+            except RuntimeError:  # the workers are shut down: make the call here
+                self._preempt_victim((run, victim))
+        self._preempt_victim((run, others[0]))
+
+    def _submit_victim(self, run: _Run, victim: PodInfo) -> None:
+        assert self.submit is not None
+        self.submit(self._preempt_victim, (run, victim))
+
+    def _preempt_victim(self, job: tuple[_Run, PodInfo]) -> None:
+        """One victim that is not the last; the job that finishes the last of them goes on to the
+        preemptor's last victim."""
+        run, victim = job
+        try:
+            failed = self._preempt_one(run.candidate, run.pod, victim) is not None
+        except Exception:
+            log.exception("preempting %s for %s failed", victim.key, run.pod.key)
+            failed = True
+        with self._lock:
+            run.failed = run.failed or failed
+            run.pending -= 1
+            done = run.pending == 0
+        if done:
+            self._preempt_last(run)
+
+    def _preempt_last(self, run: _Run) -> None:
+        pod = run.pod
+        failed = run.failed
+        try:
+            last = run.victims[-1]
             with self._lock:
                 # registered before its deletion, so that the deletion's event finds it (kube's
                 # lastVictimsPendingPreemption)
                 self._last_victim[pod.uid] = (last.namespace, last.name)
-            failed = self._preempt_one(candidate, pod, last) is not None or failed
+            failed = self._preempt_one(run.candidate, pod, last) is not None or failed
         except Exception:  # a bug must not leave the preemptor held for ever
             log.exception("preemption for %s failed", pod.key)
             failed = True
@@ -676,16 +732,34 @@ class DefaultPreemption:
         return victim is not None and not (victim.get("metadata") or {}).get("deletionTimestamp")
 
     def _mark_disruption_target(self, cluster: Any, victim: PodInfo) -> None:
-        current = cluster.get(PODS, victim.name, victim.namespace)
-        conditions = [c for c in (current.get("status") or {}).get("conditions") or []
-                      if c.get("type") != "DisruptionTarget"]
-        conditions.append({
-            "type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
-            "message": f"{self.scheduler_name}: preempting to accommodate a higher priority pod",
-            "lastTransitionTime": rfc3339(_now(self.handle)),
-        })
-        cluster.patch(PODS, victim.name, {"status": {"conditions": conditions}}, victim.namespace,
-                      subresource="status")
+        """Set condition DisruptionTarget on the victim, as kube's PreemptPod: the new status is
+        computed from the scheduler's cached copy (kube's UpdatePodCondition: no call when the
+        condition is already there as wanted; the transition time kept when only the reason or
+        message changes) and sent as a strategic merge patch (kube's util.PatchPodStatus), which the
+        server merges by condition type into the conditions it has now. No GET of the victim, and
+        no lost update of a condition another writer set since the cache saw the pod."""
+        message = f"{self.scheduler_name}: preempting to accommodate a higher priority pod"
+        cached = [c for c in (victim.pod.get("status") or {}).get("conditions") or [] if isinstance(c, dict)]
+        old = next((c for c in cached if c.get("type") == "DisruptionTarget"), None)
+        if old is not None and old.get("status") == "True" and old.get("reason") == "PreemptionByScheduler" \
+                and old.get("message") == message:
+            return  # already marked: kube's UpdatePodCondition reports no change and sends nothing
+        condition = {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+                     "message": message}
+        if old is not None and old.get("status") == "True" and old.get("lastTransitionTime"):
+            condition["lastTransitionTime"] = old["lastTransitionTime"]
+        else:
+            condition["lastTransitionTime"] = rfc3339(_now(self.handle))
+        # The element order of the cached copy, a new condition last, as kube's two-way patch says
+        # it ($setElementOrder); conditions the cache has not seen keep their place.
+        order = [{"type": c["type"]} for c in cached if c.get("type")]
+        if old is None:
+            order.append({"type": "DisruptionTarget"})
+        status: Object = {"conditions": [condition]}
+        if len(order) > 1:
+            status["$setElementOrder/conditions"] = order
+        cluster.patch(PODS, victim.name, {"status": status}, victim.namespace, subresource="status",
+                      patch_type="strategic")
 
     def _clear_lower_nominations(self, pod: PodInfo, node_name: str) -> None:
         nominator = self.nominator

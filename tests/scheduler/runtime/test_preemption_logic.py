@@ -127,8 +127,8 @@ def test_hopeless_shortcut_gives_the_same_answer_as_the_full_dry_run() -> None:
     from minisched.scheduler.scheduler import SchedulerHandle
 
     rng = random.Random(3)
-    fired = found = 0
-    for trial in range(40):
+    fired = found = fired_nominated = 0
+    for trial in range(80):
         cache = SchedulerCache()
         for n in range(8):
             cache.add_node(make_node(f"n{n}", cpu=rng.choice(["1", "2", "4"]), memory="4Gi",
@@ -146,8 +146,15 @@ def test_hopeless_shortcut_gives_the_same_answer_as_the_full_dry_run() -> None:
         info = PodInfo.from_pod(pod)
         table = cache.snapshot()
         handle.current = table
+        # earlier preemptors waiting on some nodes (of any priority: the cycle keeps those at least
+        # the pod's), whose room the dry run and the shortcut must both count
+        waiting = []
+        for k in range(rng.choice([0, 0, 2, 5])):
+            other = make_pod(f"nom{trial}-{k}", cpu=rng.choice(["100m", "500m", "1", "2"]), memory="128Mi")
+            other["spec"]["priority"] = rng.choice([10, 50, 1000])
+            waiting.append((f"n{rng.randrange(8)}", PodInfo.from_pod(other)))
         state = CycleState()  # preemption works on the cycle's state, with what PreFilter wrote
-        result = fwk.schedule(info, table, state=state)
+        result = fwk.schedule(info, table, state=state, nominated=waiting)
         if result.node is not None:
             continue
         statuses = result.diagnosis.statuses()  # type: ignore[union-attr]
@@ -155,8 +162,17 @@ def test_hopeless_shortcut_gives_the_same_answer_as_the_full_dry_run() -> None:
         for shortcut in (True, False):
             plugin = DefaultPreemption({"seed": 5, "minCandidateNodesAbsolute": 100}, handle)
             if shortcut:
-                check = plugin._hopeless(info, table, statuses)
-                fired += sum(1 for n in table.names if check(n))
+                check = plugin._hopeless(info, table, statuses, state.nominated)
+                for n in table.names:
+                    short = check(n)
+                    if not short:
+                        continue
+                    fired += 1
+                    fired_nominated += n in state.nominated
+                    # node by node: the dry run on that node gives no victims, for the same reasons
+                    working = plugin._working_node(state, info, table, n, plugin._pod_blind_filters())
+                    victims, _, why = select_victims_on_node(info, table.pods_on(n), working)
+                    assert victims is None and list(why.reasons) == short, (trial, n, why, short)
             else:
                 plugin._hopeless = lambda *a: (lambda name: None)  # type: ignore[method-assign]
             cands, status = plugin.find_candidates(state, info, table, statuses)
@@ -164,7 +180,7 @@ def test_hopeless_shortcut_gives_the_same_answer_as_the_full_dry_run() -> None:
                             status.message()))
         assert answers[0] == answers[1], trial
         found += bool(answers[0][0])
-    assert fired > 10 and found > 3, "the random clusters exercise both paths"
+    assert fired > 10 and found > 3 and fired_nominated > 3, "the random clusters exercise every path"
 
 
 def test_only_a_pod_terminating_by_preemption_makes_the_nominee_wait() -> None:
