@@ -43,6 +43,8 @@ log = logging.getLogger(__name__)
 
 MAX_LINE = 65536  # the longest status or header line accepted
 MAX_HEADERS = 100
+# The headers a response is parsed for: how its body is framed and whether the connection stays open.
+_FRAMING = {name.encode(): name for name in ("content-length", "transfer-encoding", "connection", "content-encoding")}
 
 
 class HttpFailure(Exception):
@@ -136,10 +138,11 @@ class Connection:
         try:
             if self.sock.fileno() < 0:
                 return True
-            readable, _, _ = select.select([self.sock], [], [], 0)
+            poller = select.poll()  # not select(): it fails past file descriptor 1023
+            poller.register(self.sock, select.POLLIN)
+            return bool(poller.poll(0))
         except (OSError, ValueError):
             return True
-        return bool(readable)
 
     def send(self, data: bytes, timeout: float | None) -> None:
         try:
@@ -217,17 +220,18 @@ class Connection:
                 name, sep, value = header.partition(b":")
                 if not sep:
                     raise ResponseFailed(f"malformed header line {header[:100]!r}")
-                key = name.strip().lower().decode("latin-1")
-                text = value.strip().decode("latin-1")
-                headers[key] = f"{headers[key]}, {text}" if key in headers else text
+                key = _FRAMING.get(name.strip().lower())
+                if key is not None:  # the rest (Audit-Id, Date, the flow-control UIDs...) is not read
+                    text = value.strip().decode("latin-1")
+                    headers[key] = f"{headers[key]}, {text}" if key in headers else text
             if 100 <= status < 200 and status != 101:
                 continue  # 100 Continue and friends: the real answer follows
             return Response(self, method, status, line[5:8] == b"1.1", headers)
 
 
 class Response:
-    """A response whose head has been read; its body is read once, whole (`read`) or in pieces
-    (`chunks`). The connection goes back to its pool (or is closed) once the body has been read."""
+    """A response whose head has been read (`headers`: the framing ones, lower-case names); its body
+    is read once, whole (`read`) or in pieces (`chunks`). The connection goes back to its pool (or is closed) once the body has been read."""
 
     __slots__ = ("_conn", "status", "headers", "_length", "_chunked", "_keep_alive", "_decoder", "_done")
 

@@ -4,17 +4,21 @@ Connection settings come from the official `kubernetes` client (kubeconfig with 
 or the in-cluster service account), so every authentication method it supports works here too:
 client certificates, bearer tokens, exec plugins (their token refresh hook runs per request).
 
-Requests, though, go out as raw REST calls on urllib3 (the client's own HTTP library) with JSON in
-and out, never through the client's generated models:
+Requests, though, go out as raw REST calls with JSON in and out (orjson), never through the
+client's generated models:
 - model deserialization is slow on large lists and watches, which is exactly minisched's hot path;
 - the generated `create_namespaced_binding` can raise while deserializing the response of a bind
   that succeeded (kubernetes-client/python issues 547 and 825);
 - raw paths serve custom resources exactly like built-in ones;
 - `ApiClient.call_api`'s signature changed with the client's move to a new code generator (37
-  here, while the pinned range admits 33-37), and urllib3's request API did not.
+  here, while the pinned range admits 33-37).
+They travel on `minisched.cluster.http11`, a lean HTTP/1.1 keep-alive client over the TLS socket:
+urllib3 (the client's own HTTP library, used before) spent about two thirds of a bind's client CPU
+in http.client's request building and header parsing (bench/README.md, "Client CPU per call").
+Through a forward proxy (`configuration.proxy`) requests still go through urllib3's ProxyManager.
 
-Dead connections are noticed, to client-go's standard (it sends HTTP/2 pings; urllib3 speaks
-HTTP/1.1, so the same bound comes from a deadline): every watch has an idle read deadline
+Dead connections are noticed, to client-go's standard (it sends HTTP/2 pings; we speak HTTP/1.1,
+so the same bound comes from a deadline): every watch has an idle read deadline
 (`watch_idle_timeout`, 45 s) and asks the server to end it sooner than that (timeoutSeconds at most
 `watch_max_seconds`, 40 s), so a healthy watch is never silent past the deadline: the server ends
 it on time even when nothing happens (its bookmarks are no heartbeat to count on: the watch cache
@@ -23,8 +27,8 @@ the deadline, whose connection the network black-holed, is closed and logged, an
 re-watches from the last resourceVersion it saw. TCP keepalive (15 s idle, 3 probes 5 s apart) and TCP_USER_TIMEOUT also
 end connections whose peer vanished, for every request.
 
-Watches stream on a pool of their own, so a long-lived watch never holds one of the connections
-that binding workers share, and a finished watch's connection is closed, never reused.
+Watches stream on a connection of their own, so a long-lived watch never holds one of the pooled
+connections that binding workers share, and a finished watch's connection is closed, never reused.
 
 Errors become `minisched.errors` exceptions built from the server's Status body, so code written
 against the embedded cluster catches the same types here. Client-side rate limiting does not exist
@@ -61,8 +65,8 @@ JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
 # Bind from many threads at once without reconnecting: one pooled connection per concurrent caller.
 # Sized by use: `minisched run`'s 64 binding workers, the scheduling loop, the event writer, leader
-# election and the informers' lists, with room to spare. Past it urllib3 opens extra connections and
-# discards them afterwards ("Connection pool is full"), costing a TLS handshake each.
+# election and the informers' lists, with room to spare. Past it extra connections are opened and
+# discarded afterwards ("Connection pool is full"), costing a TLS handshake each.
 DEFAULT_POOL_SIZE = 96
 DEFAULT_REQUEST_TIMEOUT = 30.0
 # A watch silent this long is dead (see the module docstring); the server ends watches before it.
@@ -298,7 +302,7 @@ class RealCluster:
             timeoutSeconds=self._watch_seconds(timeout_seconds),
         )
         path = r.path(namespace if r.namespaced else None)
-        # The idle deadline is a read timeout: urllib3 applies it to each recv, so it bounds silence,
+        # The idle deadline is a read timeout: it applies to each recv, so it bounds silence,
         # not the length of the watch. Without one (None) a dead connection blocks the reader forever.
         idle = self.watch_idle_timeout
         try:
@@ -324,7 +328,7 @@ class RealCluster:
     def _count_dead_watch(self) -> None:
         self.dead_watches += 1
         # Whatever killed this connection (a NAT or conntrack entry forgotten, a peer gone) has most
-        # likely killed the idle pooled ones to the same server too, and urllib3 cannot tell: a
+        # likely killed the idle pooled ones to the same server too, and the pool cannot tell: a
         # black-holed socket looks alive. client-go's HTTP/2 health check closes the one shared
         # connection, every request on it included; the equivalent here is to drop the idle pool,
         # so the next bind opens a fresh connection instead of waiting out a dead one.

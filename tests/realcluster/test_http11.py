@@ -287,3 +287,16 @@ def test_the_pool_keeps_at_most_maxsize_idle_and_clear_closes_those_in_use(serve
     assert pool.get() is not a
     with pytest.raises(ValueError, match="unsupported scheme"):
         http11.Endpoint("ftp", "h", 1)
+
+
+def test_a_gzipped_body_is_inflated_and_an_unknown_coding_named(serve: Any) -> None:
+    import gzip
+
+    packed = gzip.compress(b'{"kind": "Pod"}')
+    answers = iter([b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n" % len(packed) + packed,
+                    b"HTTP/1.1 200 OK\r\nContent-Encoding: br\r\nContent-Length: 2\r\n\r\n{}"])
+    server = serve(_keep_alive(lambda line: next(answers)))
+    with _cluster(server) as cluster:
+        assert cluster.get("pods", "p", "ns") == {"kind": "Pod"}
+        with pytest.raises(ServiceUnavailable, match="unsupported Content-Encoding 'br'"):
+            cluster.get("pods", "p", "ns")
