@@ -4,17 +4,21 @@ Connection settings come from the official `kubernetes` client (kubeconfig with 
 or the in-cluster service account), so every authentication method it supports works here too:
 client certificates, bearer tokens, exec plugins (their token refresh hook runs per request).
 
-Requests, though, go out as raw REST calls on urllib3 (the client's own HTTP library) with JSON in
-and out, never through the client's generated models:
+Requests, though, go out as raw REST calls with JSON in and out (orjson), never through the
+client's generated models:
 - model deserialization is slow on large lists and watches, which is exactly minisched's hot path;
 - the generated `create_namespaced_binding` can raise while deserializing the response of a bind
   that succeeded (kubernetes-client/python issues 547 and 825);
 - raw paths serve custom resources exactly like built-in ones;
 - `ApiClient.call_api`'s signature changed with the client's move to a new code generator (37
-  here, while the pinned range admits 33-37), and urllib3's request API did not.
+  here, while the pinned range admits 33-37).
+They travel on `minisched.cluster.http11`, a lean HTTP/1.1 keep-alive client over the TLS socket:
+urllib3 (the client's own HTTP library, used before) spent about two thirds of a bind's client CPU
+in http.client's request building and header parsing (bench/README.md, "Client CPU per call").
+Through a forward proxy (`configuration.proxy`) requests still go through urllib3's ProxyManager.
 
-Dead connections are noticed, to client-go's standard (it sends HTTP/2 pings; urllib3 speaks
-HTTP/1.1, so the same bound comes from a deadline): every watch has an idle read deadline
+Dead connections are noticed, to client-go's standard (it sends HTTP/2 pings; we speak HTTP/1.1,
+so the same bound comes from a deadline): every watch has an idle read deadline
 (`watch_idle_timeout`, 45 s) and asks the server to end it sooner than that (timeoutSeconds at most
 `watch_max_seconds`, 40 s), so a healthy watch is never silent past the deadline: the server ends
 it on time even when nothing happens (its bookmarks are no heartbeat to count on: the watch cache
@@ -23,8 +27,8 @@ the deadline, whose connection the network black-holed, is closed and logged, an
 re-watches from the last resourceVersion it saw. TCP keepalive (15 s idle, 3 probes 5 s apart) and TCP_USER_TIMEOUT also
 end connections whose peer vanished, for every request.
 
-Watches stream on a pool of their own, so a long-lived watch never holds one of the connections
-that binding workers share, and a finished watch's connection is closed, never reused.
+Watches stream on a connection of their own, so a long-lived watch never holds one of the pooled
+connections that binding workers share, and a finished watch's connection is closed, never reused.
 
 Errors become `minisched.errors` exceptions built from the server's Status body, so code written
 against the embedded cluster catches the same types here. Client-side rate limiting does not exist
@@ -39,13 +43,17 @@ import logging
 import math
 import random
 import socket
+import ssl
 import threading
-from collections.abc import Iterator
+import zlib
+from collections.abc import Callable, Iterator
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import SplitResult, quote, urlencode, urlsplit
 
+import orjson
 import urllib3
 
+from minisched.cluster import http11
 from minisched.cluster.base import Object, PatchType, WatchEvent
 from minisched.errors import ApiError, Cause, Expired, InternalError, Invalid, ServiceUnavailable, Timeout
 from minisched.ratelimitlog import install as install_rate_limit
@@ -59,8 +67,8 @@ STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 _PATCH_CONTENT_TYPES = {"merge": MERGE_PATCH, "strategic": STRATEGIC_MERGE_PATCH}
 # Bind from many threads at once without reconnecting: one pooled connection per concurrent caller.
 # Sized by use: `minisched run`'s 64 binding workers, the scheduling loop, the event writer, leader
-# election and the informers' lists, with room to spare. Past it urllib3 opens extra connections and
-# discards them afterwards ("Connection pool is full"), costing a TLS handshake each.
+# election and the informers' lists, with room to spare. Past it extra connections are opened and
+# discarded afterwards ("Connection pool is full"), costing a TLS handshake each.
 DEFAULT_POOL_SIZE = 96
 DEFAULT_REQUEST_TIMEOUT = 30.0
 # A watch silent this long is dead (see the module docstring); the server ends watches before it.
@@ -75,7 +83,12 @@ TCP_USER_TIMEOUT_MS = 30_000
 
 # Only connection failures are retried: such a request never reached the server, so even a POST (a
 # bind) cannot happen twice. A read failure is not retried: the server may have acted on it.
-_CONNECT_RETRIES = urllib3.Retry(total=3, connect=3, read=0, redirect=0, status=0)
+CONNECT_RETRIES = 3
+_CONNECT_RETRIES = urllib3.Retry(total=CONNECT_RETRIES, connect=CONNECT_RETRIES, read=0, redirect=0, status=0)
+# The methods urllib3 retries on a read error (none here: read=0): its MaxRetryError made their read
+# timeouts ServiceUnavailable, where POST's and PATCH's stayed Timeout. RealCluster keeps that split.
+_IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"})
+_EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK"})
 
 
 class RealCluster:
@@ -116,20 +129,29 @@ class RealCluster:
         self.watch_max_seconds = watch_max_seconds
         self.pool_maxsize = pool_maxsize
         self._user_agent = user_agent
-        self._pool = _pool_manager(configuration, pool_maxsize)
-        self._watch_pool = _pool_manager(configuration, WATCH_POOL_SIZE)
-        # The request pool's connection pool for self.server, looked up once: PoolManager.request
-        # parses the URL and finds the pool again on every call (~10% of a bind's client CPU).
-        # None: look it up (after clear(), which closes it). Proxies keep the PoolManager path.
-        self._server_pool: Any = None
-        self._direct = not isinstance(self._pool, urllib3.ProxyManager)
         self._base_headers = {"Accept": JSON, "User-Agent": user_agent}
-        self._path_prefix = (urllib3.util.parse_url(self.server).path or "").rstrip("/")  # a server behind a path
+        url = urlsplit(self.server)
+        self._path_prefix = url.path.rstrip("/")  # a server behind a path
+        # Requests go out on http11's keep-alive connections (bench/README.md, "Client CPU per
+        # call"); through a forward proxy they keep urllib3's ProxyManager. Watches get a connection
+        # each (from _endpoint, or the proxy's own pool), closed when the watch ends.
+        self._endpoint: http11.Endpoint | None = None
+        self._pool: http11.ConnectionPool | urllib3.PoolManager
+        self._watch_pool: urllib3.PoolManager | None = None
+        if getattr(configuration, "proxy", None):
+            self._pool = _pool_manager(configuration, pool_maxsize)
+            self._watch_pool = _pool_manager(configuration, WATCH_POOL_SIZE)
+        else:
+            self._endpoint = _endpoint(configuration, url)
+            self._pool = http11.ConnectionPool(self._endpoint, pool_maxsize)
+        self._fixed_head = f"Host: {self._endpoint.host_header}\r\n" if self._endpoint else ""
+        self._fixed_head += f"Accept: {JSON}\r\nUser-Agent: {user_agent}\r\n"
         self._rng = random.Random()
         self.dead_watches = 0  # watches closed by the idle deadline
         self._closed = False
-        # During an outage urllib3 logs every connection retry; keep one line per 10 s.
+        # During an outage every connection retry is logged; keep one line per 10 s.
         install_rate_limit(logging.getLogger("urllib3.connectionpool"), 10.0, match="Retrying")
+        install_rate_limit(log, 10.0, match="Retrying")
 
     # --------------------------------------------------------------- construction
 
@@ -164,8 +186,8 @@ class RealCluster:
         if not self._closed:
             self._closed = True
             self._pool.clear()
-            self._server_pool = None
-            self._watch_pool.clear()
+            if self._watch_pool is not None:
+                self._watch_pool.clear()
 
     def __enter__(self) -> RealCluster:
         return self
@@ -286,16 +308,16 @@ class RealCluster:
             timeoutSeconds=self._watch_seconds(timeout_seconds),
         )
         path = r.path(namespace if r.namespaced else None)
-        # The idle deadline is a read timeout: urllib3 applies it to each recv, so it bounds silence,
+        # The idle deadline is a read timeout: it applies to each recv, so it bounds silence,
         # not the length of the watch. Without one (None) a dead connection blocks the reader forever.
         idle = self.watch_idle_timeout
         try:
-            response = self._send("GET", path, query, None, JSON, read_timeout=idle, stream=True)
+            stream = self._open_stream(path, query, idle)
         except Expired as err:
             # The contract raises Expired from iteration, however the server said it (HTTP status or
             # an ERROR event), so consumers handle it in one place.
             return RealWatch(None, r, error=err)
-        return RealWatch(response, r, idle_timeout=idle, on_dead=self._count_dead_watch)
+        return RealWatch(stream, r, idle_timeout=idle, on_dead=self._count_dead_watch)
 
     def _watch_seconds(self, requested: float | None) -> int | None:
         """timeoutSeconds for a watch: what the caller asked, capped so the server ends the watch
@@ -312,12 +334,11 @@ class RealCluster:
     def _count_dead_watch(self) -> None:
         self.dead_watches += 1
         # Whatever killed this connection (a NAT or conntrack entry forgotten, a peer gone) has most
-        # likely killed the idle pooled ones to the same server too, and urllib3 cannot tell: a
+        # likely killed the idle pooled ones to the same server too, and the pool cannot tell: a
         # black-holed socket looks alive. client-go's HTTP/2 health check closes the one shared
         # connection, every request on it included; the equivalent here is to drop the idle pool,
         # so the next bind opens a fresh connection instead of waiting out a dead one.
         self._pool.clear()
-        self._server_pool = None
 
     def bind(self, namespace: str, name: str, node_name: str, *, uid: str | None = None,
              resource_version: str | None = None) -> None:
@@ -359,15 +380,13 @@ class RealCluster:
     ) -> Object:
         """One API call on a raw path ("/apis/rbac.authorization.k8s.io/v1/clusterroles", with a
         query such as {"dryRun": "All"}); the JSON answer, or an ApiError for any non-2xx status."""
-        response = self._send(method, path, query, body, content_type, read_timeout=timeout)
-        try:
-            data = response.data
-        finally:
-            response.release_conn()
+        status, data = self._send(method, path, query, body, content_type, read_timeout=timeout)
+        if status >= 300:
+            raise _error_from_response(status, data, f"{method} {path}")
         if not parse or not data:
             return {}
         try:
-            parsed: Object = json.loads(data)
+            parsed: Object = _loads(data)
         except ValueError as err:
             raise InternalError(f"{method} {path}: response is not JSON: {data[:200]!r}") from err
         return parsed
@@ -381,45 +400,187 @@ class RealCluster:
         content_type: str,
         *,
         read_timeout: float | None,
-        stream: bool = False,
-    ) -> urllib3.BaseHTTPResponse:
+    ) -> tuple[int, bytes]:
+        """Status and body of one request on a pooled keep-alive connection."""
         if self._closed:
             raise ServiceUnavailable("RealCluster is closed")
         target = path + ("?" + urlencode(query) if query else "")
-        headers = {**self._base_headers, **_auth_headers(self._configuration)}
-        payload = None
-        if body is not None:
-            headers["Content-Type"] = content_type
-            payload = json.dumps(body, separators=(",", ":")).encode()
-        timeout = urllib3.Timeout(
-            connect=10.0, read=read_timeout if read_timeout is not None else self._request_timeout
-        )
-        if stream and read_timeout is None:
-            timeout = urllib3.Timeout(connect=10.0, read=None)
+        payload = None if body is None else _dumps(body)
+        timeout = read_timeout if read_timeout is not None else self._request_timeout
+        if self._endpoint is None:  # through a forward proxy: urllib3's ProxyManager
+            response = self._proxied(method, target, path, payload, content_type, timeout, stream=False)
+            try:
+                return response.status, response.data
+            finally:
+                response.release_conn()
+        pool = self._pool
+        assert isinstance(pool, http11.ConnectionPool)
+        conn, lean = self._exchange(method, target, path, payload, content_type, timeout, pool.get)
         try:
-            if stream or not self._direct:
-                pool = self._watch_pool if stream else self._pool
-                response = pool.request(method, self.server + target, body=payload, headers=headers,
-                                        timeout=timeout, retries=_CONNECT_RETRIES, preload_content=False)
-            else:
-                server_pool = self._server_pool
-                if server_pool is None:
-                    server_pool = self._server_pool = self._pool.connection_from_url(self.server)
-                # what PoolManager.urlopen passes on: no redirects, any host (there is one)
-                response = server_pool.urlopen(method, self._path_prefix + target, body=payload, headers=headers, timeout=timeout,
-                                               retries=_CONNECT_RETRIES, redirect=False, assert_same_host=False,
-                                               preload_content=False)
+            data, reusable = lean.read()
+        except http11.HttpFailure as err:
+            conn.close()
+            raise self._failure(method, path, err) from err
+        if reusable:
+            pool.put(conn)
+        else:
+            conn.close()
+        return lean.status, data
+
+    def _open_stream(self, path: str, query: dict[str, str], idle: float | None) -> _Stream:
+        """A watch's response on a connection of its own (never pooled: closed when the watch ends).
+        Raises the ApiError of a non-2xx answer."""
+        if self._closed:
+            raise ServiceUnavailable("RealCluster is closed")
+        target = path + "?" + urlencode(query)
+        if self._endpoint is None:
+            response = self._proxied("GET", target, path, None, JSON, idle, stream=True)
+            if response.status >= 300:
+                try:
+                    data = response.data
+                finally:
+                    response.release_conn()
+                raise _error_from_response(response.status, data, f"GET {path}")
+            return _Urllib3Stream(response)
+        conn, lean = self._exchange("GET", target, path, None, JSON, idle, self._endpoint.connect)
+        if lean.status >= 300:
+            try:
+                data, _ = lean.read()
+            except http11.HttpFailure as err:
+                raise self._failure("GET", path, err) from err
+            finally:
+                conn.close()
+            raise _error_from_response(lean.status, data, f"GET {path}")
+        return _LeanStream(conn, lean)
+
+    def _exchange(
+        self, method: str, target: str, path: str, payload: bytes | None, content_type: str,
+        timeout: float | None, connection: Callable[[], http11.Connection],
+    ) -> tuple[http11.Connection, http11.Response]:
+        """Send a request and read the answer's head. A request that cannot have reached the server
+        (no connection, or its bytes not all written) is retried on a fresh connection, at most
+        CONNECT_RETRIES times; once it was sent, never: the server may have acted on it (a bind)."""
+        head = self._head(method, target, payload, content_type)
+        data = head + payload if payload else head
+        retries = CONNECT_RETRIES
+        while True:
+            try:
+                conn = connection()
+                conn.send(data, timeout)
+                break
+            except (http11.ConnectFailed, http11.Unsent) as err:
+                if retries <= 0:
+                    raise ServiceUnavailable(f"{method} {path}: cannot reach {self.server}: {err}") from err
+                retries -= 1
+                log.log(logging.DEBUG if isinstance(err, http11.Unsent) else logging.WARNING,
+                        "Retrying %s %s (%d left) after %s", method, path, retries, err)
+        try:
+            return conn, conn.read_head(method)
+        except http11.HttpFailure as err:
+            conn.close()
+            raise self._failure(method, path, err) from err
+
+    def _head(self, method: str, target: str, payload: bytes | None, content_type: str) -> bytes:
+        if "\r" in target or "\n" in target or " " in target:
+            raise ValueError(f"invalid request path {target!r}: no spaces or line breaks")
+        parts = [method, " ", self._path_prefix, target, " HTTP/1.1\r\n", self._fixed_head]
+        for key, value in _auth_headers(self._configuration).items():
+            if "\r" in value or "\n" in value:
+                raise ValueError(f"invalid {key} header value: line breaks are not allowed")
+            parts += (key, ": ", value, "\r\n")
+        if payload is not None:
+            parts += ("Content-Type: ", content_type, "\r\nContent-Length: ", str(len(payload)), "\r\n\r\n")
+        elif method in ("POST", "PUT", "PATCH"):
+            parts.append("Content-Length: 0\r\n\r\n")
+        else:
+            parts.append("\r\n")
+        return "".join(parts).encode()
+
+    def _failure(self, method: str, path: str, err: http11.HttpFailure) -> ApiError:
+        """The ApiError for a request that got no complete answer, as urllib3's Retry(read=0) made
+        them: a read timeout is a Timeout for POST and PATCH (their bind or write may still land)
+        and ServiceUnavailable for the methods urllib3 retries (GET, PUT, DELETE, HEAD, OPTIONS);
+        a broken connection or a malformed answer is ServiceUnavailable."""
+        if isinstance(err, http11.ReadTimedOut) and method not in _IDEMPOTENT:
+            return Timeout(f"{method} {path}: {err}")
+        return ServiceUnavailable(f"{method} {path}: cannot reach {self.server}: {err}")
+
+    def _proxied(
+        self, method: str, target: str, path: str, payload: bytes | None, content_type: str,
+        read_timeout: float | None, *, stream: bool,
+    ) -> urllib3.BaseHTTPResponse:
+        headers = {**self._base_headers, **_auth_headers(self._configuration)}
+        if payload is not None:
+            headers["Content-Type"] = content_type
+        pool = self._watch_pool if stream else self._pool
+        assert isinstance(pool, urllib3.PoolManager)
+        try:
+            return pool.request(method, self.server + target, body=payload, headers=headers,
+                                timeout=urllib3.Timeout(connect=10.0, read=read_timeout),
+                                retries=_CONNECT_RETRIES, preload_content=False)
         except urllib3.exceptions.TimeoutError as err:
             raise Timeout(f"{method} {path}: {err}") from err
         except urllib3.exceptions.HTTPError as err:
             raise ServiceUnavailable(f"{method} {path}: cannot reach {self.server}: {err}") from err
-        if response.status >= 300:
-            try:
-                data = response.data
-            finally:
-                response.release_conn()
-            raise _error_from_response(response.status, data, f"{method} {path}")
-        return response
+
+
+class _Stream:
+    """A watch's open response: its body in pieces as they arrive, its socket (to stop a blocked
+    reader from another thread) and close."""
+
+    def chunks(self) -> Iterator[bytes]:
+        raise NotImplementedError
+
+    def socket(self) -> socket.socket | None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class _LeanStream(_Stream):
+    def __init__(self, conn: http11.Connection, response: http11.Response) -> None:
+        self._conn = conn
+        self._response = response
+
+    def chunks(self) -> Iterator[bytes]:
+        return self._response.chunks()
+
+    def socket(self) -> socket.socket | None:
+        return self._conn.sock
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+class _Urllib3Stream(_Stream):
+    """Through a forward proxy, the watch is urllib3's response."""
+
+    def __init__(self, response: urllib3.BaseHTTPResponse) -> None:
+        self._response = response
+
+    def chunks(self) -> Iterator[bytes]:
+        response = self._response
+        if response.chunked or not hasattr(response, "read1"):
+            yield from response.stream(65536, decode_content=True)
+        else:  # unchunked: read1 returns what has arrived instead of waiting for 64 KiB
+            while chunk := response.read1(65536):
+                yield chunk
+
+    def socket(self) -> socket.socket | None:
+        return _socket_of(self._response)
+
+    def close(self) -> None:
+        # Never hand a half-read watch connection back for reuse: close it first, then release the
+        # pool slot (urllib3 reconnects a closed connection on its next use).
+        with contextlib.suppress(Exception):
+            conn = getattr(self._response, "connection", None) or getattr(self._response, "_connection", None)
+            if conn is not None:
+                conn.close()
+        with contextlib.suppress(Exception):
+            self._response.release_conn()
+        with contextlib.suppress(Exception):
+            self._response.close()
 
 
 class RealWatch:
@@ -427,14 +588,14 @@ class RealWatch:
 
     def __init__(
         self,
-        response: urllib3.BaseHTTPResponse | None,
+        stream: _Stream | None,
         resource: Resource,
         error: ApiError | None = None,
         *,
         idle_timeout: float | None = None,
         on_dead: Any = None,
     ) -> None:
-        self._response = response
+        self._stream = stream
         self._resource = resource
         self._error = error
         self._idle_timeout = idle_timeout
@@ -451,18 +612,23 @@ class RealWatch:
         if self._done:
             return
         buffer = b""
+        stopped = self._stopped
         try:
             for chunk in self._chunks():
-                buffer += chunk
-                while b"\n" in buffer:
-                    line, buffer = buffer.split(b"\n", 1)
+                # The API server flushes one event per chunk, each ending in a newline; a proxy may
+                # split or join them, so lines are cut from whatever arrived.
+                if buffer:
+                    chunk = buffer + chunk
+                lines = chunk.split(b"\n")
+                buffer = lines.pop()
+                for line in lines:
                     if line.strip():
                         event = self._event(line)
                         if event is not None:
                             yield event
-                    if self._stopped.is_set():
+                    if stopped.is_set():
                         return
-            if buffer.strip() and not self._stopped.is_set():
+            if buffer.strip() and not stopped.is_set():
                 event = self._event(buffer)
                 if event is not None:
                     yield event
@@ -470,19 +636,11 @@ class RealWatch:
             self._finish()
 
     def _chunks(self) -> Iterator[bytes]:
-        if self._response is None:
+        if self._stream is None:
             return
-        response = self._response
         try:
-            if response.chunked or not hasattr(response, "read1"):
-                # The API server streams watches with chunked encoding and flushes each event, so each
-                # chunk arrives as soon as it is written.
-                yield from response.stream(65536, decode_content=True)
-            else:
-                # Unchunked (some proxies): read1 returns what has arrived instead of waiting for 64 KiB.
-                while chunk := response.read1(65536):
-                    yield chunk
-        except (urllib3.exceptions.ReadTimeoutError, TimeoutError):
+            yield from self._stream.chunks()
+        except (http11.ReadTimedOut, urllib3.exceptions.ReadTimeoutError, TimeoutError):
             if not self._stopped.is_set():
                 self.dead = True
                 if self._on_dead is not None:
@@ -493,59 +651,59 @@ class RealWatch:
                     self._resource.group_resource, self._idle_timeout,
                 )
             return
-        except (urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError):
+        except (http11.HttpFailure, urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError, zlib.error):
             # The stream broke (server restart, network, or stop() from another thread). The
             # contract: iteration just ends and the caller re-watches from the last version it saw.
             return
 
     def _event(self, line: bytes) -> WatchEvent | None:
         try:
-            raw = json.loads(line)
+            raw = _loads(line)
         except ValueError as err:
             raise InternalError(
                 f"watch {self._resource.group_resource}: bad event line {line[:200]!r}"
             ) from err
+        if not isinstance(raw, dict):
+            raise InternalError(f"watch {self._resource.group_resource}: bad event line {line[:200]!r}")
         kind = raw.get("type")
-        obj = raw.get("object") or {}
+        obj = raw.get("object")
+        if obj is None:
+            obj = raw["object"] = {}
         if kind == "ERROR":
             # A Status object; 410 Gone with reason Expired when our resourceVersion is too old.
             raise ApiError.from_status(obj)
-        if kind not in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK"):
+        if kind not in _EVENT_TYPES:
             raise InternalError(f"watch {self._resource.group_resource}: unknown event type {kind!r}")
-        obj.setdefault("apiVersion", self._resource.api_version)
-        obj.setdefault("kind", self._resource.kind)
-        return {"type": kind, "object": obj}
+        if "apiVersion" not in obj:
+            obj["apiVersion"] = self._resource.api_version
+        if "kind" not in obj:
+            obj["kind"] = self._resource.kind
+        if len(raw) != 2:  # the event itself is handed on: only type and object, as the contract says
+            raw = {"type": kind, "object": obj}
+        return raw  # type: ignore[return-value]
 
     def stop(self) -> None:
         """End the stream from any thread; a blocked iteration returns promptly."""
         if self._stopped.is_set():
             return
         self._stopped.set()
-        if self._response is None:
+        if self._stream is None:
             return
-        sock = _socket_of(self._response)
+        sock = self._stream.socket()
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)  # wakes a reader blocked in recv()
-        elif hasattr(self._response, "shutdown"):
+        else:
             with contextlib.suppress(Exception):
-                self._response.shutdown()
+                self._stream.close()
 
     def _finish(self) -> None:
-        if self._done or self._response is None:
+        if self._done or self._stream is None:
             self._done = True
             return
         self._done = True
-        # Never hand a half-read watch connection back for reuse: close it first, then release the
-        # pool slot (urllib3 reconnects a closed connection on its next use).
         with contextlib.suppress(Exception):
-            conn = getattr(self._response, "connection", None) or getattr(self._response, "_connection", None)
-            if conn is not None:
-                conn.close()
-        with contextlib.suppress(Exception):
-            self._response.release_conn()
-        with contextlib.suppress(Exception):
-            self._response.close()
+            self._stream.close()
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
@@ -572,9 +730,23 @@ def _query(**params: Any) -> dict[str, str]:
     return {k: str(v) for k, v in params.items() if v is not None and v != ""}
 
 
+def _dumps(body: Any) -> bytes:
+    try:
+        return orjson.dumps(body)
+    except TypeError:  # what orjson refuses and json takes (int keys, ints past 64 bits): json's answer
+        return json.dumps(body, separators=(",", ":")).encode()
+
+
+def _loads(data: bytes) -> Any:
+    try:
+        return orjson.loads(data)
+    except ValueError:  # NaN and friends, which json takes; a ValueError still if json refuses it too
+        return json.loads(data)
+
+
 def _error_from_response(status: int, data: bytes, what: str) -> ApiError:
     try:
-        body = json.loads(data) if data else {}
+        body = _loads(data) if data else {}
     except ValueError:
         body = {}
     if isinstance(body, dict) and body.get("kind") == "Status":
@@ -609,6 +781,39 @@ def _socket_options() -> list[tuple[int, int, int]]:
         if hasattr(socket, name):
             options.append((socket.IPPROTO_TCP, getattr(socket, name), value))
     return options
+
+
+def _endpoint(configuration: Any, url: SplitResult) -> http11.Endpoint:
+    """Where the API server is and how to reach it, with the TLS settings urllib3 took from the same
+    configuration: CA file (else the system's), client certificate, verify_ssl, assert_hostname
+    (False: no name check; a name: check the certificate against it), tls_server_name (SNI)."""
+    scheme = url.scheme or "https"
+    if not url.hostname:
+        raise ValueError(f"the API server URL {configuration.host!r} names no host")
+    context = None
+    assert_hostname = getattr(configuration, "assert_hostname", None)
+    if scheme == "https":
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        context.set_alpn_protocols(["http/1.1"])
+        if configuration.verify_ssl:
+            context.check_hostname = assert_hostname is None
+            context.verify_mode = ssl.CERT_REQUIRED
+            if configuration.ssl_ca_cert:
+                context.load_verify_locations(cafile=configuration.ssl_ca_cert)
+            else:
+                context.load_default_certs()
+        else:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        if configuration.cert_file:
+            context.load_cert_chain(configuration.cert_file, configuration.key_file)
+    return http11.Endpoint(
+        scheme, url.hostname, url.port or (443 if scheme == "https" else 80), context,
+        server_hostname=getattr(configuration, "tls_server_name", None) or None,
+        assert_hostname=assert_hostname if (isinstance(assert_hostname, str) and configuration.verify_ssl) else None,
+        socket_options=tuple(_socket_options()),
+    )
 
 
 def _pool_manager(configuration: Any, maxsize: int) -> urllib3.PoolManager:

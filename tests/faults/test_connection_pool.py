@@ -1,6 +1,7 @@
 """Connection pools sized by use (issue 17): 64 binding workers shared a 64-connection pool with the
 watches and the event writer, and urllib3 logged "Connection pool is full, discarding connection"
-dozens of times per run (each a wasted TLS handshake). And retry warnings are rate-limited."""
+dozens of times per run (each a wasted TLS handshake). RealCluster's own pool (cluster.http11) counts
+and logs a discard the same way. And retry warnings are rate-limited."""
 
 from __future__ import annotations
 
@@ -71,6 +72,7 @@ def test_binding_workers_events_and_watches_at_once_discard_no_connection(
             w.stop()
         cluster.close()
     assert not errors, errors[:3]
+    assert cluster._pool.discarded == 0  # type: ignore[union-attr]
     discarded = [r.getMessage() for r in caplog.records if "Connection pool is full" in r.getMessage()]
     assert not discarded, f"{len(discarded)} connections discarded, e.g. {discarded[0]}"
 
@@ -101,5 +103,6 @@ def test_a_burst_of_binds_discards_no_connection(
     finally:
         sched.stop()
         cluster.close()
+    assert cluster._pool.discarded == 0  # type: ignore[union-attr]
     discarded = [r.getMessage() for r in caplog.records if "Connection pool is full" in r.getMessage()]
     assert not discarded, f"{len(discarded)} connections discarded, e.g. {discarded[0]}"
