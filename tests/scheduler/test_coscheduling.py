@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from minisched.clock import VirtualClock
 from minisched.cluster import Cluster
 from minisched.errors import Invalid
 from minisched.objects import make_node, make_pod
@@ -88,18 +89,80 @@ def test_a_group_that_fits_binds_together(cluster: Cluster) -> None:
         assert coscheduling(sched).phase("default/train") is GroupState.SCHEDULED
 
 
+def parked_by(sched: Scheduler, keys: list[str]) -> dict[str, frozenset[str]]:
+    """The unschedulable ones among `keys`, with the plugins that rejected each."""
+    out = {}
+    for key in keys:
+        qpi = sched.queue.get(key)
+        if qpi is not None and sched.queue.where(key) == "unschedulable":
+            out[key] = frozenset(qpi.unschedulable_plugins)
+    return out
+
+
+def attempts(sched: Scheduler, keys: list[str]) -> int:
+    return sum(qpi.attempts for key in keys if (qpi := sched.queue.get(key)) is not None)
+
+
 def test_a_group_that_cannot_fit_binds_none(cluster: Cluster) -> None:
     setup(cluster)  # 2 nodes of 2 cpu: only two 1.5-cpu members fit
     cluster.create(PODGROUPS, make_pod_group("big", 3, schedule_timeout_seconds=20))
-    with Scheduler(cluster, config=CONFIG) as sched:
+    keys = [f"default/big-{i}" for i in range(3)]
+    clock = VirtualClock()  # backoffs and the Permit timeout expire when the test says so
+    with Scheduler(cluster, config=CONFIG, clock=clock) as sched:
         wait_for_nodes(sched, 2, timeout=30)
         for i in range(3):
             cluster.create(PODS, member(f"big-{i}", "big", "1500m"))
-        # the member that fits nowhere rejects the waiting ones at PostFilter: no need to time out
-        wait_until(lambda: sched.pending_pods()["unschedulable"] == 3, timeout=15, what="all three unschedulable")
-        time.sleep(0.5)
-        assert bound_pods(cluster) == {}
+        # The member that fits nowhere rejects the waiting ones at PostFilter: no need to time out.
+        # They give their room back, and (kube's handleBindingCycleError) move the pods parked for
+        # lack of it: the member NodeResourcesFit rejected backs off; they, rejected by
+        # Coscheduling (which registered no AssignedPodDelete), stay parked.
+        wait_until(lambda: sorted(parked_by(sched, keys).values()) == [{"Coscheduling"}] * 2
+                   and sched.pending_pods()["backoff"] == 1, timeout=30, what="two parked, one backing off")
         assert sched.cache.assumed_count() == 0 and requested_cpu(sched) == 0
+        (retried,) = [k for k in keys if sched.queue.where(k) == "backoff"]
+        assert sched.queue.get(retried).unschedulable_plugins == {"NodeResourcesFit"}  # type: ignore[union-attr]
+        clock.advance(2)  # its backoff is over: it fits now, and waits at Permit for the others
+        wait_until(lambda: len(sched.handle.waiting_pods()) == 1, timeout=30, what="the retried member at Permit")
+        clock.advance(21)  # nobody joins it: its wait times out
+        wait_until(lambda: len(parked_by(sched, keys)) == 3 and sched.cache.assumed_count() == 0,
+                   timeout=30, what="all three unschedulable")
+        assert bound_pods(cluster) == {} and requested_cpu(sched) == 0
+        assert coscheduling(sched).phase("default/big") is GroupState.PENDING
+
+
+def test_a_gang_timing_out_at_permit_settles_unschedulable(cluster: Cluster) -> None:
+    """Three members wait at Permit for a fourth that is held back; the wait times out and they are
+    rejected together. Each one's freed room is an AssignedPodDelete move, received while the
+    others are still in flight: had Coscheduling registered that event (minisched's did, beyond
+    scheduler-plugins' Pod Add and PodGroup Add/Update), each would send the others back to
+    backoff and round again, to wait and time out forever. They settle."""
+    setup(cluster)
+    cluster.create(PODGROUPS, make_pod_group("quad", 4, schedule_timeout_seconds=10))
+    keys = [f"default/quad-{i}" for i in range(3)]
+    clock = VirtualClock()
+    with Scheduler(cluster, config=CONFIG, clock=clock) as sched:
+        wait_for_nodes(sched, 2, timeout=30)
+        held = member("quad-3", "quad", "500m")
+        held["spec"]["schedulingGates"] = [{"name": "example.com/not-yet"}]  # counted, but held back
+        cluster.create(PODS, held)
+        for i in range(3):
+            cluster.create(PODS, member(f"quad-{i}", "quad", "500m"))
+        wait_until(lambda: len(sched.handle.waiting_pods()) == 3, timeout=30, what="three members at Permit")
+        # A member's attempt may have seen its siblings arrive (Coscheduling's GROUP_MEMBER_ADD): it
+        # then backs off and waits once more. Time enough for that, then for any further round.
+        for _ in range(40):
+            clock.advance(1)
+            time.sleep(0.02)
+        wait_until(lambda: len(parked_by(sched, keys)) == 3 and sched.cache.assumed_count() == 0,
+                   timeout=30, what="the three parked")
+        assert set(parked_by(sched, keys).values()) == {frozenset({"Coscheduling"})}
+        settled = attempts(sched, keys)
+        for _ in range(60):  # backoffs (at most 10 s) and Permit timeouts (10 s) expire many times over
+            clock.advance(1)
+            time.sleep(0.02)
+        sched.wait_for_bindings()
+        assert attempts(sched, keys) == settled, "members went round again"
+        assert len(parked_by(sched, keys)) == 3 and requested_cpu(sched) == 0
 
 
 def test_a_group_waiting_at_permit_frees_what_it_held_at_timeout(cluster: Cluster) -> None:
