@@ -557,9 +557,9 @@ class SchedulingQueue:
         is; one rejected by plugins is if an event received during its attempt interests one of them."""
         if not qpi.unschedulable_plugins:
             return True
-        if self._flights.get(qpi.key, (0, None))[1] != qpi.scheduling_cycle:
-            return True  # its attempt is not on record (kube: "in flight Pod isn't found"): retry
-        return any(self._interested(qpi, event) for event in self._events_since_locked(qpi.key))
+        # (an attempt not on record, ended by `done` before, saw no events)
+        events = self._events_since_locked(qpi.key, qpi.scheduling_cycle)
+        return any(self._interested(qpi, event) for event in events)
 
     def add_unschedulable(self, qpi: QueuedPodInfo, *, rejected_by: Iterable[str] = (), error: bool = False) -> None:
         """The attempt failed. Plugin rejections (`rejected_by`) park the pod as unschedulable unless
