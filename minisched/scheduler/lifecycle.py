@@ -90,13 +90,13 @@ class QueueEvent(enum.Enum):
     ARRIVE_READY = enum.auto()  # a new pending pod that PreEnqueue lets through
     GATE_OPENED = enum.auto()  # PreEnqueue asked again (an update, an event) lets it through
     POP = enum.auto()
-    DONE = enum.auto()  # the cycle assumed it on a node: it leaves the queue
+    DONE = enum.auto()  # the cycle assumed it on a node (or gave it up): it leaves the queue
     REJECT = enum.auto()  # the cycle found no node: park until an event may help
-    RETRY = enum.auto()  # an error, or a move request during its attempt: back off
+    RETRY = enum.auto()  # an error, or an event a rejecting plugin registered came during its attempt: back off
     BACKOFF_EXPIRED = enum.auto()
     MOVE_READY = enum.auto()  # a cluster event (or the 5-minute flush) moves it, backoff over
     MOVE_BACKING_OFF = enum.auto()  # moved, but its backoff has not expired
-    BIND_FAILED = enum.auto()  # its binding cycle failed with an error: back off
+    BIND_FAILED = enum.auto()  # its binding cycle failed with an error, or as RETRY: back off
     BIND_REJECTED = enum.auto()  # Permit rejected it (or timed out): park as unschedulable
     DELETE = enum.auto()  # deleted, or bound by someone else
 

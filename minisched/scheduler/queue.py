@@ -13,9 +13,15 @@ pending pod is in exactly one of four places:
 - gated: pods that a PreEnqueue check holds back (spec.schedulingGates); they enter activeQ when an
   update removes the gates.
 
-A pod being tried is "in flight" and in none of them. If a move request arrives while it is in
-flight, a failure sends it to backoffQ rather than to unschedulable: the event that could have
-helped it happened during its attempt (kube's moveRequestCycle).
+A pod being tried is "in flight" and in none of them. The queue records the cluster events that
+arrive while any pod is in flight (kube's inFlightEvents); when a pod's attempt fails, it goes to
+backoffQ rather than to unschedulable if one of those events came during its attempt and one of the
+plugins that rejected it registered for it: that event may be what it needed (kube's
+determineSchedulingHintForInFlightPod, with every registered event's hint answering Queue). A pod
+stays recorded in flight until its attempt ends: after its binding cycle passed Permit, or when it
+comes back (`done`, `add_unschedulable`, `requeue_after_bind_failure`), so events during its wait at
+Permit count for a pod that Permit rejects. Events that no pod in flight can still ask about are
+dropped.
 
 Every wait and every timestamp uses a `Clock`, so tests drive it with `VirtualClock`.
 """
@@ -24,6 +30,7 @@ from __future__ import annotations
 
 import heapq
 import threading
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -274,7 +281,14 @@ class SchedulingQueue:
         # EventForceActivate recorded for an in-flight pod)
         self._activate_after_flight: set[str] = set()
         self._scheduling_cycle = 0
-        self._move_request_cycle = -1
+        # kube's inFlightPods and inFlightEvents: a pod's attempt, from pop until it ends (which
+        # may be after the pod left the queue's states: its binding cycle), maps to the sequence
+        # number it was popped at and its scheduling cycle; every cluster event received while any
+        # attempt runs is kept with its sequence number, in order, until no attempt older than it
+        # is left.
+        self._flight_seq = 0
+        self._flights: dict[str, tuple[int, int]] = {}  # key -> (sequence at pop, scheduling cycle)
+        self._flight_events: deque[tuple[int, ClusterEvent]] = deque()
         self._closed = False
         # nominated node name -> {pod key: QueuedPodInfo}; see nominate().
         self._nominated: dict[str, dict[str, tuple[Object, Any]]] = {}
@@ -327,8 +341,7 @@ class SchedulingQueue:
         if target is state:
             return state
         if state is QueueState.IN_FLIGHT:
-            del self._in_flight[key]
-            self._activate_after_flight.discard(key)
+            del self._in_flight[key]  # its attempt's record (and activation) ends with the attempt
         elif state is QueueState.ACTIVE:
             self._active.remove(key)
         elif state is QueueState.BACKOFF:
@@ -479,56 +492,131 @@ class SchedulingQueue:
             qpi.attempts += 1
             if qpi.initial_attempt_timestamp is None:
                 qpi.initial_attempt_timestamp = self.clock.monotonic()
+            # a pod re-added and popped while its last binding cycle still runs: the new attempt
+            # replaces the old one's record (the old one's end no longer matches it)
+            self._flight_seq += 1
+            self._flights[qpi.key] = (self._flight_seq, qpi.scheduling_cycle)
             return qpi
 
     def done(self, key: str) -> None:
-        """The attempt on `key` ended with the pod assumed on a node: it leaves the queue."""
+        """The attempt on `key` ended without sending the pod back (kube's Done): it leaves the
+        queue if still in flight (not ours any more, being deleted, bound by someone else), and the
+        events recorded for its attempt are forgotten."""
+        with self._lock:
+            qpi = self._in_flight.get(key)
+            if qpi is not None:
+                self._fire(qpi, QueueEvent.DONE, QueueState.IN_FLIGHT)
+            self._end_flight_locked(key)
+
+    def assumed(self, key: str) -> None:
+        """The scheduling cycle assumed `key` on a node: it leaves the queue, but its attempt goes on
+        in the binding cycle, which ends it with `binding_done` (or sends it back with
+        `requeue_after_bind_failure`): until then the events received still count for it."""
         with self._lock:
             qpi = self._in_flight.get(key)
             if qpi is not None:
                 self._fire(qpi, QueueEvent.DONE, QueueState.IN_FLIGHT)
 
+    def binding_done(self, qpi: QueuedPodInfo) -> None:
+        """The binding cycle of `qpi`'s attempt passed Permit or ended: kube's Done in bindingCycle.
+        Idempotent; an attempt that a newer one replaced leaves the newer one's record alone."""
+        with self._lock:
+            self._end_flight_locked(qpi.key, qpi.scheduling_cycle)
+
+    def _end_flight_locked(self, key: str, cycle: int | None = None) -> None:
+        flight = self._flights.get(key)
+        if flight is None or (cycle is not None and flight[1] != cycle):
+            return
+        del self._flights[key]
+        self._activate_after_flight.discard(key)
+        # the events older than every attempt still running can be asked about by no one any more
+        oldest = min((seq for seq, _ in self._flights.values()), default=None)
+        events = self._flight_events
+        while events and (oldest is None or events[0][0] < oldest):
+            events.popleft()
+
+    def in_flight_events(self, key: str) -> list[ClusterEvent]:
+        """The cluster events received since `key`'s attempt began (empty when it is not in flight)."""
+        with self._lock:
+            return self._events_since_locked(key)
+
+    def _events_since_locked(self, key: str, cycle: int | None = None) -> list[ClusterEvent]:
+        flight = self._flights.get(key)
+        if flight is None or (cycle is not None and flight[1] != cycle):
+            return []
+        return [event for seq, event in self._flight_events if seq > flight[0]]
+
+    def in_flight_event_count(self) -> int:
+        """How many cluster events the queue keeps for the attempts in flight (kube's
+        scheduler_in_flight_events without the pods): pruned as those attempts end."""
+        with self._lock:
+            return len(self._flight_events)
+
+    def _worth_retrying_locked(self, qpi: QueuedPodInfo) -> bool:
+        """kube's determineSchedulingHintForInFlightPod: a pod no plugin rejected (an error) always
+        is; one rejected by plugins is if an event received during its attempt interests one of them."""
+        if not qpi.unschedulable_plugins:
+            return True
+        # (an attempt not on record, ended by `done` before, saw no events)
+        events = self._events_since_locked(qpi.key, qpi.scheduling_cycle)
+        return any(self._interested(qpi, event) for event in events)
+
     def add_unschedulable(self, qpi: QueuedPodInfo, *, rejected_by: Iterable[str] = (), error: bool = False) -> None:
         """The attempt failed. Plugin rejections (`rejected_by`) park the pod as unschedulable unless
-        a move request came during its attempt; errors (`error=True`) send it to backoff."""
+        an event that one of those plugins registered for came during its attempt; errors
+        (`error=True`), or no plugin named, send it to backoff."""
         with self._lock:
             # Not in flight any more: deleted during its attempt -> dropped (the table's ABSENT row).
             if self._closed:
                 self._in_flight.pop(qpi.key, None)
+                self._end_flight_locked(qpi.key, qpi.scheduling_cycle)
                 return
             qpi.timestamp = self.clock.monotonic()
             qpi.unschedulable_plugins = set(rejected_by)
-            retry = error or self._move_request_cycle >= qpi.scheduling_cycle
+            retry = error or self._worth_retrying_locked(qpi)
             state = QueueState.IN_FLIGHT if self._in_flight.get(qpi.key) is qpi else QueueState.ABSENT
             activate = qpi.key in self._activate_after_flight
+            self._end_flight_locked(qpi.key, qpi.scheduling_cycle)
             target = self._fire(qpi, QueueEvent.RETRY if retry else QueueEvent.REJECT, state)
             if activate and target is QueueState.UNSCHEDULABLE:
                 self._fire(qpi, QueueEvent.MOVE_READY, QueueState.UNSCHEDULABLE)
 
     def requeue_after_bind_failure(self, qpi: QueuedPodInfo, *, rejected_by: Iterable[str] | None = None) -> None:
         """The binding cycle failed after the pod left the queue. An error (the default) backs it
-        off to be tried again; `rejected_by` (a Permit rejection) parks it as unschedulable."""
+        off to be tried again; `rejected_by` (a Permit rejection) parks it as unschedulable, unless
+        an event one of those plugins registered for came during its attempt (its wait at Permit
+        included): then it backs off too, as `add_unschedulable` decides."""
         with self._lock:
             if self._closed:
+                self._end_flight_locked(qpi.key, qpi.scheduling_cycle)
                 return
             state = self._state_locked(qpi.key)
             if state is not QueueState.ABSENT:
+                self._end_flight_locked(qpi.key, qpi.scheduling_cycle)
                 return  # already back (an update re-added it): the table's IGNORE
             qpi.timestamp = self.clock.monotonic()
             qpi.unschedulable_plugins = set(rejected_by or ())
-            self._fire(qpi, QueueEvent.BIND_FAILED if rejected_by is None else QueueEvent.BIND_REJECTED, state)
+            retry = rejected_by is None or self._worth_retrying_locked(qpi)
+            activate = qpi.key in self._activate_after_flight
+            self._end_flight_locked(qpi.key, qpi.scheduling_cycle)
+            target = self._fire(qpi, QueueEvent.BIND_FAILED if retry else QueueEvent.BIND_REJECTED, state)
+            if activate and target is QueueState.UNSCHEDULABLE:
+                self._fire(qpi, QueueEvent.MOVE_READY, QueueState.UNSCHEDULABLE)
 
     # --- cluster events ---------------------------------------------------------------------------
 
-    def move_all_to_active_or_backoff(self, event: ClusterEvent) -> int:
-        """Move the unschedulable pods that `event` could help (kube's
-        MoveAllToActiveOrBackoffQueue). Returns how many moved."""
+    def move_all_to_active_or_backoff(self, event: ClusterEvent, *, exclude: str | None = None) -> int:
+        """Move the unschedulable pods that `event` could help, but `exclude` (kube's
+        MoveAllToActiveOrBackoffQueue with a preCheck), and record `event` for the attempts in
+        flight. Returns how many moved."""
         with self._lock:
             moved = 0
             for qpi in list(self._unschedulable.values()):
-                if self._interested(qpi, event) and self._requeue_moved(qpi):
+                if qpi.key != exclude and self._interested(qpi, event) and self._requeue_moved(qpi):
                     moved += 1
-            self._move_request_cycle = self._scheduling_cycle
+            if self._flights:  # kube's addEventIfAnyInFlight
+                self._flight_seq += 1
+                self._flight_events.append((self._flight_seq, event))
             return moved
 
     def _interested(self, qpi: QueuedPodInfo, event: ClusterEvent) -> bool:
@@ -554,9 +642,10 @@ class SchedulingQueue:
         is not parked as unschedulable."""
         with self._lock:
             qpi = self._unschedulable.get(key)
-            if qpi is None and key in self._in_flight and not self._closed:
+            if qpi is None and key in self._flights and self._where(key) is None and not self._closed:
                 # its attempt has not ended yet (a preemption worker can fail before the cycle
-                # parks the preemptor): activate it when it does, as kube does for in-flight pods
+                # parks the preemptor; a pod may wait at Permit): activate it when it does, as kube
+                # does for in-flight pods
                 self._activate_after_flight.add(key)
                 return False
             if qpi is None or self._closed:

@@ -16,7 +16,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from minisched.clock import VirtualClock
 from minisched.objects import make_pod
 from minisched.scheduler.lifecycle import QueueEvent, QueueState, Verdict
-from minisched.scheduler.queue import WILDCARD_EVENT, QueuedPodInfo, SchedulingQueue
+from minisched.scheduler.queue import NODE_TAINT_CHANGE, WILDCARD_EVENT, QueuedPodInfo, SchedulingQueue
 
 NAMES = ("a", "b", "c")
 
@@ -33,8 +33,13 @@ def queue_machine(transitions: dict[tuple[QueueState, QueueEvent], QueueState | 
             self.queue = SchedulingQueue(clock=self.clock, transitions=transitions)
             self.where: dict[str, str] = {}  # the reference: pod -> where it must be
             self.flying: dict[str, QueuedPodInfo] = {}
-            self.moved_during: set[str] = set()
-            self.assumed: dict[str, QueuedPodInfo] = {}  # left the queue (done): may come back on a bind failure
+            # the events received during each running attempt: "any" (a wildcard, which interests
+            # every plugin) or "taint" (which the NodeAffinity rejections here did not register)
+            self.seen: dict[str, set[str]] = {}
+            self.rejector: dict[str, str] = {}  # an unschedulable pod -> the plugin that rejected it
+            # left the queue (assumed): its binding cycle may still fail, and until it ends the
+            # events received count for the pod (kube keeps it in flight)
+            self.assumed: dict[str, QueuedPodInfo] = {}
             self.attempts: dict[str, int] = {}
             self.failed_at: dict[str, float] = {}
             if log is not None:
@@ -79,7 +84,7 @@ def queue_machine(transitions: dict[tuple[QueueState, QueueEvent], QueueState | 
             assert name in active, f"popped {name}, which should be {self.where.get(name, 'gone')}"
             self.where[name] = "in-flight"
             self.flying[name] = qpi
-            self.moved_during.discard(name)
+            self.seen[name] = set()
             self.attempts[name] += 1
 
         @precondition(lambda self: bool(self.flying))
@@ -103,39 +108,58 @@ def queue_machine(transitions: dict[tuple[QueueState, QueueEvent], QueueState | 
             self._note(f"{outcome} {name}")
             live = self.where.get(name) == "in-flight"
             if outcome == "done":
-                self.queue.done(qpi.key)
+                self.queue.assumed(qpi.key)
                 if live:
                     del self.where[name]
                     self.assumed[name] = qpi
+                    return  # its attempt goes on in its binding cycle
+                self.queue.binding_done(qpi)  # deleted meanwhile: its binding cycle ends at once
             else:
                 self.queue.add_unschedulable(qpi, rejected_by=["NodeAffinity"] if outcome == "reject" else (),
                                              error=outcome == "error")
                 if live:  # a pod deleted during its attempt is dropped
                     self.failed_at[name] = self.clock.monotonic()
-                    retry = outcome == "error" or name in self.moved_during
+                    # NodeAffinity registered the wildcard's interest, not a taint change; an error
+                    # (no rejector) always retries
+                    retry = outcome == "error" or "any" in self.seen[name]
                     self.where[name] = "backoff" if retry else "unschedulable"
-            self.moved_during.discard(name)
+                    self.rejector[name] = "NodeAffinity"
+            self.seen.pop(name, None)
 
         @precondition(lambda self: bool(self.assumed))
         @rule(data=st.data(), rejected=st.booleans())
         def binding_fails(self, data: Any, rejected: bool) -> None:
             name = data.draw(st.sampled_from(sorted(self.assumed)))
             qpi = self.assumed.pop(name)
-            self._note(f"binding of {name} {'rejected' if rejected else 'failed'}")
+            self._note(f"binding of {name} {'rejected at Permit' if rejected else 'failed'}")
             self.queue.requeue_after_bind_failure(qpi, rejected_by=["Coscheduling"] if rejected else None)
             if name not in self.where:
-                self.where[name] = "unschedulable" if rejected else "backoff"
+                # Coscheduling is not in the queue's registrations: every event interests it
+                retry = not rejected or bool(self.seen[name])
+                self.where[name] = "backoff" if retry else "unschedulable"
+                self.rejector[name] = "Coscheduling"
                 self.failed_at[name] = self.clock.monotonic()
+            self.seen.pop(name, None)
 
-        @precondition(lambda self: bool(self.flying) or "unschedulable" in self.where.values())
-        @rule()
-        def cluster_event(self) -> None:
-            self._note("cluster event")
-            self.queue.move_all_to_active_or_backoff(WILDCARD_EVENT)
-            self.moved_during |= set(self.flying)
+        @precondition(lambda self: bool(self.assumed))
+        @rule(data=st.data())
+        def binding_succeeds(self, data: Any) -> None:
+            name = data.draw(st.sampled_from(sorted(self.assumed)))
+            self._note(f"{name} bound")
+            self.queue.binding_done(self.assumed.pop(name))
+            self.seen.pop(name, None)
+
+        @precondition(lambda self: bool(self.flying) or bool(self.assumed) or "unschedulable" in self.where.values())
+        @rule(wildcard=st.booleans())
+        def cluster_event(self, wildcard: bool) -> None:
+            self._note("cluster event" if wildcard else "a node's taints change")
+            self.queue.move_all_to_active_or_backoff(WILDCARD_EVENT if wildcard else NODE_TAINT_CHANGE)
+            for events in self.seen.values():  # the attempts still running record it
+                events.add("any" if wildcard else "taint")
             now = self.clock.monotonic()
             for name, w in list(self.where.items()):
-                if w == "unschedulable":  # kube: 1 s backoff doubling per attempt, at most 10 s
+                if w == "unschedulable" and (wildcard or self.rejector[name] != "NodeAffinity"):
+                    # kube: 1 s backoff doubling per attempt, at most 10 s
                     backoff = min(1.0 * 2 ** (self.attempts[name] - 1), 10.0)
                     self.where[name] = "backoff" if now < self.failed_at[name] + backoff else "active"
 
@@ -155,9 +179,11 @@ def queue_machine(transitions: dict[tuple[QueueState, QueueEvent], QueueState | 
             name = data.draw(st.sampled_from(sorted({*self.where, *self.assumed})))
             self._note(f"delete {name}")
             self.queue.delete(make_pod(name))
-            self.moved_during.discard(name)
             self.where.pop(name, None)
-            self.assumed.pop(name, None)
+            binding = self.assumed.pop(name, None)
+            if binding is not None:  # gone while binding: its binding cycle ends
+                self.queue.binding_done(binding)
+                self.seen.pop(name, None)
 
         @invariant()
         def every_pod_is_where_the_rules_say(self) -> None:
@@ -169,5 +195,8 @@ def queue_machine(transitions: dict[tuple[QueueState, QueueEvent], QueueState | 
                 assert actual == expected, f"pod {name} is {actual or 'gone'}, should be {expected or 'gone'}"
             queued = sum(1 for w in self.where.values() if w != "in-flight")
             assert len(self.queue) == queued, f"the queue holds {len(self.queue)} pods, should be {queued}"
+            if not self.flying and not self.assumed:
+                kept = self.queue.in_flight_event_count()
+                assert kept == 0, f"no attempt runs, yet the queue keeps {kept} events for them"
 
     return QueueMachine

@@ -404,11 +404,12 @@ class _WaitingPod:
     """A pod held by a Permit plugin (kube's waitingPod) until allowed, rejected or `deadline`.
     The first verdict stands: a late allow or reject (another group member's) changes nothing."""
 
-    def __init__(self, deadline: float, timeout: float, pod: Object | None = None) -> None:
+    def __init__(self, deadline: float, timeout: float, pod: Object | None = None, plugin: str = "") -> None:
         self.done = threading.Event()
         self.status = Status.success()
         self.deadline = deadline
         self.timeout = timeout
+        self.plugin = plugin  # the Permit plugin that asked for the wait: a timeout rejects in its name
         self.pod: Object = pod or {}
         self._lock = threading.Lock()
 
@@ -1152,7 +1153,7 @@ class Scheduler:
         status, wait = fwk.run_permit(state, info, node)
         waiting: _WaitingPod | None = None
         if status.is_wait:
-            waiting = _WaitingPod(self.clock.monotonic() + wait, wait, qpi.pod)
+            waiting = _WaitingPod(self.clock.monotonic() + wait, wait, qpi.pod, status.plugin)
             self._waiting[qpi.key] = waiting
         elif not status.is_success:
             fwk.run_unreserve(state, info, node)
@@ -1161,7 +1162,7 @@ class Scheduler:
                        error=status.is_error, rejected_by=[status.plugin] if status.plugin else ())
             self._observe_attempt("error" if status.is_error else "unschedulable", started)
             return
-        self.queue.done(qpi.key)
+        self.queue.assumed(qpi.key)  # in flight until its binding cycle passes Permit
         if self.queue.nominated_node_of(qpi.key) is not None:
             self.queue.delete_nominated(qpi.pod)
         self.stats.scheduled += 1
@@ -1191,6 +1192,7 @@ class Scheduler:
                                 node: str, waiting: _WaitingPod | None) -> None:
         """Shutdown came between the decision and its binding: undo the assumption, send nothing."""
         self._waiting.pop(qpi.key, None)
+        self.queue.binding_done(qpi)
         fwk.run_unreserve(state, info, node)
         self.cache.forget_pod(qpi.pod)
         log.info("shutting down: %s was not bound to %s and stays pending", qpi.key, node)
@@ -1220,6 +1222,7 @@ class Scheduler:
             log.exception("binding cycle for %s failed", a.qpi.key)
             self._binding_failed(a, Status.from_error(RuntimeError("binding cycle crashed")))
         finally:
+            self.queue.binding_done(a.qpi)  # kube's Done (if Permit did not end the attempt already)
             if a.trace is not None:
                 self._tls.trace = None
                 a.trace.binding_done(*a.outcome)
@@ -1230,11 +1233,13 @@ class Scheduler:
             # The wait holds one binding worker (kube holds a goroutine); the timeout is on the clock.
             while not a.waiting.done.wait(0.02):
                 if self.clock.monotonic() >= a.waiting.deadline:
-                    a.waiting.reject("", f"rejected due to timeout after waiting {a.waiting.timeout:g}s at permit")
+                    a.waiting.reject(a.waiting.plugin, f"rejected due to timeout after waiting {a.waiting.timeout:g}s at permit")
             self._waiting.pop(a.qpi.key, None)
             if not a.waiting.status.is_success:
                 self._binding_failed(a, a.waiting.status)
                 return
+        # past Permit no failure makes the pod unschedulable: its attempt's events are not needed
+        self.queue.binding_done(a.qpi)
         status = a.framework.run_pre_bind(a.state, a.info, a.node)
         if status.is_success and self.bind_guard is not None and not self.bind_guard():
             # Not (surely) the leader any more: the new leader owns this pod. Nothing was sent;
@@ -1306,17 +1311,26 @@ class Scheduler:
             log.exception("releasing %s's reservation on %s failed", a.qpi.key, a.node)
 
     def _binding_failed(self, a: _Assumed, status: Status) -> None:
+        """kube's handleBindingCycleError. Forgetting an assumed pod frees its room as a deleted pod
+        would: pods parked for lack of it get another chance (an AssignedPodDelete move). After an
+        error the move comes at once. After a Permit rejection it comes once the rejected pod is
+        back in the queue, and leaves that pod out: moved while the pod was still in flight, the
+        event would count for the pod itself and send it to backoff. (The other members of a gang
+        rejected together are still in flight, so they do record each other's moves.)"""
+        if not status.is_rejected:
+            self._requeue_failed_binding(a, status, move=True)
+            return
+        try:
+            self._requeue_failed_binding(a, status, move=False)
+        finally:
+            self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, exclude=a.qpi.key)
+
+    def _requeue_failed_binding(self, a: _Assumed, status: Status, *, move: bool) -> None:
         a.outcome = ("unschedulable" if status.is_rejected else "error", status)
         self._observe("observe_attempt", a.outcome[0], time.perf_counter() - a.started)
         a.framework.run_unreserve(a.state, a.info, a.node)
         self.cache.forget_pod(a.qpi.pod)
-        # Forgetting an assumed pod frees its room as a deleted pod would: pods parked for lack of
-        # it get another chance (kube's handleBindingCycleError moves them with AssignedPodDelete).
-        # The failed pod itself left the queue when it was assumed, so it is not among them.
-        # A Permit rejection is left out for now: kube defers that move until the rejected pod is
-        # back in the queue and leaves it out, and our Coscheduling listens for AssignedPodDelete,
-        # so moving here would send a rejected gang's members round and round.
-        if not status.is_rejected:
+        if move:
             self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
         err = status.error
         if isinstance(err, Timeout):

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from minisched.clock import VirtualClock
 from minisched.cluster import Cluster
 from minisched.errors import Invalid
 from minisched.objects import make_node, make_pod
@@ -88,18 +89,82 @@ def test_a_group_that_fits_binds_together(cluster: Cluster) -> None:
         assert coscheduling(sched).phase("default/train") is GroupState.SCHEDULED
 
 
+def parked_by(sched: Scheduler, keys: list[str]) -> dict[str, frozenset[str]]:
+    """The unschedulable ones among `keys`, with the plugins that rejected each."""
+    out = {}
+    for key in keys:
+        qpi = sched.queue.get(key)
+        if qpi is not None and sched.queue.where(key) == "unschedulable":
+            out[key] = frozenset(qpi.unschedulable_plugins)
+    return out
+
+
+def attempts(sched: Scheduler, keys: list[str]) -> int:
+    return sum(qpi.attempts for key in keys if (qpi := sched.queue.get(key)) is not None)
+
+
+def settle(sched: Scheduler, clock: VirtualClock, keys: list[str]) -> None:
+    """Let virtual time pass, a second a step, until every member of `keys` is parked as
+    unschedulable and nothing is assumed; then check they stay parked while backoffs (10 s at
+    most) and Permit timeouts expire many times over: nothing sends them round again."""
+    deadline, began = time.monotonic() + 60, clock.monotonic()
+    while not (len(parked_by(sched, keys)) == len(keys) and sched.cache.assumed_count() == 0):
+        assert time.monotonic() < deadline, (
+            f"not settled after {clock.monotonic() - began:g} virtual s: "
+            f"{ {k: sched.queue.where(k) for k in keys} }, {sched.cache.assumed_count()} assumed")
+        clock.advance(1)
+        time.sleep(0.02)
+    assert set(parked_by(sched, keys).values()) == {frozenset({"Coscheduling"})}
+    settled = attempts(sched, keys)
+    for _ in range(60):
+        clock.advance(1)
+        time.sleep(0.02)
+    sched.wait_for_bindings()
+    assert attempts(sched, keys) == settled, "members went round again"
+    assert len(parked_by(sched, keys)) == len(keys) and sched.cache.assumed_count() == 0
+
+
 def test_a_group_that_cannot_fit_binds_none(cluster: Cluster) -> None:
     setup(cluster)  # 2 nodes of 2 cpu: only two 1.5-cpu members fit
     cluster.create(PODGROUPS, make_pod_group("big", 3, schedule_timeout_seconds=20))
-    with Scheduler(cluster, config=CONFIG) as sched:
+    keys = [f"default/big-{i}" for i in range(3)]
+    clock = VirtualClock()  # backoffs and the Permit timeout expire when the test says so
+    with Scheduler(cluster, config=CONFIG, clock=clock) as sched:
         wait_for_nodes(sched, 2, timeout=30)
         for i in range(3):
             cluster.create(PODS, member(f"big-{i}", "big", "1500m"))
-        # the member that fits nowhere rejects the waiting ones at PostFilter: no need to time out
-        wait_until(lambda: sched.pending_pods()["unschedulable"] == 3, timeout=15, what="all three unschedulable")
-        time.sleep(0.5)
-        assert bound_pods(cluster) == {}
-        assert sched.cache.assumed_count() == 0 and requested_cpu(sched) == 0
+        # The member that fits nowhere rejects the waiting ones at PostFilter: no need to time out.
+        # They give their room back, which moves that member (NodeResourcesFit rejected it): it
+        # tries again, fits, waits at Permit for members that do not come, and times out.
+        wait_until(lambda: sched.stats.unschedulable >= 1 and sched.cache.assumed_count() == 0,
+                   timeout=30, what="the waiting members rejected at PostFilter")
+        settle(sched, clock, keys)
+        assert bound_pods(cluster) == {} and requested_cpu(sched) == 0
+        assert coscheduling(sched).phase("default/big") is GroupState.PENDING
+
+
+def test_a_gang_timing_out_at_permit_settles_unschedulable(cluster: Cluster) -> None:
+    """Three members wait at Permit for a fourth that is held back; the wait times out and they are
+    rejected together. Each one's freed room is an AssignedPodDelete move, received while the
+    others are still in flight: had Coscheduling registered that event (minisched's did, beyond
+    scheduler-plugins' Pod Add and PodGroup Add/Update), each would send the others back to
+    backoff and round again, to wait and time out forever. They settle."""
+    setup(cluster)
+    cluster.create(PODGROUPS, make_pod_group("quad", 4, schedule_timeout_seconds=10))
+    keys = [f"default/quad-{i}" for i in range(3)]
+    clock = VirtualClock()
+    with Scheduler(cluster, config=CONFIG, clock=clock) as sched:
+        wait_for_nodes(sched, 2, timeout=30)
+        held = member("quad-3", "quad", "500m")
+        held["spec"]["schedulingGates"] = [{"name": "example.com/not-yet"}]  # counted, but held back
+        cluster.create(PODS, held)
+        for i in range(3):
+            cluster.create(PODS, member(f"quad-{i}", "quad", "500m"))
+        wait_until(lambda: len(sched.handle.waiting_pods()) == 3, timeout=30, what="three members at Permit")
+        # (a member whose attempt saw its siblings arrive, Coscheduling's GROUP_MEMBER_ADD, backs
+        # off and waits once more before it settles)
+        settle(sched, clock, keys)
+        assert bound_pods(cluster) == {} and requested_cpu(sched) == 0
 
 
 def test_a_group_waiting_at_permit_frees_what_it_held_at_timeout(cluster: Cluster) -> None:

@@ -763,17 +763,19 @@ class Framework:
         return outcome
 
     def _permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
-        wait = 0.0
+        wait, waiter = 0.0, ""
         for p in self.points.permit:
             try:
                 status, timeout = p.permit(state, pod, node_name)
             except Exception as e:
                 return Status.from_error(e, p.name), 0.0
             if status.is_wait:
-                wait = max(wait, min(timeout, MAX_PERMIT_TIMEOUT))
+                timeout = min(timeout, MAX_PERMIT_TIMEOUT)
+                if timeout > wait:  # the plugin whose wait lasts longest: its timeout rejects the pod
+                    wait, waiter = timeout, p.name
             elif not status.is_success:
                 return status.with_plugin(p.name), 0.0
-        return (Status.wait(), wait) if wait else (Status.success(), 0.0)
+        return (Status.wait(waiter), wait) if wait else (Status.success(), 0.0)
 
     def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         t0 = time.perf_counter()

@@ -17,9 +17,13 @@ A pod joins a group with the label scheduling.x-k8s.io/pod-group: <name>. The Po
 be installed before the scheduler starts (minisched.validation.podgroup.install_pod_group_crd):
 the plugin watches PodGroups and group members through the scheduler's informers.
 
-Not modelled from scheduler-plugins: the PodGroup status controller (phase, scheduled counts), the
-group-aware QueueSort (minisched keeps PrioritySort; members of different groups may interleave,
-which the Permit timeout resolves) and minResources pre-checks.
+Not modelled from scheduler-plugins: the PodGroup status controller (phase, scheduled counts: a
+member's arrival, which changes them there, is the GROUP_MEMBER_ADD event here), the group-aware
+QueueSort (minisched keeps PrioritySort; members of different groups may interleave, which the
+Permit timeout resolves), the activation of a waiting member's siblings at Permit, the PodGroup
+backoff, and minResources pre-checks. So members rejected by Coscheduling come back on the events
+it registers (as scheduler-plugins': a pod added, a PodGroup added or updated), or after the
+queue's 5 minutes.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from minisched.scheduler.framework.interface import Handle
 from minisched.scheduler.framework.status import Status
 from minisched.scheduler.framework.types import PodInfo
 from minisched.scheduler.lifecycle import GROUP_TRANSITIONS, GroupEvent, GroupState, step
-from minisched.scheduler.queue import ASSIGNED_POD_DELETE, NODE_ADD, ClusterEvent
+from minisched.scheduler.queue import ASSIGNED_POD_ADD, ClusterEvent
 from minisched.validation.podgroup import PODGROUPS, pod_group_of
 
 NAME = "Coscheduling"
@@ -111,9 +115,13 @@ class Coscheduling:
         groups.add_event_handler(ResourceEventHandlerFuncs(group_added, group_updated, None))
 
     def events_to_register(self) -> list[ClusterEvent]:
-        # scheduler-plugins registers Pod Add and PodGroup Add/Update; a new node or a freed one can
-        # also make a rejected group fit, so those move its members too.
-        return [GROUP_MEMBER_ADD, POD_GROUP_ADD, POD_GROUP_UPDATE, NODE_ADD, ASSIGNED_POD_DELETE]
+        # scheduler-plugins registers Pod Add (in kube-scheduler that matches an assigned pod's add)
+        # and PodGroup Add/Update. GROUP_MEMBER_ADD stands in for the PodGroup status controller,
+        # which minisched lacks: a member's arrival changes its group's status there, an Update.
+        # Not AssignedPodDelete: each member rejected at Permit frees its room with that event,
+        # while the other members rejected with it are still in flight and record it, so they
+        # would be sent round and round (wait, time out, retry) instead of settling.
+        return [GROUP_MEMBER_ADD, POD_GROUP_ADD, POD_GROUP_UPDATE, ASSIGNED_POD_ADD]
 
     # --- lookups ---------------------------------------------------------------------------------------
 

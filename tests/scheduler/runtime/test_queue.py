@@ -14,9 +14,12 @@ from minisched.scheduler.queue import (
     NODE_ADD,
     NODE_LABEL_CHANGE,
     NODE_TAINT_CHANGE,
+    ClusterEvent,
     SchedulingQueue,
     node_update_events,
 )
+
+POD_GROUP_UPDATE = ClusterEvent("PodGroup", "Update")
 
 
 def _queue(clock: VirtualClock) -> SchedulingQueue:
@@ -246,3 +249,111 @@ def test_a_pod_activated_during_its_attempt_goes_to_active_when_the_attempt_ends
     assert again is qpi
     q.add_unschedulable(again, rejected_by=["NodeResourcesFit"])
     assert q.where(qpi.key) == "unschedulable", "the activation is used once"
+
+
+# --- events received while pods are in flight (kube's inFlightEvents) -------------------------------------
+
+_EVENTS = {"NodeAffinity": frozenset({NODE_ADD, NODE_LABEL_CHANGE}), "Gang": frozenset({POD_GROUP_UPDATE})}
+
+
+def test_an_event_the_rejector_did_not_register_leaves_the_pod_unschedulable(virtual_clock: VirtualClock) -> None:
+    # kube asks the rejecting plugins about each event received during the attempt; before, any move
+    # request during the attempt sent the pod to backoff, whatever its rejector listened for
+    q = _queue(virtual_clock)
+    q.add(make_pod("p"))
+    qpi = q.pop(timeout=0)
+    assert qpi is not None
+    q.move_all_to_active_or_backoff(NODE_TAINT_CHANGE)  # a taint changed: no help for an affinity miss
+    assert q.in_flight_events(qpi.key) == [NODE_TAINT_CHANGE]
+    q.add_unschedulable(qpi, rejected_by=["NodeAffinity"])
+    assert q.where(qpi.key) == "unschedulable"
+
+
+def test_a_registered_event_during_the_attempt_sends_the_pod_to_backoff(virtual_clock: VirtualClock) -> None:
+    q = _queue(virtual_clock)
+    q.add(make_pod("early"))
+    virtual_clock.advance(0.1)
+    q.add(make_pod("late"))
+    early = q.pop(timeout=0)
+    assert early is not None
+    q.move_all_to_active_or_backoff(NODE_LABEL_CHANGE)  # before late's attempt began
+    late = q.pop(timeout=0)
+    assert late is not None
+    q.move_all_to_active_or_backoff(NODE_TAINT_CHANGE)
+    q.add_unschedulable(early, rejected_by=["NodeAffinity"])
+    q.add_unschedulable(late, rejected_by=["NodeAffinity"])
+    assert q.where(early.key) == "backoff", "a label change came during its attempt"
+    assert q.where(late.key) == "unschedulable", "the label change came before its attempt"
+
+
+def test_a_failure_no_plugin_rejected_always_retries(virtual_clock: VirtualClock) -> None:
+    q = _queue(virtual_clock)
+    q.add(make_pod("p"))
+    qpi = q.pop(timeout=0)
+    assert qpi is not None
+    q.add_unschedulable(qpi)  # no rejector named: kube retries (it may not come back otherwise)
+    assert q.where(qpi.key) == "backoff"
+
+
+def test_in_flight_events_are_pruned_once_no_attempt_can_ask_for_them(virtual_clock: VirtualClock) -> None:
+    q = _queue(virtual_clock)
+    q.move_all_to_active_or_backoff(NODE_ADD)
+    assert q.in_flight_event_count() == 0, "nothing in flight: nothing kept"
+    for name in ("a", "b"):
+        q.add(make_pod(name))
+        virtual_clock.advance(0.1)
+    a = q.pop(timeout=0)
+    q.move_all_to_active_or_backoff(NODE_ADD)
+    b = q.pop(timeout=0)
+    assert a is not None and b is not None
+    q.move_all_to_active_or_backoff(NODE_TAINT_CHANGE)
+    assert q.in_flight_event_count() == 2
+    assert q.in_flight_events(a.key) == [NODE_ADD, NODE_TAINT_CHANGE]
+    assert q.in_flight_events(b.key) == [NODE_TAINT_CHANGE]
+    q.add_unschedulable(a, rejected_by=["NodeAffinity"])
+    assert q.in_flight_event_count() == 1, "the NodeAdd only a could ask about is gone"
+    q.done(b.key)
+    assert q.in_flight_event_count() == 0 and q.in_flight_events(b.key) == []
+
+
+def test_a_pod_rejected_at_permit_counts_the_events_of_its_binding_cycle(virtual_clock: VirtualClock) -> None:
+    # kube keeps the pod in flight until its binding cycle passes Permit
+    q = SchedulingQueue(clock=virtual_clock, plugin_events=_EVENTS)
+    for name in ("moved", "parked"):
+        q.add(make_pod(name))
+        virtual_clock.advance(0.1)
+    moved, parked = q.pop(timeout=0), q.pop(timeout=0)
+    assert moved is not None and parked is not None
+    q.assumed(moved.key)
+    q.assumed(parked.key)
+    assert q.where(moved.key) is None, "assumed: out of the queue"
+    q.move_all_to_active_or_backoff(POD_GROUP_UPDATE)  # while both wait at Permit
+    q.requeue_after_bind_failure(moved, rejected_by=["Gang"])
+    q.requeue_after_bind_failure(parked, rejected_by=["NodeAffinity"])
+    assert q.where(moved.key) == "backoff"
+    assert q.where(parked.key) == "unschedulable"
+    assert q.in_flight_event_count() == 0
+
+
+def test_past_permit_the_binding_cycle_no_longer_records_events(virtual_clock: VirtualClock) -> None:
+    q = SchedulingQueue(clock=virtual_clock, plugin_events=_EVENTS)
+    q.add(make_pod("p"))
+    qpi = q.pop(timeout=0)
+    assert qpi is not None
+    q.assumed(qpi.key)
+    q.binding_done(qpi)
+    q.move_all_to_active_or_backoff(POD_GROUP_UPDATE)
+    assert q.in_flight_event_count() == 0
+    q.requeue_after_bind_failure(qpi)  # a bind error: backs off whatever came
+    assert q.where(qpi.key) == "backoff"
+
+
+def test_an_excluded_pod_is_not_moved(virtual_clock: VirtualClock) -> None:
+    q = _queue(virtual_clock)
+    for name in ("rejected", "other"):
+        q.add(make_pod(name))
+        qpi = q.pop(timeout=0)
+        assert qpi is not None
+        q.add_unschedulable(qpi, rejected_by=["NodeResourcesFit"])
+    assert q.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, exclude="default/rejected") == 1
+    assert q.where("default/rejected") == "unschedulable" and q.where("default/other") == "backoff"

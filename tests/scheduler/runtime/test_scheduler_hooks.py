@@ -12,6 +12,7 @@ from minisched.cluster.embedded import EmbeddedCluster
 from minisched.objects import make_node, make_pod
 from minisched.resources import NODES, PODS
 from minisched.scheduler.events import DECISION_ANNOTATION
+from minisched.scheduler.queue import ASSIGNED_POD_ADD
 from minisched.scheduler.scheduler import Scheduler
 from tests.scheduler.runtime.helpers import node_of, wait_for_nodes, wait_until
 
@@ -180,11 +181,66 @@ def test_permit_wait_binds_once_allowed_and_rejects_on_timeout(cluster: Embedded
         assert node_of(cluster, "allowed") is None
         assert sched.allow_waiting_pod("default/allowed")
         wait_until(lambda: node_of(cluster, "allowed") == "n1", what="allowed pod bound")
+        # the informer shows allowed bound while timed-out still waits: an event of its attempt
+        wait_until(lambda: ASSIGNED_POD_ADD in sched.queue.in_flight_events("default/timed-out"),
+                   what="allowed's binding seen during timed-out's wait")
         clock.advance(31)
-        wait_until(lambda: sched.queue.where("default/timed-out") == "unschedulable", what="rejected on timeout")
+        # Gate registers no events, so every event may help it (kube registers a wildcard for it):
+        # the binding seen during the wait sends the rejected pod to backoff, not to the parked ones
+        wait_until(lambda: sched.queue.where("default/timed-out") == "backoff", what="rejected on timeout")
         wait_until(lambda: sched.cache.assumed_count() == 0, what="allowed confirmed, timed-out forgotten")
         sched.recorder.flush()
         cond = [c for c in cluster.get(PODS, "timed-out", "default")["status"]["conditions"]
                 if c["type"] == "PodScheduled"]
         assert cond[0]["reason"] == "Unschedulable"
         assert cond[0]["message"] == "rejected due to timeout after waiting 30s at permit"
+
+
+class _HoldA:
+    """A Permit plugin that holds pod "a" (only) for up to 30 s, and says the room an assigned pod
+    frees may help the pods it rejected."""
+
+    name = "HoldA"
+
+    def permit(self, state: Any, pod: Any, node_name: str) -> Any:
+        from minisched.scheduler.framework.status import Status
+
+        return (Status.wait(self.name), 30.0) if pod.name == "a" else (Status.success(), 0.0)
+
+    def events_to_register(self) -> list[Any]:
+        from minisched.scheduler.queue import ASSIGNED_POD_DELETE
+
+        return [ASSIGNED_POD_DELETE]
+
+
+def test_a_permit_rejection_moves_the_pods_it_kept_out_but_not_itself(cluster: EmbeddedCluster) -> None:
+    """kube's handleBindingCycleError after a Permit rejection: once the rejected pod is back in the
+    queue, an AssignedPodDelete move (its room is free) for every parked pod but that one. Before,
+    no move came at all: b waited for an unrelated event or the 5-minute flush."""
+    from minisched.clock import VirtualClock
+    from minisched.scheduler.plugins import in_tree_registry
+
+    registry = in_tree_registry()
+    registry.register("HoldA", lambda args, handle: _HoldA())
+    config = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+              "profiles": [{"schedulerName": "minisched", "plugins": {"permit": {"enabled": [{"name": "HoldA"}]}}}]}
+    clock = VirtualClock()  # no backoff, Permit timeout or unschedulable flush expires unless the test says so
+    cluster.create(NODES, make_node("n1", cpu="1"))
+    with Scheduler(cluster, config=config, registry=registry, clock=clock) as sched:
+        wait_for_nodes(sched, 1)
+        cluster.create(PODS, make_pod("a", cpu="1", memory=None))
+        wait_until(lambda: len(sched._waiting) == 1, what="a waiting at Permit, holding the cpu")
+        cluster.create(PODS, make_pod("b", cpu="1", memory=None))
+        wait_until(lambda: sched.queue.where("default/b") == "unschedulable", what="b parked for lack of cpu")
+        assert sched.queue.get("default/b").unschedulable_plugins == {"NodeResourcesFit"}  # type: ignore[union-attr]
+        clock.advance(31)  # a's wait times out: rejected by HoldA, which registered AssignedPodDelete
+        wait_until(lambda: sched.queue.where("default/a") == "unschedulable", what="a parked")
+        wait_until(lambda: sched.queue.where("default/b") != "unschedulable", what="b moved by a's freed room")
+        for _ in range(20):  # b's backoff expires; it fits in the room a gave back
+            if node_of(cluster, "b") == "n1":
+                break
+            clock.advance(1)
+            sched.wait_for_bindings()
+        wait_until(lambda: node_of(cluster, "b") == "n1", what="b bound")
+        assert sched.queue.where("default/a") == "unschedulable", "the move left the rejected pod out"
+        assert sched.queue.get("default/a").unschedulable_plugins == {"HoldA"}  # type: ignore[union-attr]
