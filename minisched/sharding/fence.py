@@ -322,7 +322,7 @@ class CapacityLedger:
             except (ValueError, AttributeError, TypeError, KeyError) as err:
                 name = ledger.get("metadata", {}).get("name")
                 raise ValueError(f"capacity ledger {name}: entry {key!r} is not a reservation "
-                                 f"({{uid, pod, holder, requests: {{resource: integer}}}}): {err!r}") from err
+                                 f"({{uid, pod, holder, requests: {{resource: integer}}, resourceVersion?}}): {err!r}") from err
         return entries
 
     @staticmethod
