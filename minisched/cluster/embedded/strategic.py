@@ -33,6 +33,8 @@ from typing import Any
 
 from minisched.errors import ApiError, BadRequest, InternalError
 
+from .jsonvalues import clone
+
 DIRECTIVE = "$patch"
 RETAIN_KEYS = "$retainKeys"
 SET_ELEMENT_ORDER = "$setElementOrder/"
@@ -117,19 +119,11 @@ def strategic_merge_patch(original: dict[str, Any], patch: dict[str, Any], schem
     Raises BadRequest for a malformed directive (as the API server does) and InternalError where
     the server's merge fails otherwise (a list element without its merge key, mixed element types)."""
     try:
-        return _merge_map(_clone(original), _clone(patch), schema)
+        return _merge_map(clone(original), clone(patch), schema)
     except ApiError:
         raise
     except (TypeError, ValueError, KeyError) as err:  # a shape the merge cannot handle
         raise InternalError(str(err)) from err
-
-
-def _clone(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _clone(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_clone(v) for v in value]
-    return value
 
 
 def _kind(value: Any) -> str:

@@ -18,9 +18,11 @@ kube-scheduler's plugins/defaultpreemption and framework/preemption (preemption.
    (or evicted through the Eviction API); lower-priority pods nominated to the same node lose
    their nomination. The preemptor is nominated to the node (status.nominatedNodeName) and waits in
    the queue; when the victims are gone it is tried again, nominated node first. As in kube
-   since 1.33 (SchedulerAsyncPreemption), those API calls run on a worker thread, not in the
-   scheduling cycle, and the preemptor is held in the queue until its last victim's deletion
-   has started (asyncPreemption: false makes them in the cycle).
+   since 1.33 (SchedulerAsyncPreemption), those API calls run on worker threads, not in the
+   scheduling cycle (the victims but the last in parallel, then the last), and the preemptor is
+   held in the queue until its last victim's deletion has started (asyncPreemption: false makes
+   them in the cycle). The condition goes out as a strategic merge patch computed from the
+   cached copy, as kube's PatchPodStatus: no GET of the victim.
 
 PodDisruptionBudgets come from the scheduler's PDB informer (kube's pdbLister), never from a LIST on
 the scheduling loop's path. Until that informer has synced, or when it cannot be read, preemption
