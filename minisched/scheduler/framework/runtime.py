@@ -70,6 +70,9 @@ REUSE_MIN_NODES = 400
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 MAX_PERMIT_TIMEOUT = 15 * 60.0
 NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+# Named as the rejector of a pod that found no room among the nodes `schedule(only=...)` allowed (a
+# shard's partition): no plugin registered events for it, so any event may help it.
+PARTITION = "NodePartition"
 
 
 def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
@@ -298,6 +301,9 @@ class Framework:
         n = len(nodes)
         names = nodes.names
         allowed: npt.NDArray[np.bool_] | None = None
+        # kube's pluginsWithNodes: the PreFilter plugins that narrowed the nodes are rejectors of a
+        # pod that fits none of the rest (a cluster event may widen what they allow)
+        narrowed_by: list[str] = [PARTITION] if only is not None else []
         if only is not None:
             allowed = np.zeros(n, np.bool_)
             for name in only:
@@ -321,6 +327,7 @@ class Framework:
                     return ScheduleResult(None, Status(status.code, (decision.message,), p.name), decision, diagnosis)
                 return ScheduleResult(None, status, decision)
             if result is not None and result.node_names is not None:
+                narrowed_by.append(p.name)
                 mask = np.zeros(n, np.bool_)
                 for name in result.node_names:
                     row = nodes.row(name)
@@ -414,6 +421,7 @@ class Framework:
             diagnosis = Diagnosis.from_filters(
                 n, list(names), evaluated, decision.filter_plugins, results, decision.first_fail, extra
             )
+            diagnosis.unschedulable_plugins.update(narrowed_by)
             decision.message = diagnosis.message()
             return ScheduleResult(None, Status(Code.UNSCHEDULABLE, (decision.message,)), decision, diagnosis)
 

@@ -277,3 +277,20 @@ def test_filters_with_nothing_to_check_are_skipped() -> None:
     r = Framework(seed=1).schedule(info("web", host_ports=[80], node_selector={"kubernetes.io/hostname": "a"}),
                                    table(make_node("a"), make_node("b")).snapshot())
     assert {"NodePorts", "NodeAffinity"} <= set(r.decision.filter_plugins) and r.node == "a"
+
+
+def test_prefilter_plugins_that_narrow_the_nodes_are_rejectors_too() -> None:
+    # kube's RunPreFilterPlugins returns pluginsWithNodes as the diagnosis' unschedulable plugins:
+    # a pod pinned to a node by name (NodeAffinity's PreFilter result) that does not fit there waits
+    # for NodeAffinity's events as well as NodeResourcesFit's (a new node may be the one it names)
+    pod = make_pod("pinned", cpu="2")
+    pod["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["a"]}]}]}}}
+    r = Framework(seed=1).schedule(PodInfo.from_pod(pod), table(make_node("a", cpu="1"), make_node("b", cpu="4")).snapshot())
+    assert r.node is None
+    assert r.diagnosis.unschedulable_plugins == {"NodeResourcesFit", "NodeAffinity"}
+
+
+def test_a_pod_with_no_room_in_its_partition_names_the_partition_as_its_rejector() -> None:
+    r = Framework(seed=1).schedule(info("p"), table(make_node("a"), make_node("b")).snapshot(), only=["gone"])
+    assert r.node is None and r.diagnosis.unschedulable_plugins == {"NodePartition"}
