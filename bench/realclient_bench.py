@@ -12,7 +12,13 @@ Client forms: `current` is minisched.cluster.real as it is in this checkout; `--
 minisched/cluster/real.py from a git revision (e.g. main) as a second module, so before and after
 run side by side in one sitting. `--profile` prints cProfile's top functions for the current form.
 
+`--scheduler`: instead, for each form on a fresh control plane, an in-process Scheduler (64 binding
+workers, the default profile) drains `--pods` pods over `--nodes` nodes, and each thread's CPU is
+read from its pthread CPU clock: where minisched's CPU per pod goes (the scheduling loop, the
+binding workers, the event writer, the pod reflector and informer).
+
     .venv/bin/python bench/realclient_bench.py [--pods 3000] [--rounds 2] [--baseline main] [--profile]
+    .venv/bin/python bench/realclient_bench.py --scheduler [--nodes 500] [--pods 5000] [--baseline main]
 
 Needs the control-plane binaries (`make controlplane`); without them it says so and exits 0.
 """
@@ -20,12 +26,15 @@ Needs the control-plane binaries (`make controlplane`); without them it says so 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import importlib.util
 import io
 import pstats
+import re
 import subprocess
 import sys
+import threading
 import time
 import types
 from concurrent.futures import ThreadPoolExecutor
@@ -108,12 +117,61 @@ def _profile(cluster: Any, names: list[str], offset: int, pods: int) -> str:
     return out.getvalue()
 
 
+def _scheduler_drain(module: types.ModuleType, nodes: int, pods: int) -> tuple[float, dict[str, float]]:
+    """An in-process Scheduler on `module`'s RealCluster drains the backlog; (wall s, CPU s per thread
+    kind), the kind being the thread's name without its number."""
+    from minisched.controlplane import ControlPlane, ControlPlaneOptions
+    from minisched.objects import make_node, make_pod
+    from minisched.scheduler.scheduler import Scheduler
+
+    with ControlPlane(ControlPlaneOptions(start_kwok=False, ready_timeout=120)) as cp:
+        setup = module.RealCluster.from_kubeconfig(path=str(cp.kubeconfig))
+        setup.create("namespaces", {"metadata": {"name": NAMESPACE}})
+        with ThreadPoolExecutor(16) as pool:
+            list(pool.map(lambda i: setup.create("nodes", make_node(f"node-{i:04d}", cpu="4", memory="32Gi",
+                                                                    pods="110")), range(nodes)))
+            list(pool.map(lambda i: setup.create("pods", make_pod(f"pod-{i:05d}", namespace=NAMESPACE, cpu="100m",
+                                                                  memory="500Mi")), range(pods)))
+        cluster = module.RealCluster.from_kubeconfig(path=str(cp.kubeconfig))
+        sched = Scheduler(cluster, bind_workers=64)
+        cpu: dict[int, tuple[str, float]] = {}
+        here = threading.get_ident()
+
+        def sample() -> None:  # a thread's clock is gone once it ends: keep the last reading
+            for t in threading.enumerate():
+                if t.ident is not None and t.ident != here:
+                    with contextlib.suppress(OSError):
+                        kind = "informer-handler" if t.name.startswith("informer-handler") else t.name
+                        cpu[t.ident] = (re.sub(r"[-_ ]?\d+$", "", kind),
+                                        time.clock_gettime(time.pthread_getcpuclockid(t.ident)))
+
+        started = time.monotonic()
+        sched.start()
+        while sched.stats.bound < pods and time.monotonic() - started < 900:
+            sample()
+            time.sleep(0.05)
+        wall = time.monotonic() - started
+        sched.recorder.flush(60)
+        sample()
+        sched.stop()
+        cluster.close()
+        setup.close()
+    if sched.stats.bound < pods:
+        raise RuntimeError(f"{sched.stats.bound} of {pods} pods bound in 900 s")
+    kinds: dict[str, float] = {}
+    for kind, seconds in cpu.values():
+        kinds[kind] = kinds.get(kind, 0.0) + seconds
+    return wall, kinds
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pods", type=int, default=3000)
     parser.add_argument("--rounds", type=int, default=2, help="alternating rounds per client form")
     parser.add_argument("--baseline", help="git revision whose minisched/cluster/real.py runs beside this one")
     parser.add_argument("--profile", action="store_true", help="cProfile the current form (one more slice)")
+    parser.add_argument("--scheduler", action="store_true", help="per-thread CPU of an in-process Scheduler's drain")
+    parser.add_argument("--nodes", type=int, default=500, help="nodes for --scheduler")
     args = parser.parse_args(argv)
 
     from minisched.controlplane import ControlPlane, ControlPlaneOptions, binaries_available, how_to_build
@@ -127,6 +185,15 @@ def main(argv: list[str] | None = None) -> int:
     forms: dict[str, types.ModuleType] = {"current": current}
     if args.baseline:
         forms = {f"baseline ({args.baseline})": _baseline_module(args.baseline), **forms}
+    if args.scheduler:
+        print(f"in-process Scheduler, {args.nodes} nodes, {args.pods} pods; CPU per pod by thread (µs)")
+        for name, module in forms.items():
+            wall, kinds = _scheduler_drain(module, args.nodes, args.pods)
+            threads = "  ".join(f"{kind} {seconds / args.pods * 1e6:,.0f}"
+                                for kind, seconds in sorted(kinds.items(), key=lambda kv: -kv[1]) if seconds > 0.05)
+            print(f"{name:>22}: {args.pods / wall:,.0f} pods/s, all threads {sum(kinds.values()) / args.pods * 1e6:,.0f}"
+                  f"  ({threads})")
+        return 0
     slices = len(forms) * args.rounds + (1 if args.profile else 0)
     per_slice = args.pods // slices
     results: dict[str, list[dict[str, float]]] = {name: [] for name in forms}

@@ -27,8 +27,9 @@ Handler = Callable[[int, socket.socket, "ScriptedServer"], None]
 class ScriptedServer:
     """Accepts connections; the i-th is handed to handler(i, sock, server) on its own thread."""
 
-    def __init__(self, handler: Handler) -> None:
+    def __init__(self, handler: Handler, tls: Any = None) -> None:
         self.handler = handler
+        self.tls = tls  # a server-side ssl.SSLContext: speak TLS
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.accepted = 0
@@ -48,6 +49,8 @@ class ScriptedServer:
 
     def _run(self, index: int, sock: socket.socket) -> None:
         try:
+            if self.tls is not None:
+                sock = self.tls.wrap_socket(sock, server_side=True)
             self.handler(index, sock, self)
         except OSError:
             pass
@@ -300,3 +303,63 @@ def test_a_gzipped_body_is_inflated_and_an_unknown_coding_named(serve: Any) -> N
         assert cluster.get("pods", "p", "ns") == {"kind": "Pod"}
         with pytest.raises(ServiceUnavailable, match="unsupported Content-Encoding 'br'"):
             cluster.get("pods", "p", "ns")
+
+
+def test_tls_verifies_the_server_and_presents_the_client_certificate(serve: Any, tmp_path: Any) -> None:
+    """The lean path's TLS settings are urllib3's: the kubeconfig's CA (a server signed by another
+    is refused), the host name or IP checked unless tls_server_name / assert_hostname say which
+    name to check, verify_ssl=False trusting anything, and the client certificate presented."""
+    import ssl
+
+    from kubernetes import client
+
+    from minisched.controlplane.certs import CertificateAuthority
+
+    ca, other = CertificateAuthority(), CertificateAuthority("someone-else")
+    files = {}
+    for name, data in {"ca": ca.cert_pem, "other": other.cert_pem}.items():
+        files[name] = tmp_path / f"{name}.pem"
+        files[name].write_bytes(data)
+    user = ca.issue_client("alice")
+    (tmp_path / "client.pem").write_bytes(user.cert_pem)
+    (tmp_path / "client.key").write_bytes(user.key_pem)
+
+    def server_for(serving: Any) -> ScriptedServer:
+        (tmp_path / "srv.pem").write_bytes(serving.cert_pem)
+        (tmp_path / "srv.key").write_bytes(serving.key_pem)
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(tmp_path / "srv.pem", tmp_path / "srv.key")
+        tls.verify_mode = ssl.CERT_REQUIRED  # the client must present a certificate signed by ca
+        tls.load_verify_locations(files["ca"])
+        server = ScriptedServer(_keep_alive(lambda line: _answer(200, {"kind": "Pod"})), tls=tls)
+        servers.append(server)
+        return server
+
+    def get(server: ScriptedServer, *, ca_file: Any = files["ca"], **settings: Any) -> Any:
+        configuration = client.Configuration(host=f"https://127.0.0.1:{server.port}")
+        configuration.ssl_ca_cert = str(ca_file)
+        configuration.cert_file = str(tmp_path / "client.pem")
+        configuration.key_file = str(tmp_path / "client.key")
+        for key, value in settings.items():
+            setattr(configuration, key, value)
+        with RealCluster(configuration) as cluster:
+            return cluster.get("pods", "p", "ns")
+
+    servers: list[ScriptedServer] = []
+    try:
+        by_ip = server_for(ca.issue_serving(dns_names=("localhost",), ip_addresses=("127.0.0.1",)))
+        assert get(by_ip) == {"kind": "Pod"}
+        with pytest.raises(ServiceUnavailable, match="certificate verify failed"):
+            get(by_ip, ca_file=files["other"])
+        assert get(by_ip, ca_file=files["other"], verify_ssl=False) == {"kind": "Pod"}
+        by_name = server_for(ca.issue_serving(dns_names=("apiserver.test",), ip_addresses=()))
+        with pytest.raises(ServiceUnavailable, match="TLS"):
+            get(by_name)  # 127.0.0.1 is not in the certificate
+        assert get(by_name, tls_server_name="apiserver.test") == {"kind": "Pod"}
+        assert get(by_name, assert_hostname="apiserver.test") == {"kind": "Pod"}
+        assert get(by_name, assert_hostname=False) == {"kind": "Pod"}
+        with pytest.raises(ServiceUnavailable, match="TLS"):
+            get(by_name, assert_hostname="elsewhere.test")
+    finally:
+        for server in servers:
+            server.close()
