@@ -35,7 +35,7 @@ import socket
 import ssl
 import threading
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -154,24 +154,23 @@ class Connection:
 
     # ------------------------------------------------------------------ reading
 
-    def _line(self) -> bytes:
+    def _reading(self, read: Callable[[int], bytes], size: int) -> bytes:
+        """`read(size)` on the response stream, its failures named as this module's errors."""
         try:
-            line = self.rfile.readline(MAX_LINE + 1)
+            return read(size)
         except TimeoutError as err:
             raise ReadTimedOut(f"read timed out ({self.sock.gettimeout()} s)") from err
         except (OSError, ValueError) as err:
             raise ResponseFailed(f"the connection broke: {err}") from err
+
+    def _line(self) -> bytes:
+        line = self._reading(self.rfile.readline, MAX_LINE + 1)
         if len(line) > MAX_LINE:
             raise ResponseFailed(f"a line longer than {MAX_LINE} bytes: {line[:100]!r}")
         return line
 
     def _read(self, size: int) -> bytes:
-        try:
-            data = self.rfile.read(size)
-        except TimeoutError as err:
-            raise ReadTimedOut(f"read timed out ({self.sock.gettimeout()} s)") from err
-        except (OSError, ValueError) as err:
-            raise ResponseFailed(f"the connection broke: {err}") from err
+        data = self._reading(self.rfile.read, size)
         if len(data) < size:
             raise ResponseFailed(f"the connection closed {size - len(data)} bytes short of the body")
         return data
@@ -179,12 +178,7 @@ class Connection:
     def _head_lines(self) -> list[bytes]:
         """The status line and header lines of a response, line ends removed. Usually the whole head
         is in the buffer already (one TLS record): cut it out at once; otherwise line by line."""
-        try:
-            buffered = self.rfile.peek(MAX_LINE)
-        except TimeoutError as err:
-            raise ReadTimedOut(f"read timed out ({self.sock.gettimeout()} s)") from err
-        except (OSError, ValueError) as err:
-            raise ResponseFailed(f"the connection broke: {err}") from err
+        buffered = self._reading(self.rfile.peek, MAX_LINE)
         if not buffered:
             raise ResponseFailed("the server closed the connection without answering")
         end = buffered.find(b"\r\n\r\n")
@@ -347,12 +341,7 @@ class Response:
 
 
 def _read1(conn: Connection, size: int) -> bytes:
-    try:
-        return conn.rfile.read1(size)
-    except TimeoutError as err:
-        raise ReadTimedOut(f"read timed out ({conn.sock.gettimeout()} s)") from err
-    except (OSError, ValueError) as err:
-        raise ResponseFailed(f"the connection broke: {err}") from err
+    return conn._reading(conn.rfile.read1, size)
 
 
 class ConnectionPool:

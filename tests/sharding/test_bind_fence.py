@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,14 +21,6 @@ from minisched.sharding.fence import CapacityLedger, ledger_units
 from minisched.sharding.shard import REVOKED_ANNOTATION, Shard
 from minisched.sharding.sim import paused_before_bind_run
 from tests.scheduler.runtime.helpers import wait_until
-
-
-@pytest.fixture
-def world() -> Iterator[tuple[EmbeddedCluster, VirtualClock]]:
-    clock = VirtualClock()
-    cluster = EmbeddedCluster(clock=clock)
-    yield cluster, clock
-    cluster.close()
 
 
 def test_a_holder_paused_between_its_lease_check_and_its_bind_gets_409_and_nothing_is_overcommitted() -> None:

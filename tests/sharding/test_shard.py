@@ -4,7 +4,6 @@ hand-over when the ring changes, and the cleanup of stale reservations (embedded
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -28,14 +27,6 @@ from tests.scheduler.runtime.helpers import advance_until, wait_until
 def bound(cluster: EmbeddedCluster) -> dict[str, str]:
     return {p["metadata"]["name"]: p["spec"]["nodeName"] for p in cluster.list(PODS)["items"]
             if p["spec"].get("nodeName")}
-
-
-@pytest.fixture
-def world() -> Iterator[tuple[EmbeddedCluster, VirtualClock]]:
-    clock = VirtualClock()
-    cluster = EmbeddedCluster(clock=clock)
-    yield cluster, clock
-    cluster.close()
 
 
 def test_each_pod_is_bound_by_its_owner_inside_the_owners_partition(world: tuple[EmbeddedCluster, VirtualClock]) -> None:

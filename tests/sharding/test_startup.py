@@ -5,7 +5,6 @@ for a pod. Embedded cluster, virtual clock: each replica renews when the test sa
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 
 import pytest
 
@@ -20,14 +19,6 @@ from minisched.sharding.sim import ShardedSim, SimReplica
 from tests.scheduler.runtime.helpers import wait_until
 
 NAMES = ("sched-a", "sched-b", "sched-c")
-
-
-@pytest.fixture
-def world() -> Iterator[tuple[EmbeddedCluster, VirtualClock]]:
-    clock = VirtualClock()
-    cluster = EmbeddedCluster(clock=clock)
-    yield cluster, clock
-    cluster.close()
 
 
 def _record_attempts(r: SimReplica) -> list[str]:
