@@ -63,7 +63,8 @@ def test_without_leader_election_it_schedules_and_serves_metrics(cluster):
         cluster.create("pods", make_pod("p1"))
         wait_until(lambda: bound(cluster) == {"p1": "n1"}, "p1 to be bound")
         assert app.server is not None
-        wait_until(lambda: http_get(app.server.url + "/readyz")[0] == 200, "/readyz to answer 200")
+        wait_until(lambda: app.server.serving and http_get(app.server.url + "/readyz")[0] == 200,
+                   "/readyz to answer 200")
         status, body = http_get(app.server.url + "/metrics")
         assert status == 200
         assert 'scheduler_schedule_attempts_total{profile="minisched",result="scheduled"} 1.0' in body
@@ -89,7 +90,9 @@ def test_a_standby_takes_over_when_the_leader_stops_and_no_pod_is_bound_twice(cl
         wait_until(lambda: "p1" in bound(cluster), "p1 to be bound by the leader")
         assert b.scheduler is None  # the standby schedules nothing
         assert b.server is not None
-        wait_until(lambda: http_get(b.server.url + "/readyz")[0] == 200, "the standby to be ready")
+        # the app makes its server before run() starts it: under load the test can get here first
+        wait_until(lambda: b.server.serving and http_get(b.server.url + "/readyz")[0] == 200,
+                   "the standby to be ready")
         stop_a.set()
         thread_a.join(20)
         assert not thread_a.is_alive() and not a.lost_lease  # released on shutdown, not lost
