@@ -47,7 +47,7 @@ import ssl
 import threading
 import zlib
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import SplitResult, quote, urlencode, urlsplit
 
 import orjson
@@ -524,21 +524,18 @@ class RealCluster:
             raise ServiceUnavailable(f"{method} {path}: cannot reach {self.server}: {err}") from err
 
 
-class _Stream:
+class _Stream(Protocol):
     """A watch's open response: its body in pieces as they arrive, its socket (to stop a blocked
     reader from another thread) and close."""
 
-    def chunks(self) -> Iterator[bytes]:
-        raise NotImplementedError
+    def chunks(self) -> Iterator[bytes]: ...
 
-    def socket(self) -> socket.socket | None:
-        raise NotImplementedError
+    def socket(self) -> socket.socket | None: ...
 
-    def close(self) -> None:
-        raise NotImplementedError
+    def close(self) -> None: ...
 
 
-class _LeanStream(_Stream):
+class _LeanStream:
     def __init__(self, conn: http11.Connection, response: http11.Response) -> None:
         self._conn = conn
         self._response = response
@@ -553,7 +550,7 @@ class _LeanStream(_Stream):
         self._conn.close()
 
 
-class _Urllib3Stream(_Stream):
+class _Urllib3Stream:
     """Through a forward proxy, the watch is urllib3's response."""
 
     def __init__(self, response: urllib3.BaseHTTPResponse) -> None:

@@ -575,11 +575,7 @@ class SchedulingQueue:
             qpi.unschedulable_plugins = set(rejected_by)
             retry = error or self._worth_retrying_locked(qpi)
             state = QueueState.IN_FLIGHT if self._in_flight.get(qpi.key) is qpi else QueueState.ABSENT
-            activate = qpi.key in self._activate_after_flight
-            self._end_flight_locked(qpi.key, qpi.scheduling_cycle)
-            target = self._fire(qpi, QueueEvent.RETRY if retry else QueueEvent.REJECT, state)
-            if activate and target is QueueState.UNSCHEDULABLE:
-                self._fire(qpi, QueueEvent.MOVE_READY, QueueState.UNSCHEDULABLE)
+            self._end_attempt_locked(qpi, QueueEvent.RETRY if retry else QueueEvent.REJECT, state)
 
     def requeue_after_bind_failure(self, qpi: QueuedPodInfo, *, rejected_by: Iterable[str] | None = None) -> None:
         """The binding cycle failed after the pod left the queue. An error (the default) backs it
@@ -597,11 +593,15 @@ class SchedulingQueue:
             qpi.timestamp = self.clock.monotonic()
             qpi.unschedulable_plugins = set(rejected_by or ())
             retry = rejected_by is None or self._worth_retrying_locked(qpi)
-            activate = qpi.key in self._activate_after_flight
-            self._end_flight_locked(qpi.key, qpi.scheduling_cycle)
-            target = self._fire(qpi, QueueEvent.BIND_FAILED if retry else QueueEvent.BIND_REJECTED, state)
-            if activate and target is QueueState.UNSCHEDULABLE:
-                self._fire(qpi, QueueEvent.MOVE_READY, QueueState.UNSCHEDULABLE)
+            self._end_attempt_locked(qpi, QueueEvent.BIND_FAILED if retry else QueueEvent.BIND_REJECTED, state)
+
+    def _end_attempt_locked(self, qpi: QueuedPodInfo, event: QueueEvent, state: QueueState) -> None:
+        """The failed attempt's end: its record goes, the pod moves by `event`, and a pod activated
+        during the attempt goes on to activeQ if that parked it."""
+        activate = qpi.key in self._activate_after_flight
+        self._end_flight_locked(qpi.key, qpi.scheduling_cycle)
+        if self._fire(qpi, event, state) is QueueState.UNSCHEDULABLE and activate:
+            self._fire(qpi, QueueEvent.MOVE_READY, QueueState.UNSCHEDULABLE)
 
     # --- cluster events ---------------------------------------------------------------------------
 
