@@ -44,6 +44,7 @@ from minisched.cluster.link import ClusterLink
 from minisched.controllers.leaderelection import LeaderElector
 from minisched.controllers.plugin_config import PluginConfigController, install_crd
 from minisched.deadline import Context, background
+from minisched.observability.batch_metrics import register_batch_metrics
 from minisched.observability.metrics import SchedulerMetrics
 from minisched.observability.runtime import MemoryWatch
 from minisched.observability.server import HealthServer, leadership_known
@@ -156,6 +157,7 @@ class SchedulerApp:
         self.malloc_trim = malloc_trim
         self.recorder_factory = recorder_factory
         self.scheduler: Scheduler | None = None
+        register_batch_metrics(self.metrics.registry, lambda: self.scheduler.frameworks if self.scheduler else {})
         self.lost_lease = False
         self.plugin_config = plugin_config  # watch SchedulerPluginConfig objects (installing the CRD)
         self.plugin_config_controller: PluginConfigController | None = None

@@ -62,6 +62,8 @@ def _parser() -> argparse.ArgumentParser:
                           "watch restarted (real clusters; default 45, 0: never)")
     run.add_argument("--percentage-of-nodes-to-score", type=int, default=None,
                      help="0 (adaptive, as kube) .. 100; overrides the configuration")
+    run.add_argument("--feature-gates", default="",
+                     help="as kube-scheduler's, e.g. OpportunisticBatching=false (on by default, as in kube 1.35)")
     run.add_argument("--annotate-decisions", action="store_true",
                      help="write each pod's decision record as annotation minisched.io/decision")
     run.add_argument("--leader-elect", action="store_true",
@@ -229,6 +231,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.trace_sample_ratio is not None and not 0.0 <= args.trace_sample_ratio <= 1.0:
         print("minisched run: --trace-sample-ratio must be in [0, 1]", file=sys.stderr)
         return 2
+    from minisched.scheduler.framework.features import check_feature_gates, parse_feature_gates
+
+    try:
+        feature_gates = parse_feature_gates(args.feature_gates)
+        check_feature_gates(feature_gates)
+    except ValueError as err:
+        print(f"minisched run: --feature-gates: {err}", file=sys.stderr)
+        return 2
     try:
         buffers = buffers_setting(os.environ.get("MINISCHED_BUFFERS", ""))
     except ValueError as err:
@@ -260,6 +270,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             "percentage_of_nodes_to_score": args.percentage_of_nodes_to_score,
             "annotate_decisions": args.annotate_decisions,
             "tracer": tracer,
+            "feature_gates": feature_gates,
         },
         leader_elect=args.leader_elect,
         identity=args.identity,

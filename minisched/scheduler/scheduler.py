@@ -85,6 +85,7 @@ from minisched.scheduler.events import (
 )
 from minisched.scheduler.framework.cycle_state import BIND_RESOURCE_VERSION, CycleState
 from minisched.scheduler.framework.decision import Decision
+from minisched.scheduler.framework.features import OPPORTUNISTIC_BATCHING, check_feature_gates
 from minisched.scheduler.framework.profile import Profile, default_profile, load_profiles
 from minisched.scheduler.framework.runtime import Framework
 from minisched.scheduler.framework.status import Status
@@ -477,6 +478,7 @@ class Scheduler:
         bind_guard: Callable[[], bool] | None = None,
         tracer: CycleTracer | None = None,
         shard: ShardHook | None = None,
+        feature_gates: Mapping[str, bool] | None = None,
     ) -> None:
         if profiles is not None and config is not None:
             raise ValueError("give either profiles or config, not both")
@@ -487,6 +489,7 @@ class Scheduler:
             raise ValueError(f"shutdown_timeout must not be negative, got {shutdown_timeout}")
         if config is not None:
             profiles = load_profiles(config)
+        self.feature_gates = check_feature_gates(feature_gates or {})
         profiles = list(profiles or [default_profile()])
         self.cluster = cluster
         self.clock: Clock = clock or RealClock()
@@ -566,7 +569,8 @@ class Scheduler:
         # No observer nor tracer, no per-point timing calls at all (a few µs per cycle each).
         timed = self.observer is not None or self.tracer is not None
         return Framework(profile, self._registry, handle=self.handle, seed=self._seed,
-                         observer=self._observe_point if timed else None)
+                         observer=self._observe_point if timed else None,
+                         batching=self.feature_gates[OPPORTUNISTIC_BATCHING], clock=self.clock.monotonic)
 
     def _wire(self, fwk: Framework) -> None:
         for plugin in fwk.points.post_filter:
@@ -1056,7 +1060,8 @@ class Scheduler:
             t_algo = time.perf_counter()
             nominated = self.queue.nominated_infos()
             only = self.shard.nodes_to_try(False) if self.shard is not None else None
-            result = fwk.schedule(info, snapshot, state=state, nominated=nominated, only=only)
+            result = fwk.schedule(info, snapshot, state=state, nominated=nominated, only=only,
+                                  cycle=qpi.scheduling_cycle)
             if only is not None and result.node is None and result.status.is_rejected:
                 # Nowhere in our partition: every node, as Gödel's schedulers fall back to other
                 # partitions (a node another replica also places on: the capacity ledger decides).
@@ -1066,7 +1071,8 @@ class Scheduler:
                     self.shard.fallback(info.key)
                     self.stats.fallbacks += 1
                     state = CycleState()
-                    result = fwk.schedule(info, snapshot, state=state, nominated=nominated, only=wider)
+                    result = fwk.schedule(info, snapshot, state=state, nominated=nominated, only=wider,
+                                          cycle=qpi.scheduling_cycle)
             self._observe("observe_algorithm", time.perf_counter() - t_algo)
             if self.tracer is not None:
                 self._trace_decided("scheduled" if result.node else "unschedulable" if result.status.is_rejected

@@ -58,6 +58,7 @@ class Decision:
     chosen: str | None = None
     message: str = ""  # the FailedScheduling message when nothing fit
     nominated: bool = False  # decided on the pod's nominated node alone
+    hinted: bool = False  # decided on batching's hint alone (the last cycle's next best node)
 
     @property
     def evaluated(self) -> int:

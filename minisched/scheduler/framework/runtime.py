@@ -25,6 +25,13 @@ import numpy as np
 import numpy.typing as npt
 
 from minisched.cluster.base import Cluster
+from minisched.scheduler.framework.batch import (
+    OpportunisticBatch,
+    Signature,
+    SortedScoredNodes,
+    batchable_plugins,
+)
+from minisched.scheduler.framework.batch import sign_pod as sign_with
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.decision import Decision, PluginScores
 from minisched.scheduler.framework.diagnosis import Diagnosis
@@ -176,6 +183,8 @@ class Framework:
         observer: Observer | None = None,
         reuse: bool = True,
         reuse_min_nodes: int = REUSE_MIN_NODES,
+        batching: bool = True,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         if registry is None:
             from minisched.scheduler.plugins import default_registry  # plugins build on this module
@@ -220,6 +229,18 @@ class Framework:
         self.reuse_min_nodes = reuse_min_nodes
         self._reusable: collections.OrderedDict[tuple[Any, ...], _Reusable] = collections.OrderedDict()
         self.reuse_hits = 0
+        # kube 1.35's OpportunisticBatching (batch.py): on unless turned off, as its feature gate.
+        # `clock` (monotonic seconds) ages the kept scores; the scheduler passes its own.
+        self.signers, self.unsignable_plugins = batchable_plugins(
+            (self.points.pre_filter, self.points.filter, self.points.pre_score, self.points.score))
+        self.batch: OpportunisticBatch | None = (
+            OpportunisticBatch(self.sign_pod, clock=clock or time.monotonic) if batching else None)
+        self._tiebreak = np.random.default_rng(seed)  # the order of equal totals in the kept list
+        self._cycles = 0  # scheduling cycles counted here when the caller gives none
+
+    def sign_pod(self, pod: PodInfo) -> Signature | None:
+        """kube's SignPod: None when a plugin of the profile cannot sign `pod` (or has no sign_pod)."""
+        return sign_with(self.signers, pod)
 
     def _implements(self, name: str, proto: type) -> bool:
         return isinstance(self.plugins[name], proto)
@@ -268,6 +289,7 @@ class Framework:
         state: CycleState | None = None,
         nominated: Iterable[tuple[str, PodInfo]] = (),
         only: Collection[str] | None = None,
+        cycle: int | None = None,
     ) -> ScheduleResult:
         """Choose a node for `pod` in snapshot `nodes` (kube's SchedulePod).
 
@@ -277,7 +299,9 @@ class Framework:
         and without them (so it does not rely on pods that may never come, e.g. for pod affinity).
         Only that node's own nominated pods are added, and scoring sees the plain snapshot.
         `only`: node names the pod may be placed on (a shard's partition); the plugins still see
-        every node (spreading and affinity count the whole cluster), as with a PreFilter result."""
+        every node (spreading and affinity count the whole cluster), as with a PreFilter result.
+        `cycle`: the scheduling queue's cycle count (kube's CurrentCycle), which batching compares
+        with the last one; without it, this call is the one after the last."""
         started = time.perf_counter()
         state = state if state is not None else CycleState()
         state.nominated = nominated_by_node(pod, nominated)
@@ -287,8 +311,11 @@ class Framework:
             status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (NO_NODES_AVAILABLE,))
             decision.message = NO_NODES_AVAILABLE
             return ScheduleResult(None, status, decision, Diagnosis(0))
+        if cycle is None:
+            cycle = self._cycles + 1
+        self._cycles = cycle
         try:
-            result = self._schedule(state, pod, nodes, decision, only)
+            result = self._schedule(state, pod, nodes, decision, only, cycle)
         except PluginError as e:  # a plugin bug must not kill the loop: the pod backs off and retries
             result = ScheduleResult(None, Status.from_error(e.error, e.plugin), decision)
         except Exception as e:
@@ -297,7 +324,7 @@ class Framework:
         return result
 
     def _schedule(self, state: CycleState, pod: PodInfo, nodes: NodeTable, decision: Decision,
-                  only: Collection[str] | None = None) -> ScheduleResult:
+                  only: Collection[str] | None = None, cycle: int = 0) -> ScheduleResult:
         n = len(nodes)
         names = nodes.names
         allowed: npt.NDArray[np.bool_] | None = None
@@ -336,25 +363,24 @@ class Framework:
                 allowed = mask if allowed is None else allowed & mask
         self._observe("PreFilter", Status.success(), t0)
 
-        # the nominated node first: if the pod still fits there, it goes there without scoring
-        if pod.nominated_node_name and nodes.row(pod.nominated_node_name) is not None:
-            row = nodes.row(pod.nominated_node_name)
-            assert row is not None
-            if allowed is None or allowed[row]:
-                view = nodes.for_node(pod.nominated_node_name)
-                results, passed, _ = self._run_filters(state, pod, view)
-                if passed[0] and pod.nominated_node_name in state.nominated:
-                    with_them = self.run_filters_with_nominated_pods(state, pod, nodes, pod.nominated_node_name)
-                    passed[0] = with_them.is_success
-                if passed[0]:
-                    decision.evaluated_rows = np.array([row], np.intp)
-                    decision.filter_plugins = [p.name for p in self._active_filters(state)]
-                    decision.filter_results = [_widen(r, n, row) for r in results]
-                    decision.first_fail = np.array([-1], np.int64)
-                    decision.feasible_rows = np.array([row], np.intp)
-                    decision.chosen = pod.nominated_node_name
-                    decision.nominated = True
-                    return ScheduleResult(pod.nominated_node_name, Status.success(), decision)
+        # batching: the next node of the last cycle's sorted scores, if that cycle is reusable
+        batch = self.batch
+        hint, signature = "", None
+        if batch is not None:
+            hint, signature = batch.get_node_hint(pod, cycle, functools.partial(self._rejects, state, pod, nodes))
+
+        # the nominated node first: if the pod still fits there, it goes there without scoring;
+        # with none, the hint is tried the same way (kube's evaluateNominatedNode)
+        first = pod.nominated_node_name or hint
+        if first and self._fits_alone(state, pod, nodes, first, allowed, decision):
+            decision.chosen = first
+            if pod.nominated_node_name:
+                decision.nominated = True
+            else:
+                decision.hinted = True
+            if batch is not None:
+                batch.store_schedule_results(signature, hint, first, None, cycle)
+            return ScheduleResult(first, Status.success(), decision)
 
         t0 = time.perf_counter()
         reusable = (self.reuse and n >= self.reuse_min_nodes and allowed is None
@@ -428,6 +454,8 @@ class Framework:
         if feasible.size == 1:  # kube skips scoring when there is nothing to choose between
             decision.total = np.zeros(1, np.int64)
             decision.chosen = names[int(feasible[0])]
+            if batch is not None:
+                batch.store_schedule_results(signature, hint, decision.chosen, None, cycle)
             return ScheduleResult(decision.chosen, Status.success(), decision)
 
         t0 = time.perf_counter()
@@ -439,7 +467,50 @@ class Framework:
         ties = np.flatnonzero(decision.total == best)
         pick = int(ties[0]) if ties.size == 1 else int(ties[self._rng.randrange(ties.size)])
         decision.chosen = names[int(feasible[pick])]
+        if batch is not None:
+            batch.store_schedule_results(signature, hint, decision.chosen, self._others(names, feasible, pick, decision),
+                                         cycle)
         return ScheduleResult(decision.chosen, Status.success(), decision)
+
+    def _fits_alone(self, state: CycleState, pod: PodInfo, nodes: NodeTable, name: str,
+                    allowed: npt.NDArray[np.bool_] | None, decision: Decision) -> bool:
+        """Does `pod` pass the filters on node `name` alone (with the pods nominated there, as
+        kube's findNodesThatPassFilters on one node)? If so, the decision records that node."""
+        row = nodes.row(name)
+        if row is None or (allowed is not None and not allowed[row]):
+            return False
+        view = nodes.for_node(name)
+        results, passed, _ = self._run_filters(state, pod, view)
+        if passed[0] and name in state.nominated:
+            with_them = self.run_filters_with_nominated_pods(state, pod, nodes, name)
+            passed[0] = with_them.is_success
+        if not passed[0]:
+            return False
+        n = len(nodes)
+        decision.evaluated_rows = np.array([row], np.intp)
+        decision.filter_plugins = [p.name for p in self._active_filters(state)]
+        decision.filter_results = [_widen(r, n, row) for r in results]
+        decision.first_fail = np.array([-1], np.int64)
+        decision.feasible_rows = np.array([row], np.intp)
+        return True
+
+    def _rejects(self, state: CycleState, pod: PodInfo, nodes: NodeTable, name: str) -> bool | None:
+        """Batching's check on the node chosen last: None if it is gone, else whether the filters
+        reject `pod` there now (kube's RunFilterPlugins: an error is no rejection)."""
+        if nodes.row(name) is None:
+            return None
+        try:
+            status = self.run_filters_on_one_node(state, pod, nodes.for_node(name))
+        except PluginError:
+            return False
+        return status.is_rejected
+
+    def _others(self, names: Sequence[str], feasible: npt.NDArray[np.intp], pick: int,
+                decision: Decision) -> SortedScoredNodes:
+        """The scored nodes but the chosen one, for batching (sorted when first asked)."""
+        keep = np.ones(feasible.size, np.bool_)
+        keep[pick] = False
+        return SortedScoredNodes(names, feasible[keep], decision.total[keep], self._tiebreak)
 
     def _active_filters(self, state: CycleState) -> list[Any]:
         if not state.skip_filter:

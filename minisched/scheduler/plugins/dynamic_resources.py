@@ -14,9 +14,10 @@ message that says so, rather than placed as if its claims did not exist.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from minisched.scheduler.framework import batch
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import Handle, PreFilterResult
 from minisched.scheduler.framework.status import Code, Status
@@ -41,6 +42,11 @@ def resource_claims(pod: PodInfo) -> list[Any]:
 
 class DynamicResources:
     name = NAME
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[batch.Fragment], Status]:
+        if resource_claims(pod):
+            return batch.unsignable(NAME, "pods with dra resource claims are not signable")
+        return (), Status.success()
 
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> tuple[PreFilterResult | None, Status]:
         state.write(STATE_KEY, True)

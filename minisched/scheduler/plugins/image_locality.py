@@ -14,8 +14,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from minisched.scheduler.framework import batch
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import MAX_NODE_SCORE, Handle
+from minisched.scheduler.framework.status import Status
 from minisched.scheduler.framework.types import PodInfo
 from minisched.scheduler.plugins.helpers import take
 from minisched.scheduler.snapshot import NodeTable
@@ -65,6 +67,10 @@ def node_score(pod: PodInfo, node: Object, all_nodes: Sequence[Object]) -> int:
 class ImageLocality:
     name = NAME
     reads_pods = False  # results depend only on the pod and the node objects
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[batch.Fragment], Status]:
+        # kube signs the set of names; the score counts every container's image, so the list
+        return [(batch.IMAGE_NAMES, tuple(sorted(pod.images)))], Status.success()
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: npt.NDArray[np.intp]) -> IntArray:
         if not pod.images:

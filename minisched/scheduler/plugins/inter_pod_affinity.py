@@ -34,6 +34,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from minisched.scheduler.framework import batch
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import MAX_NODE_SCORE, FilterResult, Handle, PreFilterResult
 from minisched.scheduler.framework.status import Code, Status
@@ -243,6 +244,15 @@ class InterPodAffinity:
     name = NAME
     reads_pods = True
     reads_other_nodes = True  # a node's verdict moves with pods anywhere in its topology domains
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[batch.Fragment], Status]:
+        """kube: a pod with pod (anti-)affinity cannot be signed; otherwise its labels matter (other
+        pods' terms may select it), unless only pods with terms are considered."""
+        if pod.pod_affinity is not None:
+            return batch.unsignable(NAME, "pods with InterPodAffinity are not signable")
+        if self.ignore_preferred_terms_of_existing_pods:
+            return (), Status.success()
+        return [(batch.LABELS, pod.labels)], Status.success()
 
     def __init__(self, hard_pod_affinity_weight: int = DEFAULT_HARD_POD_AFFINITY_WEIGHT,
                  ignore_preferred_terms_of_existing_pods: bool = False, handle: Handle | None = None,

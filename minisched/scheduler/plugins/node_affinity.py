@@ -7,12 +7,13 @@ column with the ids of the values it names, so a term costs a few array operatio
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from minisched.scheduler.framework import batch
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import FilterResult, Handle, PreFilterResult
 from minisched.scheduler.framework.status import Code, Status
@@ -121,6 +122,10 @@ def node_names_required(pod: PodInfo) -> frozenset[str] | None:
 class NodeAffinity:
     name = NAME
     reads_pods = False  # results depend only on the pod and the node objects
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[batch.Fragment], Status]:
+        return [(batch.NODE_AFFINITY, batch.node_affinity_signer(pod)),
+                (batch.NODE_SELECTOR, tuple(sorted(pod.node_selector)))], Status.success()
 
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> tuple[PreFilterResult | None, Status]:
         if not pod.node_selector and pod.required_terms is None:

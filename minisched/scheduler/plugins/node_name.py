@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from minisched.scheduler.framework import batch
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import FilterResult, Handle
-from minisched.scheduler.framework.status import Code
+from minisched.scheduler.framework.status import Code, Status
 from minisched.scheduler.framework.types import PodInfo
 from minisched.scheduler.plugins.helpers import node_name
 from minisched.scheduler.snapshot import NodeTable
@@ -28,6 +29,9 @@ def fits(pod: PodInfo, node: Object) -> bool:
 class NodeName:
     name = NAME
     reads_pods = False  # results depend only on the pod and the node objects
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[batch.Fragment], Status]:
+        return [(batch.NODE_NAME, pod.node_name)], Status.success()
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult:
         n = len(nodes)

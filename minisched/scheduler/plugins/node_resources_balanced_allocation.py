@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from minisched.scheduler.framework import batch
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import MAX_NODE_SCORE, Handle
 from minisched.scheduler.framework.status import Status
@@ -94,6 +95,11 @@ def balanced_scores(req: IntArray, alloc: IntArray) -> IntArray:
 class NodeResourcesBalancedAllocation:
     name = NAME
     reads_pods = True  # results change with the pods on a node
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[batch.Fragment], Status]:
+        """kube's BalancedAllocation.SignPod: the pod's requests."""
+        return [(batch.RESOURCES, (tuple(sorted(pod.requests.items())), pod.nonzero_cpu, pod.nonzero_memory))], \
+            Status.success()
 
     def __init__(self, resources: Sequence[ResourceSpec] = DEFAULT_RESOURCES) -> None:
         self.resources = tuple(resources)

@@ -16,9 +16,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from minisched.scheduler.framework import batch
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import MAX_NODE_SCORE, FilterResult, Handle
-from minisched.scheduler.framework.status import Code
+from minisched.scheduler.framework.status import Code, Status
 from minisched.scheduler.framework.types import (
     CPU,
     EPHEMERAL_STORAGE,
@@ -332,6 +333,11 @@ def _broken_linear_vec(shape: Sequence[tuple[int, int]], p: IntArray) -> IntArra
 class NodeResourcesFit:
     name = NAME
     reads_pods = True  # results change with the pods on a node
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[batch.Fragment], Status]:
+        """kube's Fit.SignPod: the pod's requests (with the non-zero defaults scoring uses)."""
+        return [(batch.RESOURCES, (tuple(sorted(pod.requests.items())), pod.nonzero_cpu, pod.nonzero_memory))], \
+            Status.success()
 
     def __init__(self, args: FitArgs = FitArgs()) -> None:
         self.args = args

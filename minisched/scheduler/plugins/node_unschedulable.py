@@ -3,12 +3,13 @@ the node.kubernetes.io/unschedulable:NoSchedule taint."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from minisched.scheduler.framework import batch
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import FilterResult, Handle
-from minisched.scheduler.framework.status import Code
+from minisched.scheduler.framework.status import Code, Status
 from minisched.scheduler.framework.types import PodInfo
 from minisched.scheduler.snapshot import NodeTable
 
@@ -31,6 +32,9 @@ def fits(pod: PodInfo, node: Object) -> bool:
 class NodeUnschedulable:
     name = NAME
     reads_pods = False  # results depend only on the pod and the node objects
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[batch.Fragment], Status]:
+        return [(batch.TOLERATIONS, batch.tolerations_signer(pod))], Status.success()
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult:
         if tolerates_unschedulable(pod):

@@ -32,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from minisched.resources import REPLICA_SETS, REPLICATION_CONTROLLERS, SERVICES, STATEFUL_SETS, Resource
+from minisched.scheduler.framework import batch
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import MAX_NODE_SCORE, FilterResult, Handle, PreFilterResult
 from minisched.scheduler.framework.status import Code, Status
@@ -415,6 +416,16 @@ class PodTopologySpread:
     name = NAME
     reads_pods = True
     reads_other_nodes = True  # a node's verdict moves with pods on other nodes of its domain
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[batch.Fragment], Status]:
+        """kube: spreading depends on pods across a whole domain, so no signature for a pod with
+        constraints, and none for any pod when default constraints are configured (the System
+        defaulting of the default profile included)."""
+        if pod.spread_constraints:
+            return batch.unsignable(NAME, "pods with topology constraints are not signable")
+        if self.args.constraints:
+            return batch.unsignable(NAME, "pods with default topology constraints are not signable")
+        return (), Status.success()
 
     def __init__(self, args: SpreadArgs | None = None, lister: WorkloadLister | None = None) -> None:
         self.args = args or SpreadArgs()

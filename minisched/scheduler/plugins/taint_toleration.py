@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from minisched.scheduler.framework import batch
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import FilterResult, Handle
-from minisched.scheduler.framework.status import Code
+from minisched.scheduler.framework.status import Code, Status
 from minisched.scheduler.framework.types import PodInfo, Toleration
 from minisched.scheduler.plugins.helpers import default_normalize_score, node_taints, take
 from minisched.scheduler.snapshot import NO_TAINT, NodeTable
@@ -62,6 +63,9 @@ def intolerable_prefer_no_schedule(pod: PodInfo, node: Object) -> int:
 class TaintToleration:
     name = NAME
     reads_pods = False  # results depend only on the pod and the node objects
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[batch.Fragment], Status]:
+        return [(batch.TOLERATIONS, batch.tolerations_signer(pod))], Status.success()
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult:
         n = len(nodes)

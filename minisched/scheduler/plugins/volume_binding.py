@@ -17,13 +17,14 @@ that an ephemeral volume's claim is owned by the pod.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from minisched.scheduler.framework import batch
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import FilterResult, Handle, PreFilterResult
 from minisched.scheduler.framework.status import Code, Status
@@ -162,6 +163,9 @@ class VolumeBinding:
     reads_pods = False
     # Verdicts follow PVC/PV objects the node table does not version: never reuse them.
     reads_other_nodes = True
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[batch.Fragment], Status]:
+        return [(batch.VOLUMES, batch.volumes_signer(pod))], Status.success()
 
     def __init__(self, storage: StorageLister) -> None:
         self.storage = storage

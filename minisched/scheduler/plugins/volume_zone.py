@@ -6,13 +6,14 @@ WaitForFirstConsumer claims are skipped (VolumeBinding speaks for them)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from minisched.scheduler.framework import batch
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import FilterResult, Handle, PreFilterResult
 from minisched.scheduler.framework.status import Code, Status
@@ -117,6 +118,9 @@ class VolumeZone:
     name = NAME
     reads_pods = False
     reads_other_nodes = True  # follows PVC/PV objects the node table does not version: no reuse
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[batch.Fragment], Status]:
+        return [(batch.VOLUMES, batch.volumes_signer(pod))], Status.success()
 
     def __init__(self, storage: StorageLister) -> None:
         self.storage = storage

@@ -1,0 +1,315 @@
+"""Opportunistic batching: kube-scheduler 1.35's OpportunisticBatching (KEP-5598, beta, on by default).
+
+A Deployment scaling up sends a stream of pods that ask the same question. When each pod fills a
+node (one pod per node), the scores of the other nodes do not change from one pod to the next, so
+the sorted scores of one cycle answer the next: its best node that is still free. kube keeps them
+(pkg/scheduler/framework/runtime/batch.go) and minisched does the same, rule for rule:
+
+- Every plugin of the profile's PreFilter, Filter, PreScore and Score points signs the pod
+  (`sign_pod`): fragments of the pod its verdicts depend on. One plugin that cannot sign this pod
+  (pod affinity, topology spreading, defaulted spreading, resource claims), or one plugin that has
+  no `sign_pod` at all, leaves the pod without a signature, and no batching for it.
+- After scoring, the chosen node is popped and the rest kept, sorted, with the signature
+  (`store_schedule_results`).
+- The next cycle (`get_node_hint`, right after PreFilter) gets the next node of that list as a
+  hint when: there is a list, this cycle is the next one (cycle count + 1: no pod of another
+  profile, no failed pod in between), the last cycle succeeded, the signature is equal, the list is
+  younger than 500 ms, the node chosen last still exists and now *rejects* this pod (it is full:
+  otherwise it might be best again, and the old order would be wrong).
+- The hint is then judged like a nominated node: if it passes the filters the pod goes there
+  without a scoring pass; otherwise the full cycle runs.
+
+The counters are kube's metrics, under its label values: scheduler_batch_attempts_total{result}
+(no_hint, hint_used, hint_not_used) and scheduler_batch_cache_flushed_total{reason}.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from minisched.scheduler.framework.features import OPPORTUNISTIC_BATCHING
+from minisched.scheduler.framework.interface import Plugin
+from minisched.scheduler.framework.status import Status
+from minisched.scheduler.framework.types import PodInfo
+
+MAX_BATCH_AGE = 0.5  # seconds (kube's maxBatchAge)
+
+# Signer names: the fragment keys of k8s.io/kube-scheduler/framework/signers.go. Two plugins that
+# read the same part of the pod give the same key (TaintToleration and NodeUnschedulable both
+# read tolerations); the framework keeps one.
+DYNAMIC_RESOURCES = "v1.Pod.Spec.DynamicResources"
+IMAGE_NAMES = "v1.Pod.Spec.CanonicalImageNames()"
+LABELS = "v1.Pod.Labels"
+NODE_NAME = "v1.Pod.Spec.NodeName"
+NODE_AFFINITY = "v1.Pod.Spec.Affinity.NodeAffinity"
+NODE_SELECTOR = "v1.Pod.Spec.Affinity.NodeSelector"
+HOST_PORTS = "v1.Pod.Spec.HostPorts()"
+RESOURCES = "v1.Pod.Spec.ContainerRequestsAndOverheads()"
+SCHEDULER_NAME = "v1.Pod.Spec.SchedulerName"
+TOLERATIONS = "v1.Pod.Spec.Tolerations"
+VOLUMES = "v1.Pod.Spec.Volumes.NonSyntheticSources()"
+
+# scheduler_batch_attempts_total{result}
+NO_HINT = "no_hint"
+HINT_USED = "hint_used"
+HINT_NOT_USED = "hint_not_used"
+ATTEMPT_RESULTS = (NO_HINT, HINT_USED, HINT_NOT_USED)
+# scheduler_batch_cache_flushed_total{reason}
+POD_FAILED = "pod_failed"  # kube 1.35.4 never records it: a failed cycle stores nothing, so the
+# next cycle is not last + 1 and the flush is counted as pod_skipped
+POD_SKIPPED = "pod_skipped"
+NODE_MISSING = "node_missing"
+NODE_NOT_FULL = "node_not_full"
+EMPTY_LIST = "empty_list"
+EXPIRED = "expired"
+POD_INCOMPATIBLE = "pod_incompatible"
+POD_NOT_BATCHABLE = "pod_not_batchable"
+FLUSH_REASONS = (POD_FAILED, POD_SKIPPED, NODE_MISSING, NODE_NOT_FULL, EMPTY_LIST, EXPIRED, POD_INCOMPATIBLE,
+                 POD_NOT_BATCHABLE)
+
+Fragment = tuple[str, Hashable]
+Signature = tuple[Fragment, ...]
+
+
+@runtime_checkable
+class SignPlugin(Plugin, Protocol):
+    """kube's SignPlugin: the parts of `pod` this plugin's verdicts depend on, as (signer name,
+    hashable value) fragments; a non-success status when it cannot sign this pod."""
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[Fragment], Status]: ...
+
+
+def unsignable(plugin: str, why: str) -> tuple[Sequence[Fragment], Status]:
+    """What a plugin answers for a pod it cannot sign (kube: an Unschedulable status)."""
+    return (), Status.unschedulable(why, plugin=plugin)
+
+
+# -- the common signers (kube's signers.go), on minisched's parsed pod --------------------------------
+
+def tolerations_signer(pod: PodInfo) -> Hashable:
+    return tuple(sorted(pod.tolerations, key=repr))
+
+
+def host_ports_signer(pod: PodInfo) -> Hashable:
+    # kube signs the port numbers only; the protocol and IP change NodePorts' verdict too
+    return tuple(sorted({(p.port, p.protocol, p.ip) for p in pod.host_ports}))
+
+
+def node_affinity_signer(pod: PodInfo) -> Hashable:
+    def term(t: Any) -> Hashable:
+        return (tuple(sorted(_requirement(r) for r in t.expressions)),
+                tuple(sorted(_requirement(r) for r in t.fields)))
+
+    required = None if pod.required_terms is None else tuple(sorted((term(t) for t in pod.required_terms), key=repr))
+    preferred = tuple(sorted(((w, term(t)) for w, t in pod.preferred_terms), key=repr))
+    return required, preferred
+
+
+def _requirement(r: Any) -> tuple[Any, ...]:
+    return r.key, r.operator, tuple(sorted(r.values)), r.number
+
+
+def volumes_signer(pod: PodInfo) -> Hashable:
+    """The pod's volume sources but ConfigMaps and Secrets (they do not change where a pod fits, and
+    every pod has its own token volume), as canonical JSON, sorted."""
+    out = []
+    for vol in (pod.pod.get("spec") or {}).get("volumes") or ():
+        if not isinstance(vol, dict) or "configMap" in vol or "secret" in vol:
+            continue
+        source = {k: v for k, v in vol.items() if k != "name"}
+        out.append(json.dumps(source, sort_keys=True, separators=(",", ":")))
+    return tuple(sorted(out))
+
+
+# -- the framework's side ------------------------------------------------------------------------------
+
+def batchable_plugins(points: Iterable[Sequence[Any]]) -> tuple[list[SignPlugin] | None, list[str]]:
+    """kube's computeBatchablePlugins over the PreFilter, Filter, PreScore and Score plugins: the
+    signers (each once), or None when any of them cannot sign (then no pod has a signature), and
+    the names of those that cannot."""
+    seen: dict[str, SignPlugin] = {}
+    unsupported: list[str] = []
+    for plugins in points:
+        for p in plugins:
+            if p.name in seen or p.name in unsupported:
+                continue
+            if callable(getattr(p, "sign_pod", None)):
+                seen[p.name] = p
+            else:
+                unsupported.append(p.name)
+    return (None if unsupported else list(seen.values())), unsupported
+
+
+def sign_pod(plugins: Sequence[SignPlugin] | None, pod: PodInfo) -> Signature | None:
+    """kube's SignPod: the scheduler name and every plugin's fragments, or None when a plugin
+    cannot sign the pod. Equal signatures: equal verdicts and scores on the same nodes."""
+    if plugins is None:
+        return None
+    sig: dict[str, Hashable] = {SCHEDULER_NAME: pod.scheduler_name}
+    for p in plugins:
+        fragments, status = p.sign_pod(pod)
+        if not status.is_success:
+            return None
+        for key, value in fragments:
+            sig[key] = value
+    return tuple(sorted(sig.items()))
+
+
+class SortedScoredNodes:
+    """The feasible nodes of a scored cycle but the chosen one, best total first (kube's
+    sortedNodeScores after its Pop). Sorted on the first pop: a list nobody asks for costs nothing.
+    Equal totals come in random order (kube's Randomizer), or in row order without `rng`."""
+
+    def __init__(self, names: Sequence[str], rows: npt.NDArray[np.intp], totals: npt.NDArray[np.int64],
+                 rng: np.random.Generator | None = None) -> None:
+        self._names = names
+        self._rows = rows
+        self._totals = totals
+        self._rng = rng  # orders equal totals at random (kube: its Randomizer); None: row order
+        self._order: list[str] | None = None
+        self._next = 0
+
+    @classmethod
+    def of(cls, names: Iterable[str]) -> SortedScoredNodes:
+        """A list in the given order (tests)."""
+        listed = list(names)
+        out = cls(listed, np.arange(len(listed), dtype=np.intp), np.zeros(len(listed), np.int64))
+        out._order = listed
+        return out
+
+    def _sorted(self) -> list[str]:
+        if self._order is None:
+            if self._rng is not None:
+                order = np.lexsort((self._rng.random(self._totals.size), -self._totals))
+            else:
+                order = np.argsort(-self._totals, kind="stable")
+            names, rows = self._names, self._rows
+            self._order = [names[int(rows[i])] for i in order]
+        return self._order
+
+    def pop(self) -> str:
+        order = self._sorted()
+        name = order[self._next]
+        self._next += 1
+        return name
+
+    def remaining(self) -> list[str]:
+        return self._sorted()[self._next:]
+
+    def __len__(self) -> int:
+        return len(self._rows) - self._next
+
+
+@dataclass
+class BatchStats:
+    """kube's batch metrics for one profile: attempts by result, flushes by reason."""
+
+    attempts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ATTEMPT_RESULTS, 0))
+    flushed: dict[str, int] = field(default_factory=lambda: dict.fromkeys(FLUSH_REASONS, 0))
+    batched_pods: int = 0  # pods placed on their hint (kube's TotalBatchedPods)
+
+
+@dataclass
+class _State:
+    signature: Signature
+    nodes: SortedScoredNodes
+    created: float
+
+
+@dataclass
+class _Cycle:
+    count: int = 0
+    chosen: str = ""
+    succeeded: bool = False
+
+
+class OpportunisticBatch:
+    """One profile's batch state (kube's OpportunisticBatch). `clock` gives seconds (monotonic);
+    `sign` signs a pod (the framework's sign_pod with its plugins)."""
+
+    def __init__(self, sign: Callable[[PodInfo], Signature | None], *, clock: Callable[[], float] = time.monotonic,
+                 max_age: float = MAX_BATCH_AGE) -> None:
+        self.sign = sign
+        self.clock = clock
+        self.max_age = max_age
+        self.state: _State | None = None
+        self.last = _Cycle()
+        self.stats = BatchStats()
+
+    def get_node_hint(self, pod: PodInfo, cycle: int, last_node_rejects: Callable[[str], bool | None]
+                      ) -> tuple[str, Signature | None]:
+        """(hint or "", the pod's signature). `last_node_rejects(node)`: None if the node is gone,
+        else whether the filters reject the pod there now (kube's RunFilterPlugins)."""
+        signature = self.sign(pod)
+        if not self._compatible(signature, cycle, last_node_rejects):
+            self.stats.attempts[NO_HINT] += 1
+            return "", signature
+        assert self.state is not None
+        return self.state.nodes.pop(), signature
+
+    def _compatible(self, signature: Signature | None, cycle: int,
+                    last_node_rejects: Callable[[str], bool | None]) -> bool:
+        state = self.state
+        if state is None or len(state.nodes) == 0:
+            return False
+        if cycle != self.last.count + 1:  # a pod of another profile, or a failed one, came between
+            return self._flush(POD_SKIPPED)
+        if not self.last.succeeded:
+            return self._flush(POD_FAILED)
+        if signature is None or signature != state.signature:
+            return self._flush(POD_INCOMPATIBLE)
+        if self.clock() > state.created + self.max_age:
+            return self._flush(EXPIRED)
+        rejects = last_node_rejects(self.last.chosen)
+        if rejects is None:
+            return self._flush(NODE_MISSING)
+        if not rejects:  # the node chosen last could be best again: the old order says nothing
+            return self._flush(NODE_NOT_FULL)
+        return True
+
+    def _flush(self, reason: str) -> bool:
+        """kube's logUnusableState: count why the state cannot serve this cycle. As in kube, only
+        store_schedule_results replaces or drops the state itself."""
+        self.stats.flushed[reason] += 1
+        return False
+
+    def store_schedule_results(self, signature: Signature | None, hinted: str, chosen: str,
+                               others: SortedScoredNodes | None, cycle: int) -> None:
+        """After a cycle chose `chosen`: remember the cycle; keep the state if the hint was used,
+        else keep `others` (the rest, sorted) for the next pod of this signature."""
+        self.last = _Cycle(cycle, chosen, True)
+        if hinted and hinted == chosen:
+            self.stats.attempts[HINT_USED] += 1
+            self.stats.batched_pods += 1
+            return
+        if hinted:
+            self.stats.attempts[HINT_NOT_USED] += 1
+        if signature is not None and others is not None and len(others) > 0:
+            self.state = _State(signature, others, self.clock())
+        else:
+            self._flush(EMPTY_LIST if others is None or len(others) == 0 else POD_NOT_BATCHABLE)
+            self.state = None
+
+    def remaining(self) -> list[str]:
+        """The nodes the next hints would come from, in order (for notebooks and tests)."""
+        return [] if self.state is None else self.state.nodes.remaining()
+
+
+__all__ = [
+    "OPPORTUNISTIC_BATCHING",
+    "MAX_BATCH_AGE",
+    "BatchStats",
+    "OpportunisticBatch",
+    "SignPlugin",
+    "SortedScoredNodes",
+    "batchable_plugins",
+    "sign_pod",
+    "unsignable",
+]
