@@ -144,7 +144,9 @@ def batchable_plugins(points: Iterable[Sequence[Any]]) -> tuple[list[SignPlugin]
                 seen[p.name] = p
             else:
                 unsupported.append(p.name)
-    return (None if unsupported else list(seen.values())), unsupported
+    # those that refuse some pods first: a refusal ends the signing, before the costlier signers
+    signers = sorted(seen.values(), key=lambda p: not getattr(p, "refuses_some_pods", False))
+    return (None if unsupported else signers), unsupported
 
 
 def sign_pod(plugins: Sequence[SignPlugin] | None, pod: PodInfo) -> Signature | None:

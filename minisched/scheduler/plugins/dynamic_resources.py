@@ -42,6 +42,7 @@ def resource_claims(pod: PodInfo) -> list[Any]:
 
 class DynamicResources:
     name = NAME
+    refuses_some_pods = True  # its sign_pod may refuse: batching asks it first
 
     def sign_pod(self, pod: PodInfo) -> tuple[Sequence[batch.Fragment], Status]:
         if resource_claims(pod):

@@ -242,6 +242,7 @@ def _incoming_slots(pc: PodIndex, term: AffinityTerm) -> BoolArray:
 
 class InterPodAffinity:
     name = NAME
+    refuses_some_pods = True  # its sign_pod may refuse: batching asks it first
     reads_pods = True
     reads_other_nodes = True  # a node's verdict moves with pods anywhere in its topology domains
 

@@ -414,6 +414,7 @@ def _domain_min(per_domain: IntArray, present: BoolArray, min_domains: int | Non
 
 class PodTopologySpread:
     name = NAME
+    refuses_some_pods = True  # its sign_pod may refuse: batching asks it first
     reads_pods = True
     reads_other_nodes = True  # a node's verdict moves with pods on other nodes of its domain
 

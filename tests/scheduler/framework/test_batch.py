@@ -175,6 +175,8 @@ def test_the_next_pod_gets_the_next_best_node_without_a_scoring_pass() -> None:
         pod = info(f"p{i}", cpu="3")
         result = fwk.schedule(pod, t.snapshot())
         assert result.node == order[i] and result.decision.hinted
+        assert result.decision.evaluated == result.decision.feasible == 1  # a record of that node alone
+        assert [row["node"] for row in result.decision.rows()] == [order[i]]
         assert counter.scored == scored  # no Score
         # filters ran on two nodes only: the one chosen last (NodeResourcesFit rejects the pod there,
         # so the check stops before Counting), then the hint (every filter)
