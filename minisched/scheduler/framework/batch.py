@@ -133,7 +133,8 @@ def volumes_signer(pod: PodInfo) -> Hashable:
 def batchable_plugins(points: Iterable[Sequence[Any]]) -> tuple[list[SignPlugin] | None, list[str]]:
     """kube's computeBatchablePlugins over the PreFilter, Filter, PreScore and Score plugins: the
     signers (each once), or None when any of them cannot sign (then no pod has a signature), and
-    the names of those that cannot."""
+    the names of those that cannot. A plugin that says it refuses every pod (`refuses_every_pod`,
+    PodTopologySpread with default constraints) also leaves no signer to call."""
     seen: dict[str, SignPlugin] = {}
     unsupported: list[str] = []
     for plugins in points:
@@ -146,6 +147,8 @@ def batchable_plugins(points: Iterable[Sequence[Any]]) -> tuple[list[SignPlugin]
                 unsupported.append(p.name)
     # those that refuse some pods first: a refusal ends the signing, before the costlier signers
     signers = sorted(seen.values(), key=lambda p: not getattr(p, "refuses_some_pods", False))
+    if any(getattr(p, "refuses_every_pod", False) for p in signers):
+        return None, unsupported  # as kube, where it refuses each pod in turn, minus the calls
     return (None if unsupported else signers), unsupported
 
 

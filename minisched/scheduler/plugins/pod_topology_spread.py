@@ -428,6 +428,11 @@ class PodTopologySpread:
             return batch.unsignable(NAME, "pods with default topology constraints are not signable")
         return (), Status.success()
 
+    @property
+    def refuses_every_pod(self) -> bool:
+        """Default constraints apply to every pod: sign_pod refuses them all."""
+        return bool(self.args.constraints)
+
     def __init__(self, args: SpreadArgs | None = None, lister: WorkloadLister | None = None) -> None:
         self.args = args or SpreadArgs()
         self.lister = lister

@@ -78,8 +78,11 @@ def counting_framework(**kw: Any) -> tuple[Framework, Counting]:
 
 def test_the_default_profile_signs_no_pod_as_kube_whose_default_spreading_refuses_all() -> None:
     fwk = Framework(seed=1)
-    assert fwk.signers is not None  # every in-tree plugin can sign...
+    assert fwk.unsignable_plugins == []  # every in-tree plugin can sign...
     assert fwk.sign_pod(info("p")) is None  # ...but PodTopologySpread's System defaults refuse
+    spread = fwk.plugins["PodTopologySpread"]
+    assert spread.sign_pod(info("p"))[1].is_rejected and spread.refuses_every_pod  # type: ignore[attr-defined]
+    assert fwk.signers is None  # so no signer is called at all
 
 
 def test_equal_pods_sign_equal_and_a_differing_field_breaks_equality() -> None:
