@@ -107,13 +107,15 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=900)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--loop", action="store_true", help="also through the Scheduler on the embedded cluster")
+    parser.add_argument("--profiles", default="batchable,default", help="which of batchable, default")
     args = parser.parse_args()
+    chosen = {name: p for name, p in profiles().items() if name in args.profiles.split(",")}
     print(f"load average before the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; "
           f"{args.nodes} nodes, {args.pods} pods of 3 CPU on 4-CPU nodes, {args.rounds} alternating rounds")
     cpu: dict[tuple[str, bool], list[float]] = {}
     wall: dict[tuple[str, bool], list[float]] = {}
     last: dict[tuple[str, bool], tuple[Framework, int]] = {}
-    for name, profile in profiles().items():
+    for name, profile in chosen.items():
         run(profile, True, 200, 50)  # warm up numpy and the plugins
         for _ in range(args.rounds):
             for batching in (False, True):
@@ -123,7 +125,7 @@ def main() -> None:
                 last[(name, batching)] = (fw, used)
     print(f"\n{'profile':<10} {'batching':<9} {'CPU/pod':>9} {'wall/pod':>9} {'vs off':>7}  "
           f"{'hint_used':>9} {'no_hint':>7} {'not_used':>8}  flushes (last round)")
-    for name in profiles():
+    for name in chosen:
         off = statistics.median(cpu[(name, False)])
         for batching in (False, True):
             fw, used = last[(name, batching)]
@@ -137,7 +139,7 @@ def main() -> None:
     if args.loop:
         print(f"\nthe Scheduler on the embedded cluster (load average {os.getloadavg()[0]:.1f}):")
         print(f"{'profile':<10} {'batching':<9} {'CPU/pod':>9} {'wall/pod':>9} {'vs off':>7}  attempts (last round)")
-        for name in profiles():
+        for name in chosen:
             loop: dict[bool, list[tuple[float, float, dict[str, int], int]]] = {False: [], True: []}
             for _ in range(args.rounds):
                 for batching in (False, True):

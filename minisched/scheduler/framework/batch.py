@@ -173,11 +173,12 @@ class SortedScoredNodes:
     Equal totals come in random order (kube's Randomizer), or in row order without `rng`."""
 
     def __init__(self, names: Sequence[str], rows: npt.NDArray[np.intp], totals: npt.NDArray[np.int64],
-                 rng: np.random.Generator | None = None) -> None:
+                 rng: np.random.Generator | None = None, chosen: int | None = None) -> None:
         self._names = names
-        self._rows = rows
+        self._rows = rows  # the scored rows, and their totals; `chosen` (a position in them) is left out
         self._totals = totals
         self._rng = rng  # orders equal totals at random (kube: its Randomizer); None: row order
+        self._chosen = chosen
         self._order: list[str] | None = None
         self._next = 0
 
@@ -191,11 +192,16 @@ class SortedScoredNodes:
 
     def _sorted(self) -> list[str]:
         if self._order is None:
+            rows, totals = self._rows, self._totals
+            if self._chosen is not None:
+                keep = np.ones(rows.size, np.bool_)
+                keep[self._chosen] = False
+                rows, totals = rows[keep], totals[keep]
             if self._rng is not None:
-                order = np.lexsort((self._rng.random(self._totals.size), -self._totals))
+                order = np.lexsort((self._rng.random(totals.size), -totals))
             else:
-                order = np.argsort(-self._totals, kind="stable")
-            names, rows = self._names, self._rows
+                order = np.argsort(-totals, kind="stable")
+            names = self._names
             self._order = [names[int(rows[i])] for i in order]
         return self._order
 
@@ -209,7 +215,7 @@ class SortedScoredNodes:
         return self._sorted()[self._next:]
 
     def __len__(self) -> int:
-        return len(self._rows) - self._next
+        return len(self._rows) - (self._chosen is not None) - self._next
 
 
 @dataclass

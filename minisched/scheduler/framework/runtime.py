@@ -515,9 +515,7 @@ class Framework:
     def _others(self, names: Sequence[str], feasible: npt.NDArray[np.intp], pick: int,
                 decision: Decision) -> SortedScoredNodes:
         """The scored nodes but the chosen one, for batching (sorted when first asked)."""
-        keep = np.ones(feasible.size, np.bool_)
-        keep[pick] = False
-        return SortedScoredNodes(names, feasible[keep], decision.total[keep], self._tiebreak)
+        return SortedScoredNodes(names, feasible, decision.total, self._tiebreak, chosen=pick)
 
     def _active_filters(self, state: CycleState) -> list[Any]:
         if not state.skip_filter:

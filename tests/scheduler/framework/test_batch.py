@@ -160,6 +160,18 @@ def test_a_plugin_without_sign_pod_makes_every_pod_unsignable() -> None:
     assert fwk.sign_pod(info("p")) is None
 
 
+def flushes(fwk: Framework) -> dict[str, int]:
+    assert fwk.batch is not None
+    return {k: v for k, v in fwk.batch.stats.flushed.items() if v}
+
+
+def start(fwk: Framework, t: NodeTable, cycle: int = 1) -> str:
+    first = fwk.schedule(info("p0", cpu="3"), t.snapshot(), cycle=cycle)
+    assert first.node is not None
+    t.add_pod(first.node, info("p0", cpu="3"))
+    return first.node
+
+
 # -- the hint path ----------------------------------------------------------------------------------------
 
 def test_the_next_pod_gets_the_next_best_node_without_a_scoring_pass() -> None:
@@ -206,25 +218,23 @@ def test_with_batching_off_the_same_stream_is_fully_scored_and_lands_the_same() 
 def test_a_hint_that_no_longer_fits_runs_the_full_cycle() -> None:
     t = table()
     fwk, counter = counting_framework()
-    first = fwk.schedule(info("p0", cpu="3"), t.snapshot())
-    t.add_pod(first.node, info("p0", cpu="3"))
+    first = start(fwk, t)
     assert fwk.batch is not None
     hint = fwk.batch.remaining()[0]
     t.add_pod(hint, info("other", cpu="3"))  # someone else took the next best node
     scored = counter.scored
     second = fwk.schedule(info("p1", cpu="3"), t.snapshot())
-    assert second.node not in (first.node, hint) and not second.decision.hinted
+    assert second.node not in (first, hint) and not second.decision.hinted
     assert counter.scored > scored
     assert fwk.batch.stats.attempts[b.HINT_NOT_USED] == 1
     # a fresh list from this cycle's scores: every free node but the one it chose
-    assert set(fwk.batch.remaining()) == set(t.names) - {first.node, hint, second.node}
+    assert set(fwk.batch.remaining()) == set(t.names) - {first, hint, second.node}
 
 
 def test_a_nominated_node_wins_over_the_hint() -> None:
     t = table()
     fwk, _ = counting_framework()
-    first = fwk.schedule(info("p0", cpu="3"), t.snapshot())
-    t.add_pod(first.node, info("p0", cpu="3"))
+    start(fwk, t)
     assert fwk.batch is not None
     nominated = fwk.batch.remaining()[-1]
     pod = PodInfo.from_pod({**make_pod("p1", cpu="3"), "status": {"nominatedNodeName": nominated}})
@@ -235,18 +245,6 @@ def test_a_nominated_node_wins_over_the_hint() -> None:
 
 
 # -- why kept scores cannot serve a cycle ----------------------------------------------------------------
-
-def flushes(fwk: Framework) -> dict[str, int]:
-    assert fwk.batch is not None
-    return {k: v for k, v in fwk.batch.stats.flushed.items() if v}
-
-
-def start(fwk: Framework, t: NodeTable, cycle: int = 1) -> str:
-    first = fwk.schedule(info("p0", cpu="3"), t.snapshot(), cycle=cycle)
-    assert first.node is not None
-    t.add_pod(first.node, info("p0", cpu="3"))
-    return first.node
-
 
 def test_flush_when_the_signature_differs() -> None:
     t = table()
