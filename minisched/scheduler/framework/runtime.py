@@ -372,7 +372,8 @@ class Framework:
         # the nominated node first: if the pod still fits there, it goes there without scoring;
         # with none, the hint is tried the same way (kube's evaluateNominatedNode)
         first = pod.nominated_node_name or hint
-        if first and self._fits_alone(state, pod, nodes, first, allowed, decision, narrow=first == hint):
+        if first and self._fits_alone(state, pod, nodes, first, allowed, decision,
+                                         narrow=not pod.nominated_node_name):
             decision.chosen = first
             if pod.nominated_node_name:
                 decision.nominated = True
