@@ -357,3 +357,42 @@ def test_feature_gates_parse_and_check() -> None:
         check_feature_gates({"Nope": True})
     with pytest.raises(ValueError, match="Name=true or Name=false"):
         parse_feature_gates("OpportunisticBatching")
+
+
+@pytest.mark.parametrize(("seed", "percentage"), [(1, 100), (2, 0), (3, 50)])
+def test_on_random_clusters_every_hinted_node_passes_a_fresh_cycles_filters(seed: int, percentage: int) -> None:
+    import random
+
+    from tests.scheduler.plugins.randomcluster import random_node, random_pod
+
+    rng = random.Random(seed)
+    t = NodeTable()
+    names = [f"n{i}" for i in range(120)]
+    for name in names:
+        node = random_node(rng, name)
+        node["status"]["allocatable"]["pods"] = "1"  # every pod fills its node
+        t.add_node(node)
+    profile = load_profiles({**CONFIG, "percentageOfNodesToScore": percentage,
+                             "profiles": [{"pluginConfig": [NO_DEFAULT_SPREAD]}]})[0]
+    on, fresh = Framework(profile, seed=seed), Framework(profile, seed=seed, batching=False)
+    signable = (pod for pod in (random_pod(rng, f"s{i}") for i in range(1000))  # and fitting 10 nodes or more
+                if on.sign_pod(PodInfo.from_pod(pod)) is not None
+                and fresh.schedule(PodInfo.from_pod(pod), t.snapshot()).feasible >= 10)
+    shapes = [next(signable), next(signable), random_pod(rng, "any")]
+    placed: list[tuple[str, PodInfo]] = []
+    hinted = 0
+    for i in range(300):
+        shape = shapes[0] if rng.random() < 0.7 else rng.choice(shapes)  # mostly one Deployment
+        pod = PodInfo.from_pod({**shape, "metadata": {"name": f"p{i}", "namespace": "default"}})
+        snap = t.snapshot()
+        result = on.schedule(pod, snap)
+        if result.decision.hinted:
+            hinted += 1
+            assert fresh.schedule(pod, snap, only=[result.node]).node == result.node, i
+        if result.node is not None:
+            t.add_pod(result.node, pod)
+            placed.append((result.node, pod))
+        if rng.random() < 0.1 and placed:  # a pod finishes: its node is free again
+            node, gone = placed.pop(rng.randrange(len(placed)))
+            t.remove_pod(node, gone)
+    assert on.batch is not None and hinted == on.batch.stats.attempts[b.HINT_USED] > 0

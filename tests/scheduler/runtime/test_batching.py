@@ -76,3 +76,13 @@ def test_an_unknown_feature_gate_is_refused() -> None:
             Scheduler(cluster, feature_gates={"Batching": True})
     finally:
         cluster.close()
+
+
+def test_minisched_run_refuses_a_bad_feature_gate_naming_it(capsys) -> None:  # type: ignore[no-untyped-def]
+    from minisched.cli import main
+
+    assert main(["run", "--embedded", "--feature-gates", "OpportunisticBatching=maybe"]) == 2
+    assert "--feature-gates: feature gate 'OpportunisticBatching=maybe' must be written Name=true" in \
+        capsys.readouterr().err
+    assert main(["run", "--embedded", "--feature-gates", "SchedulerQueueingHints=true"]) == 2
+    assert "unrecognized feature gate: SchedulerQueueingHints" in capsys.readouterr().err
