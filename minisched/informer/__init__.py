@@ -21,7 +21,7 @@ step with the server through list + watch, and tell handlers what changed.
 """
 
 from minisched.informer.backoff import ExponentialBackoff
-from minisched.informer.delta_fifo import Delta, DeltaFIFO, DeltaType, FIFOClosedError
+from minisched.informer.delta_fifo import Delta, DeltaFIFO, DeltaType, FIFOClosedError, strip_managed_fields
 from minisched.informer.factory import InformerKey, SharedInformerFactory
 from minisched.informer.handlers import (
     FilteringResourceEventHandler,
@@ -47,6 +47,7 @@ __all__ = [
     "DeltaType",
     "ExponentialBackoff",
     "FIFOClosedError",
+    "strip_managed_fields",
     "FilteringResourceEventHandler",
     "HandlerRegistration",
     "IndexFunc",

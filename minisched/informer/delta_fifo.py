@@ -25,6 +25,17 @@ Object = dict[str, Any]
 TransformFunc = Callable[[Object], Object]
 
 
+def strip_managed_fields(obj: Object) -> Object:
+    """A transform that drops `metadata.managedFields` (client-go's TransformStripManagedFields):
+    server-side apply's bookkeeping, which the API server adds to every object it stores and no
+    informer reader needs; kube-scheduler drops it from its pods to save memory. The caller's dict
+    is not changed: a new top level and metadata are made when there is something to drop."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or "managedFields" not in meta:
+        return obj
+    return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+
+
 class DeltaType(StrEnum):
     ADDED = "Added"
     UPDATED = "Updated"

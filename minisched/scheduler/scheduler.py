@@ -63,7 +63,12 @@ from typing import Any, Protocol
 from minisched.clock import Clock, RealClock, pause_unless_stopped
 from minisched.cluster.base import Cluster
 from minisched.errors import ApiError, NotFound, Timeout, is_conflict
-from minisched.informer import ResourceEventHandlerFuncs, SharedInformerFactory, unwrap_tombstone
+from minisched.informer import (
+    ResourceEventHandlerFuncs,
+    SharedInformerFactory,
+    strip_managed_fields,
+    unwrap_tombstone,
+)
 from minisched.meta import key_of
 from minisched.resources import (
     CSI_NODES,
@@ -500,7 +505,9 @@ class Scheduler:
         self.cache = SchedulerCache(clock=self.clock, assumed_ttl=assumed_ttl, pod_info=self.pod_info)
         self.handle = SchedulerHandle(cluster, self.recorder, self.clock, self.cache)
         # before the frameworks: plugins ask it for the informers they list from (kube's New(handle))
-        self.factory = informer_factory or SharedInformerFactory(cluster)
+        # kube's pod informer drops managedFields (newPodInformer's trim); ours drops them from every
+        # object the scheduler caches: none of its readers needs them, and 15,000 objects carry MiBs
+        self.factory = informer_factory or SharedInformerFactory(cluster, transform=strip_managed_fields)
         self.handle.informer_factory = self.factory
         self.frameworks: dict[str, Framework] = {}
         self._registry = registry

@@ -4,7 +4,15 @@ import threading
 
 import pytest
 
-from minisched.informer import DeletedFinalStateUnknown, Delta, DeltaFIFO, DeltaType, FIFOClosedError, Store
+from minisched.informer import (
+    DeletedFinalStateUnknown,
+    Delta,
+    DeltaFIFO,
+    DeltaType,
+    FIFOClosedError,
+    Store,
+    strip_managed_fields,
+)
 from tests.informer.fakes import pod
 
 A, U, D, R, S = DeltaType.ADDED, DeltaType.UPDATED, DeltaType.DELETED, DeltaType.REPLACED, DeltaType.SYNC
@@ -168,3 +176,14 @@ def test_transform_applies_to_objects_but_not_tombstones() -> None:
     deltas = fifo.pop(lambda d, i: None)
     assert "labels" not in deltas[0].object["metadata"]  # type: ignore[index]
     assert isinstance(deltas[1].object, DeletedFinalStateUnknown)
+
+
+def test_strip_managed_fields_copies_only_what_it_changes() -> None:
+    with_fields = pod("a", 1)
+    with_fields["metadata"]["managedFields"] = [{"manager": "kubectl", "operation": "Update"}]
+    stripped = strip_managed_fields(with_fields)
+    assert "managedFields" not in stripped["metadata"]
+    assert stripped["metadata"]["labels"] is with_fields["metadata"]["labels"] and stripped["kind"] == "Pod"
+    assert "managedFields" in with_fields["metadata"]  # the caller's dict is left as it was
+    plain = pod("b", 1)
+    assert strip_managed_fields(plain) is plain

@@ -265,3 +265,28 @@ def test_watch_drops_and_410s_mid_run_lose_nothing_and_bind_nothing_twice(cluste
         wait_until(lambda: sched.cache.pod_count() == 300 and sched.cache.assumed_count() == 0,
                    timeout=30, what="cache agrees with the server")
         assert len(sched.queue) == 0
+
+
+def test_the_scheduler_caches_objects_without_managed_fields(cluster: EmbeddedCluster) -> None:
+    """kube-scheduler's pod informer drops metadata.managedFields (memory: the API server adds them to
+    every object); ours drops them from what it caches. The embedded server keeps none, so the list
+    here adds them as kube-apiserver would."""
+    cluster.create(NODES, make_node("n1", cpu="4", memory="8Gi"))
+    cluster.create(PODS, make_pod("p", cpu="100m"))
+    listed = cluster.list
+
+    def list_with_managed_fields(*args, **kwargs):  # type: ignore[no-untyped-def]
+        out = listed(*args, **kwargs)
+        for item in out.get("items", []):
+            item["metadata"]["managedFields"] = [{"manager": "kubectl-create", "operation": "Update"}]
+        return out
+
+    cluster.list = list_with_managed_fields  # type: ignore[method-assign]
+    s = Scheduler(cluster, bind_workers=1)
+    try:
+        s.start(loop=False)
+        for resource in (PODS, NODES):
+            cached = s.factory.informer_for(resource).store.list()
+            assert cached and all("managedFields" not in o["metadata"] for o in cached), resource
+    finally:
+        s.stop()
