@@ -123,6 +123,7 @@ INVALID_POD = "PodSpec"
 HOUSEKEEPING_PERIOD = 1.0
 API_DEFAULT_SCHEDULER = "default-scheduler"
 DEFAULT_SHUTDOWN_TIMEOUT = 20.0
+DECISIONS_BUDGET_BYTES = 4 * 2**20  # kept decision records: ~75 at 1,000 nodes, ~34 at 5,000
 # kube-apiserver's words when a Binding's metadata.resourceVersion is not the pod's any more
 STALE_VERSION = "Precondition failed: ResourceVersion in precondition"
 
@@ -475,7 +476,8 @@ class Scheduler:
         recorder: EventRecorder | None = None,
         informer_factory: SharedInformerFactory | None = None,
         annotate_decisions: bool = False,
-        keep_decisions: int = 100,  # a record is ~270 KB at 5,000 nodes
+        keep_decisions: int = 100,
+        keep_decisions_bytes: int = DECISIONS_BUDGET_BYTES,
         assumed_ttl: float = 30.0,
         registry: Mapping[str, Any] | None = None,
         seed: int | None = None,
@@ -540,8 +542,13 @@ class Scheduler:
         for fwk in self.frameworks.values():
             self._wire(fwk)
         self.annotate_decisions = annotate_decisions
+        # the last decisions, for explaining them: at most `keep_decisions` records and, as a record
+        # grows with the nodes (~120 KB at 5,000), at most `keep_decisions_bytes` of their arrays
         self.keep_decisions = keep_decisions
+        self.keep_decisions_bytes = keep_decisions_bytes
         self.decisions: collections.OrderedDict[str, Decision] = collections.OrderedDict()
+        self._decision_sizes: dict[str, int] = {}
+        self._decisions_bytes = 0
         self.stats = SchedulerStats()
         self._priority_classes: dict[str, int] = {}
         self.shutdown_timeout = shutdown_timeout
@@ -1394,10 +1401,15 @@ class Scheduler:
     def _keep_decision(self, decision: Decision) -> None:
         if self.keep_decisions <= 0:
             return
+        if self.decisions.pop(decision.pod, None) is not None:
+            self._decisions_bytes -= self._decision_sizes.pop(decision.pod)
         self.decisions[decision.pod] = decision
-        self.decisions.move_to_end(decision.pod)
-        while len(self.decisions) > self.keep_decisions:
-            self.decisions.popitem(last=False)
+        self._decision_sizes[decision.pod] = size = decision.nbytes  # as kept (a record may change later)
+        self._decisions_bytes += size
+        while len(self.decisions) > 1 and (len(self.decisions) > self.keep_decisions
+                                           or self._decisions_bytes > self.keep_decisions_bytes):
+            dropped, _ = self.decisions.popitem(last=False)
+            self._decisions_bytes -= self._decision_sizes.pop(dropped)
 
     def _observe_attempt(self, result: str, started: float, *, cycle_only: bool = False) -> None:
         """The end of a scheduling cycle (its latency goes to stats). The observer's attempt metric

@@ -61,6 +61,16 @@ class Decision:
     hinted: bool = False  # decided on batching's hint alone (the last cycle's next best node)
 
     @property
+    def nbytes(self) -> int:
+        """Bytes held by this record's arrays (an array shared with another record counts in each)."""
+        n = self.evaluated_rows.nbytes + self.first_fail.nbytes + self.feasible_rows.nbytes + self.total.nbytes
+        for r in self.filter_results:
+            n += r.passed.nbytes + r.reasons.nbytes + (0 if r.unresolvable is None else r.unresolvable.nbytes)
+        for scores in self.score_plugins.values():
+            n += scores.raw.nbytes + scores.normalized.nbytes
+        return n
+
+    @property
     def evaluated(self) -> int:
         return len(self.evaluated_rows)
 

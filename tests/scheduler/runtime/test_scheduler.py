@@ -290,3 +290,26 @@ def test_the_scheduler_caches_objects_without_managed_fields(cluster: EmbeddedCl
             assert cached and all("managedFields" not in o["metadata"] for o in cached), resource
     finally:
         s.stop()
+
+
+def test_kept_decisions_stay_within_their_byte_budget(cluster: EmbeddedCluster) -> None:
+    """A decision record grows with the nodes (its arrays have a row per node), so the records kept
+    for explaining are bounded in bytes as well as in number: the oldest go first."""
+    for i in range(40):
+        cluster.create(NODES, make_node(f"n{i}", cpu="4", memory="8Gi"))
+    s = Scheduler(cluster, bind_workers=1, keep_decisions=100, keep_decisions_bytes=1)
+    try:
+        s.start()
+        wait_for_nodes(s, 40)
+        cluster.create(PODS, make_pod("first", cpu="100m"))
+        wait_until(lambda: "default/first" in s.decisions)
+        one = s.decisions["default/first"].nbytes
+        assert one > 0
+        s.keep_decisions_bytes = 3 * one
+        for i in range(10):
+            cluster.create(PODS, make_pod(f"p{i}", cpu="100m"))
+        wait_until(lambda: "default/p9" in s.decisions)
+        assert len(s.decisions) == 3 and list(s.decisions)[-1] == "default/p9"
+        assert s._decisions_bytes == sum(d.nbytes for d in s.decisions.values())
+    finally:
+        s.stop()
