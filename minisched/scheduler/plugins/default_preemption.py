@@ -46,7 +46,7 @@ from minisched.clock import rfc3339
 from minisched.errors import ApiError, NotFound
 from minisched.resources import POD_DISRUPTION_BUDGETS, PODS
 from minisched.scheduler.framework.cycle_state import CycleState
-from minisched.scheduler.framework.interface import PreFilterExtensions
+from minisched.scheduler.framework.interface import OneNodeWhatIfFilter, PreFilterExtensions
 from minisched.scheduler.framework.status import Code, Status
 from minisched.scheduler.framework.types import PodInfo
 from minisched.selectors import from_label_selector_json
@@ -291,12 +291,17 @@ class _IncrementalNode:
     counts), nothing is rebuilt. `fits` is kube's RunFilterPluginsWithNominatedPods: with the pods
     nominated to the node (of at least the pod's priority) put on for a moment, then without them.
     After the first success, the filters that do not read pods (`pod_blind`) are not asked again:
-    with the same node and only pods changing, they would answer the same."""
+    with the same node and only pods changing, they would answer the same. If every filter still
+    asked then offers a one-node what-if (`what_if`: NodeResourcesFit's, in plain Python), the
+    questions after that go to the what-ifs, and pods coming and going move them instead of the
+    table."""
 
-    __slots__ = ("_handle", "_pod", "_node", "_view", "_state", "_pod_blind", "_blind_skipped")
+    __slots__ = ("_handle", "_pod", "_node", "_view", "_state", "_pod_blind", "_blind_skipped",
+                 "_filters", "_what_if", "_what_ifs", "_on")
 
     def __init__(self, handle: Any, state: CycleState, pod: PodInfo, table: Any, node_name: str,
-                 pod_blind: frozenset[str]) -> None:
+                 pod_blind: frozenset[str], filters: Sequence[Any] = (),
+                 what_if: frozenset[str] = frozenset()) -> None:
         self._handle = handle
         self._pod = pod
         self._node = node_name
@@ -304,44 +309,102 @@ class _IncrementalNode:
         self._state = state.clone()
         self._pod_blind = pod_blind
         self._blind_skipped = False
+        self._filters = filters
+        self._what_if = what_if
+        self._what_ifs: list[Any] = []
+        self._on: dict[str, PodInfo] | None = None  # the node's pods, once the what-ifs answer
 
     def remove(self, p: PodInfo) -> Status:
-        self._view.remove_pod(self._node, p)
+        on = self._on
+        if on is None:
+            self._view.remove_pod(self._node, p)
+        else:
+            counted = on.pop(p.key, None)  # as the table: the pod it counted, none if not there
+            if counted is not None:
+                for w in self._what_ifs:
+                    w.remove(counted)
         remove = getattr(self._handle, "run_pre_filter_extension_remove_pod", None)
         return remove(self._state, self._pod, p, self._node) if remove is not None else Status.success()
 
     def add(self, p: PodInfo) -> Status:
-        self._view.add_pod(self._node, p)
+        self._put(p)
         add = getattr(self._handle, "run_pre_filter_extension_add_pod", None)
         return add(self._state, self._pod, p, self._node) if add is not None else Status.success()
 
+    def _put(self, p: PodInfo) -> bool:
+        """Put `p` on the node (the table's add_pod: a pod already there counts once); True if it
+        was not there."""
+        on = self._on
+        if on is None:
+            if self._view.has_pod(self._node, p.key):
+                return False
+            self._view.add_pod(self._node, p)
+            return True
+        if p.key in on:
+            return False
+        on[p.key] = p
+        for w in self._what_ifs:
+            w.add(p)
+        return True
+
+    def _take(self, p: PodInfo) -> None:
+        if self._on is None:
+            self._view.remove_pod(self._node, p)
+        else:
+            del self._on[p.key]
+            for w in self._what_ifs:
+                w.remove(p)
+
+    def _run(self, state: CycleState) -> Status:
+        if self._on is None:
+            return self._handle.run_filter_plugins(state, self._pod, self._view)
+        for w in self._what_ifs:
+            status = w.status()
+            if not status.is_success:
+                return status
+        return Status.success()
+
     def fits(self) -> Status:
-        run, view, node = self._handle.run_filter_plugins, self._view, self._node
+        node = self._node
         nominated = self._state.nominated.get(node)
         if nominated:
             # put on for this question only the nominated pods the node does not hold already
             # (kube's addGENominatedPods on a copy; adding a pod twice counts it once)
-            added = [p for p in nominated if not view.has_pod(node, p.key)]
             with_them = self._state.clone()
             add = getattr(self._handle, "run_pre_filter_extension_add_pod", None)
+            placed: list[PodInfo] = []
             try:
-                for p in added:
-                    view.add_pod(node, p)
+                for p in nominated:
+                    if self._put(p):
+                        placed.append(p)
+                    elif not any(q.key == p.key for q in placed):
+                        continue  # on the node already: not added, no AddPod
                     if add is not None:
                         status = add(with_them, self._pod, p, node)
                         if not status.is_success:
                             return status
-                status = run(with_them, self._pod, view)
+                status = self._run(with_them)
             finally:
-                for p in added:
-                    view.remove_pod(node, p)
+                for p in placed:
+                    self._take(p)
             if not status.is_success:
                 return status
-        status = run(self._state, self._pod, view)
+        status = self._run(self._state)
         if status.is_success and not self._blind_skipped:
             self._blind_skipped = True
             self._state.skip_filter |= self._pod_blind
+            self._start_what_ifs()
         return status
+
+    def _start_what_ifs(self) -> None:
+        """From now on, if every filter still asked has a what-if, ask the what-ifs."""
+        skip = self._state.skip_filter
+        active = [p for p in self._filters if p.name not in skip]
+        if not self._filters or any(p.name not in self._what_if for p in active):
+            return
+        view, state, pod = self._view, self._state, self._pod
+        self._what_ifs = [p.one_node_what_if(state, pod, view) for p in active]
+        self._on = {p.key: p for p in view.pods_on(self._node)}
 
 
 @dataclass
@@ -398,6 +461,7 @@ class DefaultPreemption:
         self._lock = threading.Lock()
         self._preempting: set[str] = set()  # preemptor uids whose victims' calls are under way
         self._last_victim: dict[str, tuple[str, str]] = {}  # preemptor uid -> (namespace, name)
+        self._kinds: tuple[Any, int, tuple[Sequence[Any], frozenset[str], frozenset[str]]] | None = None
         # wired by the scheduler: run a job on its preemption workers; activate a pod
         self.submit: Callable[[Callable[[Any], None], Any], None] | None = None
         self.activate: Callable[[Object], None] | None = None
@@ -470,11 +534,11 @@ class DefaultPreemption:
         violating: list[Candidate] = []
         failures: dict[str, int] = {}
         errors: list[Status] = []
-        blind = self._pod_blind_filters()
+        filters, blind, what_if = self._filter_kinds()
 
         def working(state: CycleState, pod: PodInfo, table: Any, node_name: str) -> WorkingNode:
             if self.incremental:
-                return self._working_node(state, pod, table, node_name, blind)
+                return self._working_node(state, pod, table, node_name, blind, filters, what_if)
             return self._refilter_node(state, pod, table, node_name)
 
         for i in range(len(potential)):
@@ -551,25 +615,44 @@ class DefaultPreemption:
         return check
 
     def _working_node(self, state: CycleState, pod: PodInfo, table: Any, node_name: str,
-                      pod_blind: frozenset[str] = frozenset()) -> WorkingNode:
+                      pod_blind: frozenset[str] = frozenset(), filters: Sequence[Any] = (),
+                      what_if: frozenset[str] = frozenset()) -> WorkingNode:
         """The node's working copy for the incremental dry run; a handle that cannot tell the
         PreFilter state about a pod put back (no AddPod extension) gets the full re-filter."""
         handle = self.handle
         if not hasattr(handle, "run_pre_filter_extension_add_pod") and hasattr(
                 handle, "run_pre_filter_extension_remove_pod"):
             return self._refilter_node(state, pod, table, node_name)
-        return _IncrementalNode(handle, state, pod, table, node_name, pod_blind)
+        return _IncrementalNode(handle, state, pod, table, node_name, pod_blind, filters, what_if)
 
-    def _pod_blind_filters(self) -> frozenset[str]:
-        """Filter plugins whose verdict on a node cannot change when pods come and go there: they
-        declare `reads_pods = False` and keep no PreFilter state that AddPod/RemovePod move. Once a
-        node passed every filter with its victims off, only the others can answer differently."""
+    def _filter_kinds(self) -> tuple[Sequence[Any], frozenset[str], frozenset[str]]:
+        """(the Filter plugins in profile order, the pod-blind ones, those with a one-node what-if),
+        worked out once per profile (isinstance against a Protocol is slow to ask per dry run).
+
+        Pod-blind: the verdict on a node cannot change when pods come and go there (`reads_pods =
+        False`, no PreFilter state that AddPod/RemovePod move); once a node passed every filter
+        with its victims off, only the others can answer differently. A what-if stands in for a
+        plugin only if PreFilter extensions move nothing it reads, and only with the framework's
+        own one-node filter run (the handle's run_filter_plugins)."""
         framework = getattr(self.handle, "framework", None)
         points = getattr(framework, "points", None)
         if points is None:
-            return frozenset()
-        return frozenset(p.name for p in points.filter
-                         if getattr(p, "reads_pods", True) is False and not isinstance(p, PreFilterExtensions))
+            return (), frozenset(), frozenset()
+        cached = self._kinds
+        if cached is not None and cached[0] is points.filter and len(cached[0]) == cached[1]:
+            return cached[2]
+        with_extensions = {p.name for p in points.filter if isinstance(p, PreFilterExtensions)}
+        blind = frozenset(p.name for p in points.filter
+                          if getattr(p, "reads_pods", True) is False and p.name not in with_extensions)
+        what_if = frozenset(p.name for p in points.filter if isinstance(p, OneNodeWhatIfFilter)
+                            and p.name not in with_extensions) \
+            if hasattr(framework, "run_filters_on_one_node") else frozenset()
+        kinds = (points.filter, blind, what_if)
+        self._kinds = (points.filter, len(points.filter), kinds)
+        return kinds
+
+    def _pod_blind_filters(self) -> frozenset[str]:
+        return self._filter_kinds()[1]
 
     def _refilter_node(self, state: CycleState, pod: PodInfo, table: Any, node_name: str) -> WorkingNode:
         """The dry run as a full re-filter (minisched's first form, kept as the reference the

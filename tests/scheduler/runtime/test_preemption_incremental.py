@@ -23,6 +23,7 @@ from minisched.scheduler.plugins.default_preemption import (
     pick_one_node,
     select_victims_on_node,
 )
+from minisched.scheduler.plugins.node_resources_fit import FitWhatIf
 from minisched.scheduler.scheduler import Scheduler
 
 ANTI_APP = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
@@ -102,16 +103,30 @@ def test_incremental_dry_run_finds_what_the_full_refilter_finds(cluster: Embedde
     assert incremental == full
 
 
-def test_the_random_clusters_exercise_what_the_incremental_path_changes(cluster: EmbeddedCluster) -> None:
+def test_the_random_clusters_exercise_what_the_incremental_path_changes(
+        cluster: EmbeddedCluster, monkeypatch: pytest.MonkeyPatch) -> None:
     """The parity above is worth something only if the seeds reach candidates with victims put
-    back, PDB violations, anti-affinity and nominated nodes."""
-    seen = {"candidates": 0, "reprieved": 0, "violations": 0, "anti": 0, "spread": 0, "nominated": 0}
+    back, PDB violations, anti-affinity and nominated nodes, and NodeResourcesFit's one-node
+    what-if answering (with and without pods nominated to the node)."""
+    seen = {"candidates": 0, "reprieved": 0, "violations": 0, "anti": 0, "spread": 0, "nominated": 0,
+            "what-if": 0, "what-if nominated": 0}
+    asked = [0]
+    status = FitWhatIf.status
+
+    def counted(self: FitWhatIf) -> Status:
+        asked[0] += 1
+        return status(self)
+
+    monkeypatch.setattr(FitWhatIf, "status", counted)
     for seed in range(SEEDS):
         c = EmbeddedCluster()
         try:
             rng = random.Random(seed)
             sched, pod, nominated = _random_cluster(rng, c)
+            asked[0] = 0
             out = _dry_run(sched, pod, nominated, incremental=True)
+            seen["what-if"] += asked[0] > 0
+            seen["what-if nominated"] += asked[0] > 0 and bool(nominated)
             if out[0] == "fits" or not out[0]:
                 continue
             seen["candidates"] += 1
