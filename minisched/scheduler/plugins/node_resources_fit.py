@@ -370,10 +370,10 @@ class NodeResourcesFit:
         return FilterResult(np.zeros(1, np.bool_), np.array([bits], np.int64), _one_row_messages(checks),
                             Code.UNSCHEDULABLE, unresolvable=np.ones(1, np.bool_) if never else None)
 
-    def one_node_what_if(self, state: CycleState, pod: PodInfo, node: NodeTable) -> FitWhatIf:
-        """`filter` on the one-row table `node` kept in Python integers while pods come and go
-        (preemption's dry run): no table, no FilterResult per question."""
-        return FitWhatIf(pod, node, self.args)
+    def one_node_what_if(self, state: CycleState, pod: PodInfo, nodes: NodeTable, row: int) -> FitWhatIf:
+        """`filter` on row `row` of `nodes` kept in Python integers while pods come and go there
+        (preemption's dry run): no one-row table, no FilterResult per question."""
+        return FitWhatIf(pod, nodes, row, self.args)
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: npt.NDArray[np.intp]) -> IntArray:
         req, alloc = score_inputs(pod, nodes, rows, self.args.resources, use_requested=False)
@@ -419,20 +419,18 @@ def _one_row_messages(checks: Sequence[Check]) -> tuple[str, ...]:
 
 
 class FitWhatIf:
-    """NodeResourcesFit on one node while pods come off and go back (OneNodeWhatIf): the node's
+    """NodeResourcesFit on one row while pods come off and go back (OneNodeWhatIf): the node's
     pod count and what its pods request of each resource the pod asks for, moved by each pod
     added or removed as NodeTable.add_pod / remove_pod move the table's row; `status()` is the
     verdict `filter` gives on that row (the same _one_row_verdict)."""
 
     __slots__ = ("_checks", "_index", "_used", "_pods_alloc", "_pods_used", "_statuses")
 
-    def __init__(self, pod: PodInfo, node: NodeTable, args: FitArgs) -> None:
-        if len(node) != 1:
-            raise ValueError(f"{NAME}: a what-if is for a one-node table, got {len(node)} nodes")
-        alloc, req = node.allocatable_matrix[0].tolist(), node.requested_matrix[0].tolist()
-        pods_col = node.resource_column(PODS)
+    def __init__(self, pod: PodInfo, nodes: NodeTable, row: int, args: FitArgs) -> None:
+        alloc, req = nodes.allocatable_matrix[row].tolist(), nodes.requested_matrix[row].tolist()
+        pods_col = nodes.resource_column(PODS)
         assert pods_col is not None
-        self._checks, self._used = _one_row_checks(_checked_resources(pod, args), node, alloc, req)
+        self._checks, self._used = _one_row_checks(_checked_resources(pod, args), nodes, alloc, req)
         self._index = {r: i for i, (r, _, allocatable) in enumerate(self._checks) if allocatable is not None}
         self._pods_alloc, self._pods_used = alloc[pods_col], req[pods_col]
         self._statuses: dict[tuple[int, bool], Status] = {}

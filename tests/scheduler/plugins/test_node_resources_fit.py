@@ -175,7 +175,7 @@ def test_the_one_node_what_if_says_what_the_filter_says_as_pods_come_and_go(seed
         if rng.random() < 0.2:
             pod = PodInfo.from_pod(make_pod("incoming", cpu="1", extra_requests={"other.io/fpga": "1"}))
         view = table.for_node(name)
-        what_if = plugin.one_node_what_if(CycleState(), pod, view)
+        what_if = plugin.one_node_what_if(CycleState(), pod, view, 0)
         pool = [*table.pods_on(name), *strangers]
         for _ in range(12):
             p = rng.choice(pool)
