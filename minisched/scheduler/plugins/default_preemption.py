@@ -261,8 +261,9 @@ def pick_one_node(candidates: Sequence[Candidate]) -> Candidate | None:
         lambda c: len(c.victims),
         lambda c: -_earliest_start_of_highest(c.victims),  # latest start wins
     ):
-        best = min(criterion(c) for c in remaining)
-        remaining = [c for c in remaining if criterion(c) == best]
+        values = [criterion(c) for c in remaining]  # once each: a hundred candidates, five criteria
+        best = min(values)
+        remaining = [c for c, v in zip(remaining, values, strict=True) if v == best]
         if len(remaining) == 1:
             break
     return remaining[0]
