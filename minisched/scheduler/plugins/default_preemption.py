@@ -651,10 +651,10 @@ class DefaultPreemption:
             # Pods nominated there (of the preemptor's priority or higher) hold room the table does
             # not show: the dry run's first question puts them on with every lower pod off
             # (kube's RunFilterPluginsWithNominatedPods), so they count here the same way.
-            held = [p for p in nominated.get(name) or () if not table.has_pod(name, p.key)] if nominated else []
             status = statuses.get(name)
             if status is None or status.plugin != "NodeResourcesFit" or not status.reasons:
                 return None
+            held = [p for p in nominated.get(name) or () if not table.has_pod(name, p.key)] if nominated else []
             row = table.row(name)
             lower = [p for p in table.pods_on(name) if p.priority < pod.priority]
             if row is None or not lower:
