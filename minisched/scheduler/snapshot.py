@@ -295,7 +295,7 @@ class NodeTable:
         row = self._index.get(name)
         if row is None:
             raise KeyError(f"node {name!r} is not in the snapshot")
-        view = self._subset(np.array([row], np.intp))
+        view = self._row_view(row)
         for p in removed:
             view.remove_pod(name, p)
         for p in added:
@@ -324,6 +324,44 @@ class NodeTable:
         for node_name, p in placed:
             if node_name in view._index:
                 view.add_pod(node_name, p)
+        return view
+
+    def _row_view(self, row: int) -> NodeTable:
+        """for_node's one-row table, copy-on-write as snapshot(): its arrays are one-row slices of
+        this table's (views, no copy), marked shared, so that a pod taken off or put on copies
+        that one row first. Preemption's dry run makes one per candidate node; a copy of every
+        array by fancy indexing (`_subset`) cost it several times more."""
+        view = NodeTable.__new__(NodeTable)
+        view.__dict__.update(self.__dict__)
+        view.frozen = False
+        view._n = view._cap = 1
+        name = self._names[row]
+        view._names = [name]
+        view._index = {name: 0}
+        view._nodes = [self._nodes[row]]
+        one = slice(row, row + 1)
+        view._alloc = self._alloc[one]
+        view._unschedulable = self._unschedulable[one]
+        view._req = self._req[one]
+        view._nonzero = self._nonzero[one]
+        view._label_cols = {k: c[one] for k, c in self._label_cols.items()}
+        view._taint_pos = self._taint_pos[one]
+        view._ports = self._ports[one]
+        view._images = self._images[one]
+        view._image_counts = None
+        view._pods = [self._pods[row]]  # a node's pod dict is replaced on change, never changed in place
+        view.pod_index = None
+        view._orphans = {}
+        shared = {"alloc", "req", "labels", "taints", "ports", "images"}
+        view._shared = set(shared)
+        if not self.frozen:  # this table may still change in place: it must copy first, as after snapshot()
+            self._shared |= shared
+        view._numeric_cache = {}
+        view.node_version = -1  # a what-if view: never mistaken for the snapshot it came from
+        view._pod_log = []
+        view._pod_log_start = view.pod_version + 1
+        view._port_ids = dict(self._port_ids)
+        view.port_list = list(self.port_list)
         return view
 
     def _subset(self, rows: npt.NDArray[np.intp]) -> NodeTable:

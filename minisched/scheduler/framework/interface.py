@@ -161,6 +161,26 @@ class FilterPlugin(Plugin, Protocol):
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult: ...
 
 
+class OneNodeWhatIf(Protocol):
+    """One filter's verdict on one node, kept up to date in plain Python while pods come off and go
+    back (preemption's dry run asks after every victim put back). `status()` must say what
+    `filter` would say on that node's row with the same pods on it."""
+
+    def add(self, pod: PodInfo) -> None: ...
+
+    def remove(self, pod: PodInfo) -> None: ...
+
+    def status(self) -> Status: ...
+
+
+@runtime_checkable
+class OneNodeWhatIfFilter(FilterPlugin, Protocol):
+    """A Filter plugin that can answer for one node without a table per question. Only for plugins
+    whose verdict reads nothing that PreFilter extensions (AddPod/RemovePod) move."""
+
+    def one_node_what_if(self, state: CycleState, pod: PodInfo, nodes: NodeTable, row: int) -> OneNodeWhatIf: ...
+
+
 @runtime_checkable
 class PostFilterPlugin(Plugin, Protocol):
     """Runs when no node passed Filter (DefaultPreemption). `statuses` are the failing nodes' verdicts."""

@@ -46,7 +46,7 @@ from minisched.clock import rfc3339
 from minisched.errors import ApiError, NotFound
 from minisched.resources import POD_DISRUPTION_BUDGETS, PODS
 from minisched.scheduler.framework.cycle_state import CycleState
-from minisched.scheduler.framework.interface import PreFilterExtensions
+from minisched.scheduler.framework.interface import OneNodeWhatIfFilter, PreFilterExtensions
 from minisched.scheduler.framework.status import Code, Status
 from minisched.scheduler.framework.types import PodInfo
 from minisched.selectors import from_label_selector_json
@@ -261,8 +261,9 @@ def pick_one_node(candidates: Sequence[Candidate]) -> Candidate | None:
         lambda c: len(c.victims),
         lambda c: -_earliest_start_of_highest(c.victims),  # latest start wins
     ):
-        best = min(criterion(c) for c in remaining)
-        remaining = [c for c in remaining if criterion(c) == best]
+        values = [criterion(c) for c in remaining]  # once each: a hundred candidates, five criteria
+        best = min(values)
+        remaining = [c for c, v in zip(remaining, values, strict=True) if v == best]
         if len(remaining) == 1:
             break
     return remaining[0]
@@ -344,6 +345,127 @@ class _IncrementalNode:
         return status
 
 
+class _WhatIfPlan:
+    """One preemptor's dry run without one-node tables, usable when every Filter plugin it would
+    be asked about is pod-blind or offers a one-node what-if (NodeResourcesFit's, in plain Python).
+    The pod-blind filters' verdicts cannot change as pods come and go, so they are asked once, over
+    the whole snapshot (each row's verdict is the one-row table's), on the first question that
+    needs them; the what-ifs answer for the rest. As kube's RunFilterPlugins, a question's answer
+    is the first rejection in profile order."""
+
+    def __init__(self, framework: Any, state: CycleState, pod: PodInfo, table: Any, blind: frozenset[str],
+                 what_if: frozenset[str], extensions: frozenset[str]) -> None:
+        active = [p for p in framework.points.filter if p.name not in state.skip_filter]
+        self.usable = all(p.name in blind or p.name in what_if for p in active)
+        self.what_if_plugins = [(i, p) for i, p in enumerate(active) if p.name not in blind]
+        self._blind_index = {p.name: i for i, p in enumerate(active) if p.name in blind}
+        # with no PreFilter extension running for this pod, AddPod/RemovePod would do nothing
+        self.extensions = any(name not in state.skip_filter for name in extensions)
+        self._framework, self._state, self._pod, self._table = framework, state, pod, table
+        self._blind: dict[str, Status] | None = None
+
+    def blind_rejection(self, node_name: str) -> tuple[int, Status] | None:
+        """(profile position, status) of the first pod-blind filter rejecting the node, if any."""
+        if not self._blind_index:
+            return None
+        if self._blind is None:
+            only = self._state.clone()
+            only.skip_filter |= {p.name for _, p in self.what_if_plugins}
+            self._blind = self._framework.run_filters(only, self._pod, self._table)
+        status = self._blind[node_name]
+        return None if status.is_success else (self._blind_index[status.plugin], status)
+
+
+class _WhatIfNode:
+    """The working copy of a _WhatIfPlan: the node's pods as a dict and one what-if per filter that
+    reads pods; a pod taken off or put back moves the what-ifs (and the PreFilter state through
+    RemovePod / AddPod, when an extension runs). No table is built or changed. `fits` is kube's
+    RunFilterPluginsWithNominatedPods, as _IncrementalNode's; the pod-blind filters count until
+    the node first passed."""
+
+    __slots__ = ("_handle", "_pod", "_node", "_state", "_plan", "_on", "_what_ifs", "_blind_pending")
+
+    def __init__(self, handle: Any, state: CycleState, pod: PodInfo, table: Any, node_name: str,
+                 plan: _WhatIfPlan) -> None:
+        row = table.row(node_name)
+        if row is None:
+            raise KeyError(f"node {node_name!r} is not in the snapshot")
+        self._handle = handle
+        self._pod = pod
+        self._node = node_name
+        self._state = state.clone() if plan.extensions else state
+        self._plan = plan
+        self._on = {p.key: p for p in table.pods_on(node_name)}
+        self._what_ifs = [(i, p.one_node_what_if(state, pod, table, row)) for i, p in plan.what_if_plugins]
+        self._blind_pending = True
+
+    def remove(self, p: PodInfo) -> Status:
+        counted = self._on.pop(p.key, None)  # as the table: the pod it counted, none if not there
+        if counted is not None:
+            for _, w in self._what_ifs:
+                w.remove(counted)
+        if not self._plan.extensions:
+            return Status.success()
+        return self._handle.run_pre_filter_extension_remove_pod(self._state, self._pod, p, self._node)
+
+    def add(self, p: PodInfo) -> Status:
+        self._put(p)
+        if not self._plan.extensions:
+            return Status.success()
+        return self._handle.run_pre_filter_extension_add_pod(self._state, self._pod, p, self._node)
+
+    def _put(self, p: PodInfo) -> bool:
+        if p.key in self._on:
+            return False  # as the table: a pod already there counts once
+        self._on[p.key] = p
+        for _, w in self._what_ifs:
+            w.add(p)
+        return True
+
+    def _take(self, p: PodInfo) -> None:
+        del self._on[p.key]
+        for _, w in self._what_ifs:
+            w.remove(p)
+
+    def _run(self) -> Status:
+        blind = self._plan.blind_rejection(self._node) if self._blind_pending else None
+        for i, w in self._what_ifs:
+            if blind is not None and blind[0] < i:
+                break
+            status = w.status()
+            if not status.is_success:
+                return status
+        return Status.success() if blind is None else blind[1]
+
+    def fits(self) -> Status:
+        nominated = self._state.nominated.get(self._node)
+        if nominated:
+            # the nominated pods the node does not hold already, on for this question only
+            # (kube's addGENominatedPods on a copy; adding a pod twice counts it once)
+            with_them = self._state.clone() if self._plan.extensions else None
+            placed: list[PodInfo] = []
+            try:
+                for p in nominated:
+                    if self._put(p):
+                        placed.append(p)
+                    elif not any(q.key == p.key for q in placed):
+                        continue  # on the node already: not added, no AddPod
+                    if with_them is not None:
+                        status = self._handle.run_pre_filter_extension_add_pod(with_them, self._pod, p, self._node)
+                        if not status.is_success:
+                            return status
+                status = self._run()
+            finally:
+                for p in placed:
+                    self._take(p)
+            if not status.is_success:
+                return status
+        status = self._run()
+        if status.is_success:
+            self._blind_pending = False
+        return status
+
+
 @dataclass
 class _Run:
     """One preemptor's victims' calls under way: how many of the victims before the last are not
@@ -398,6 +520,9 @@ class DefaultPreemption:
         self._lock = threading.Lock()
         self._preempting: set[str] = set()  # preemptor uids whose victims' calls are under way
         self._last_victim: dict[str, tuple[str, str]] = {}  # preemptor uid -> (namespace, name)
+        # worked out once per profile: _filter_kinds, _pod_blind_filters
+        self._kinds: tuple[Any, tuple[int, int], tuple[Any, frozenset[str], frozenset[str], frozenset[str]]] | None = None
+        self._blind: tuple[Any, int, frozenset[str]] | None = None
         # wired by the scheduler: run a job on its preemption workers; activate a pod
         self.submit: Callable[[Callable[[Any], None], Any], None] | None = None
         self.activate: Callable[[Object], None] | None = None
@@ -471,10 +596,11 @@ class DefaultPreemption:
         failures: dict[str, int] = {}
         errors: list[Status] = []
         blind = self._pod_blind_filters()
+        plan = self._what_if_plan(state, pod, table)
 
         def working(state: CycleState, pod: PodInfo, table: Any, node_name: str) -> WorkingNode:
             if self.incremental:
-                return self._working_node(state, pod, table, node_name, blind)
+                return self._working_node(state, pod, table, node_name, blind, plan)
             return self._refilter_node(state, pod, table, node_name)
 
         for i in range(len(potential)):
@@ -525,10 +651,10 @@ class DefaultPreemption:
             # Pods nominated there (of the preemptor's priority or higher) hold room the table does
             # not show: the dry run's first question puts them on with every lower pod off
             # (kube's RunFilterPluginsWithNominatedPods), so they count here the same way.
-            held = [p for p in nominated.get(name) or () if not table.has_pod(name, p.key)] if nominated else []
             status = statuses.get(name)
             if status is None or status.plugin != "NodeResourcesFit" or not status.reasons:
                 return None
+            held = [p for p in nominated.get(name) or () if not table.has_pod(name, p.key)] if nominated else []
             row = table.row(name)
             lower = [p for p in table.pods_on(name) if p.priority < pod.priority]
             if row is None or not lower:
@@ -551,14 +677,52 @@ class DefaultPreemption:
         return check
 
     def _working_node(self, state: CycleState, pod: PodInfo, table: Any, node_name: str,
-                      pod_blind: frozenset[str] = frozenset()) -> WorkingNode:
+                      pod_blind: frozenset[str] = frozenset(), plan: _WhatIfPlan | None = None) -> WorkingNode:
         """The node's working copy for the incremental dry run; a handle that cannot tell the
         PreFilter state about a pod put back (no AddPod extension) gets the full re-filter."""
         handle = self.handle
         if not hasattr(handle, "run_pre_filter_extension_add_pod") and hasattr(
                 handle, "run_pre_filter_extension_remove_pod"):
             return self._refilter_node(state, pod, table, node_name)
+        if plan is not None and plan.usable:
+            return _WhatIfNode(handle, state, pod, table, node_name, plan)
         return _IncrementalNode(handle, state, pod, table, node_name, pod_blind)
+
+    def _what_if_plan(self, state: CycleState, pod: PodInfo, table: Any) -> _WhatIfPlan | None:
+        """A _WhatIfPlan for this preemptor, None where the handle is not the framework's."""
+        kinds = self._filter_kinds()
+        if kinds is None:
+            return None
+        framework, blind, what_if, extensions = kinds
+        return _WhatIfPlan(framework, state, pod, table, blind, what_if, extensions)
+
+    def _filter_kinds(self) -> tuple[Any, frozenset[str], frozenset[str], frozenset[str]] | None:
+        """(framework, the pod-blind filters that judge a row alone, those with a one-node what-if,
+        the PreFilter plugins with AddPod/RemovePod extensions), worked out once per profile
+        (isinstance against a Protocol is slow to ask per dry run). None without the framework's
+        own one-node filter run and PreFilter extensions behind the handle.
+
+        A what-if stands in for a plugin only if PreFilter extensions move nothing it reads; a
+        pod-blind filter is asked over the whole table only if a row's verdict is its own
+        (`reads_other_nodes` is not set)."""
+        framework = getattr(self.handle, "framework", None)
+        points = getattr(framework, "points", None)
+        if points is None or not hasattr(framework, "run_filters_on_one_node") \
+                or not hasattr(framework, "run_filters") \
+                or not hasattr(self.handle, "run_pre_filter_extension_add_pod"):
+            return None
+        cached = self._kinds
+        if cached is not None and cached[0] is framework and cached[1] == (len(points.filter), len(points.pre_filter)):
+            return cached[2]
+        with_extensions = {p.name for p in points.filter if isinstance(p, PreFilterExtensions)}
+        blind = frozenset(p.name for p in points.filter if p.name in self._pod_blind_filters()
+                          and not getattr(p, "reads_other_nodes", False))
+        what_if = frozenset(p.name for p in points.filter if isinstance(p, OneNodeWhatIfFilter)
+                            and p.name not in with_extensions)
+        extensions = frozenset(p.name for p in points.pre_filter if isinstance(p, PreFilterExtensions))
+        kinds = (framework, blind, what_if, extensions)
+        self._kinds = (framework, (len(points.filter), len(points.pre_filter)), kinds)
+        return kinds
 
     def _pod_blind_filters(self) -> frozenset[str]:
         """Filter plugins whose verdict on a node cannot change when pods come and go there: they
@@ -568,8 +732,13 @@ class DefaultPreemption:
         points = getattr(framework, "points", None)
         if points is None:
             return frozenset()
-        return frozenset(p.name for p in points.filter
-                         if getattr(p, "reads_pods", True) is False and not isinstance(p, PreFilterExtensions))
+        cached = self._blind
+        if cached is not None and cached[0] is points.filter and cached[1] == len(points.filter):
+            return cached[2]
+        blind = frozenset(p.name for p in points.filter
+                          if getattr(p, "reads_pods", True) is False and not isinstance(p, PreFilterExtensions))
+        self._blind = (points.filter, len(points.filter), blind)
+        return blind
 
     def _refilter_node(self, state: CycleState, pod: PodInfo, table: Any, node_name: str) -> WorkingNode:
         """The dry run as a full re-filter (minisched's first form, kept as the reference the

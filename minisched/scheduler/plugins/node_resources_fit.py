@@ -369,29 +369,102 @@ class NodeResourcesFit:
     def _filter_one(self, pod: PodInfo, nodes: NodeTable, alloc: list[int], req: list[int],
                     pods_col: int) -> FilterResult:
         """`filter` on a one-row table in Python integers (numpy's per-call cost dominates there)."""
-        bits = int(req[pods_col] + 1 > alloc[pods_col])
-        never = False
-        messages = [TOO_MANY_PODS]
-        for bit, (resource, amount) in enumerate(_checked_resources(pod, self.args), start=1):
-            col = nodes.resource_column(resource)
-            if col is None:
-                bits |= 1 << bit
-                never = True
-            else:
-                if amount > alloc[col] - req[col]:
-                    bits |= 1 << bit
-                never |= amount > alloc[col]
-            messages.append(f"Insufficient {resource}")
+        checks, used = _one_row_checks(_checked_resources(pod, self.args), nodes, alloc, req)
+        bits, never = _one_row_verdict(checks, alloc[pods_col], req[pods_col], used)
         if not bits:
             return FilterResult.all_pass(1)
-        return FilterResult(np.zeros(1, np.bool_), np.array([bits], np.int64), tuple(messages), Code.UNSCHEDULABLE,
-                            unresolvable=np.ones(1, np.bool_) if never else None)
+        return FilterResult(np.zeros(1, np.bool_), np.array([bits], np.int64), _one_row_messages(checks),
+                            Code.UNSCHEDULABLE, unresolvable=np.ones(1, np.bool_) if never else None)
+
+    def one_node_what_if(self, state: CycleState, pod: PodInfo, nodes: NodeTable, row: int) -> FitWhatIf:
+        """`filter` on row `row` of `nodes` kept in Python integers while pods come and go there
+        (preemption's dry run): no one-row table, no FilterResult per question."""
+        return FitWhatIf(pod, nodes, row, self.args)
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: npt.NDArray[np.intp]) -> IntArray:
         req, alloc = score_inputs(pod, nodes, rows, self.args.resources, use_requested=False)
         return allocation_scores(
             self.args.strategy, req, alloc, [r.weight for r in self.args.resources], self.args.shape
         )
+
+
+Check = tuple[str, int, int | None]  # (resource, request, the node's allocatable; None: no node has it)
+
+
+def _one_row_checks(checked: Sequence[tuple[str, int]], nodes: NodeTable, alloc: Sequence[int],
+                    req: Sequence[int]) -> tuple[list[Check], list[int]]:
+    """For a one-row table: each checked resource with the node's allocatable, and what its pods
+    request of it (0 where no node has the resource)."""
+    checks: list[Check] = []
+    used: list[int] = []
+    for resource, amount in checked:
+        col = nodes.resource_column(resource)
+        checks.append((resource, amount, None if col is None else alloc[col]))
+        used.append(0 if col is None else req[col])
+    return checks, used
+
+
+def _one_row_verdict(checks: Sequence[Check], pods_alloc: int, pods_used: int, used: Sequence[int]) -> tuple[int, bool]:
+    """(reason bits over _one_row_messages, unresolvable) for one node; bits 0: the pod fits."""
+    bits = int(pods_used + 1 > pods_alloc)
+    never = False
+    for bit, ((_, amount, allocatable), in_use) in enumerate(zip(checks, used, strict=True), start=1):
+        if allocatable is None:
+            bits |= 1 << bit
+            never = True
+        else:
+            if amount > allocatable - in_use:
+                bits |= 1 << bit
+            if amount > allocatable:
+                never = True
+    return bits, never
+
+
+def _one_row_messages(checks: Sequence[Check]) -> tuple[str, ...]:
+    return (TOO_MANY_PODS, *(f"Insufficient {resource}" for resource, _, _ in checks))
+
+
+class FitWhatIf:
+    """NodeResourcesFit on one row while pods come off and go back (OneNodeWhatIf): the node's
+    pod count and what its pods request of each resource the pod asks for, moved by each pod
+    added or removed as NodeTable.add_pod / remove_pod move the table's row; `status()` is the
+    verdict `filter` gives on that row (the same _one_row_verdict)."""
+
+    __slots__ = ("_checks", "_index", "_used", "_pods_alloc", "_pods_used", "_statuses")
+
+    def __init__(self, pod: PodInfo, nodes: NodeTable, row: int, args: FitArgs) -> None:
+        alloc, req = nodes.allocatable_matrix[row].tolist(), nodes.requested_matrix[row].tolist()
+        pods_col = nodes.resource_column(PODS)
+        assert pods_col is not None
+        self._checks, self._used = _one_row_checks(_checked_resources(pod, args), nodes, alloc, req)
+        self._index = {r: i for i, (r, _, allocatable) in enumerate(self._checks) if allocatable is not None}
+        self._pods_alloc, self._pods_used = alloc[pods_col], req[pods_col]
+        self._statuses: dict[tuple[int, bool], Status] = {}
+
+    def add(self, pod: PodInfo) -> None:
+        self._move(pod, 1)
+
+    def remove(self, pod: PodInfo) -> None:
+        self._move(pod, -1)
+
+    def _move(self, pod: PodInfo, sign: int) -> None:
+        self._pods_used += sign
+        index, used = self._index, self._used
+        for resource, amount in pod.requests.items():
+            i = index.get(resource)
+            if i is not None:
+                used[i] += sign * amount
+
+    def status(self) -> Status:
+        bits, never = _one_row_verdict(self._checks, self._pods_alloc, self._pods_used, self._used)
+        if not bits:
+            return Status.success()
+        status = self._statuses.get((bits, never))
+        if status is None:
+            reasons = tuple(m for i, m in enumerate(_one_row_messages(self._checks)) if bits >> i & 1)
+            code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if never else Code.UNSCHEDULABLE
+            status = self._statuses[(bits, never)] = Status(code, reasons, NAME)
+        return status
 
 
 def new(args: Mapping[str, Any] | None, handle: Handle | None) -> NodeResourcesFit:

@@ -152,3 +152,38 @@ def test_one_row_tables_get_the_verdict_of_their_row_in_the_whole_table(seed: in
         for row, name in enumerate(table.names):
             one = plugin.filter(CycleState(), pod, table.for_node(name))
             assert one.status_at(0, plugin.name) == whole.status_at(row, plugin.name), (name, pod.requests)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_one_node_what_if_says_what_the_filter_says_as_pods_come_and_go(seed: int) -> None:
+    """Preemption's dry run asks NodeResourcesFit's what-if instead of the filter once only pods
+    change: after any sequence of pods taken off and put on (the node's own, and pods from
+    elsewhere, some with resources no node has or the args ignore), the same status as `filter` on
+    the one-row table with the same changes."""
+    import random
+
+    from tests.scheduler.plugins.randomcluster import random_cluster, random_pod
+
+    rng = random.Random(seed)
+    table, _, _ = random_cluster(rng, num_nodes=6, num_pods=24)
+    args = rng.choice([None, {"ignoredResources": [GPU]}])
+    plugin = new(args, None)
+    strangers = [PodInfo.from_pod(random_pod(rng, f"elsewhere-{k}")) for k in range(4)]
+    strangers.append(PodInfo.from_pod(make_pod("fpga", extra_requests={"other.io/fpga": "1"})))
+    for name in table.names:
+        pod = PodInfo.from_pod(random_pod(rng, "incoming"))
+        if rng.random() < 0.2:
+            pod = PodInfo.from_pod(make_pod("incoming", cpu="1", extra_requests={"other.io/fpga": "1"}))
+        view = table.for_node(name)
+        what_if = plugin.one_node_what_if(CycleState(), pod, view, 0)
+        pool = [*table.pods_on(name), *strangers]
+        for _ in range(12):
+            p = rng.choice(pool)
+            if view.has_pod(name, p.key):
+                view.remove_pod(name, p)
+                what_if.remove(p)
+            else:
+                view.add_pod(name, p)
+                what_if.add(p)
+            expected = plugin.filter(CycleState(), pod, view).status_at(0, plugin.name)
+            assert what_if.status() == expected, (name, pod.requests, [q.name for q in view.pods_on(name)])

@@ -23,6 +23,7 @@ from minisched.scheduler.plugins.default_preemption import (
     pick_one_node,
     select_victims_on_node,
 )
+from minisched.scheduler.plugins.node_resources_fit import FitWhatIf
 from minisched.scheduler.scheduler import Scheduler
 
 ANTI_APP = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
@@ -102,16 +103,30 @@ def test_incremental_dry_run_finds_what_the_full_refilter_finds(cluster: Embedde
     assert incremental == full
 
 
-def test_the_random_clusters_exercise_what_the_incremental_path_changes(cluster: EmbeddedCluster) -> None:
+def test_the_random_clusters_exercise_what_the_incremental_path_changes(
+        cluster: EmbeddedCluster, monkeypatch: pytest.MonkeyPatch) -> None:
     """The parity above is worth something only if the seeds reach candidates with victims put
-    back, PDB violations, anti-affinity and nominated nodes."""
-    seen = {"candidates": 0, "reprieved": 0, "violations": 0, "anti": 0, "spread": 0, "nominated": 0}
+    back, PDB violations, anti-affinity and nominated nodes, and NodeResourcesFit's one-node
+    what-if answering (with and without pods nominated to the node)."""
+    seen = {"candidates": 0, "reprieved": 0, "violations": 0, "anti": 0, "spread": 0, "nominated": 0,
+            "what-if": 0, "what-if nominated": 0}
+    asked = [0]
+    status = FitWhatIf.status
+
+    def counted(self: FitWhatIf) -> Status:
+        asked[0] += 1
+        return status(self)
+
+    monkeypatch.setattr(FitWhatIf, "status", counted)
     for seed in range(SEEDS):
         c = EmbeddedCluster()
         try:
             rng = random.Random(seed)
             sched, pod, nominated = _random_cluster(rng, c)
+            asked[0] = 0
             out = _dry_run(sched, pod, nominated, incremental=True)
+            seen["what-if"] += asked[0] > 0
+            seen["what-if nominated"] += asked[0] > 0 and bool(nominated)
             if out[0] == "fits" or not out[0]:
                 continue
             seen["candidates"] += 1
@@ -148,3 +163,53 @@ def test_refilter_node_puts_back_and_takes_off_by_the_list() -> None:
     # both off; a (more important) back: fits with b off; b back: does not fit, so b is the victim
     assert asked == [["a", "b"], ["b"], []]
     assert [v.name for v in victims or []] == ["b"] and violations == 0 and status.is_success
+
+
+class _Picky:
+    """A pod-blind Filter plugin after NodeResourcesFit that rejects node n1 and n2 (resolvable)."""
+
+    name = "Picky"
+    reads_pods = False
+
+    def filter(self, state: Any, pod: Any, nodes: Any) -> Any:
+        import numpy as np
+
+        from minisched.scheduler.framework.interface import FilterResult
+
+        return FilterResult.fail_where(np.array([n in ("n1", "n2") for n in nodes.names]), "picky says no")
+
+
+def test_without_tables_the_first_rejection_in_profile_order_is_the_answer(cluster: EmbeddedCluster) -> None:
+    """The table-less dry run asks pod-blind filters once over the snapshot and the what-ifs per
+    question; a node's answer must still be the first rejection in profile order: on n1 only the
+    pod-blind filter rejects (the victims off make room), on n2 NodeResourcesFit, earlier in the
+    profile, rejects too, so its reason is the answer."""
+    from minisched.scheduler.plugins import in_tree_registry
+
+    registry = in_tree_registry()
+    registry.register("Picky", lambda args, handle: _Picky())
+    config = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+              "profiles": [{"schedulerName": "minisched", "plugins": {"filter": {"enabled": [{"name": "Picky"}]}}}]}
+    sched = Scheduler(cluster, config=config, registry=registry, seed=3)
+    for name, cpu in (("n1", "2"), ("n2", "1500m")):
+        sched.cache.add_node(make_node(name, cpu=cpu, pods="110", labels={"kubernetes.io/hostname": name}))
+        sched.cache.add_pod(_pod(f"low-{name}", 0, 1500 if name == "n1" else 500, node=name))
+    sched.cache.add_pod(_pod("high-n2", 2000, 1000, node="n2"))
+    pod = PodInfo.from_pod(_pod("vip", 1000, 1000))
+    fwk = sched.frameworks["minisched"]
+    plugin = next(p for p in fwk.points.post_filter if isinstance(p, DefaultPreemption))
+    plugin._hopeless = lambda *a: (lambda name: None)  # type: ignore[method-assign]  # every node dry-run
+    snapshot = sched.cache.snapshot()
+    sched.handle.current, sched.handle.framework = snapshot, fwk
+    answers = []
+    for incremental in (True, False):
+        state = CycleState()
+        result = fwk.schedule(pod, snapshot, state=state)
+        assert result.node is None and result.diagnosis is not None
+        plugin.incremental = incremental
+        if incremental:
+            plan = plugin._what_if_plan(state, pod, snapshot)
+            assert plan is not None and plan.usable, "the table-less path is the one under test"
+        candidates, status = plugin.find_candidates(state, pod, snapshot, result.diagnosis.statuses())
+        answers.append((candidates, status.message()))
+    assert answers[0] == answers[1] == ([], "0/2 nodes are available: 1 Insufficient cpu, 1 picky says no.")
