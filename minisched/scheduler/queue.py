@@ -535,7 +535,7 @@ class SchedulingQueue:
         # the events older than every attempt still running can be asked about by no one any more
         # (kube prunes inFlightEvents up to its oldest in-flight pod the same way). The oldest is
         # the first entry: pop() inserts in sequence order; no scan of every attempt in flight,
-        # of which a drain keeps hundreds (one per binding in flight)
+        # of which there are up to max_bindings_in_flight (512) when binding lags the loop
         events = self._flight_events
         if not events:
             return
