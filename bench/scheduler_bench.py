@@ -74,6 +74,7 @@ def run_one(nodes: int, pods: int, bind_workers: int, varied: bool) -> dict[str,
     while sched.pending_pods()["active"] < pods:
         time.sleep(0.01)
 
+    threads0 = _thread_cpu()
     t0, cpu0 = time.perf_counter(), time.process_time()
     decided = 0
     while sched.schedule_one(timeout=0):
@@ -82,6 +83,8 @@ def run_one(nodes: int, pods: int, bind_workers: int, varied: bool) -> dict[str,
     sched.wait_for_bindings(120)
     t_bound = time.perf_counter() - t0
     cpu_per_pod = (time.process_time() - cpu0) / max(decided, 1)  # every thread: loop, binding, events, informers
+    per_thread = {name: round(cpu / max(decided, 1) * 1e6, 1)
+                  for name, cpu in sorted(_thread_cpu(threads0).items(), key=lambda kv: -kv[1]) if cpu > 0}
     cycles = sorted(sched.stats.cycle_seconds)
     bound = sched.stats.bound
 
@@ -121,7 +124,37 @@ def run_one(nodes: int, pods: int, bind_workers: int, varied: bool) -> dict[str,
         "solo_p99_ms": _pct(solo_cycles, 99) * 1e3,
         "algo_p50_ms": statistics.median(algo) * 1e3, "algo_p99_ms": _pct(sorted(algo), 99) * 1e3,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "thread_us_per_pod": per_thread,
     }
+
+
+def _thread_cpu(since: dict[str, float] | None = None) -> dict[str, float]:
+    """CPU seconds per kind of thread (the loop is this, the main thread), from /proc/self/task's
+    schedstat (Linux), minus `since`; threads named alike (bind-1, bind-2) are added up."""
+    import os
+    import re
+    import threading
+
+    names = {t.native_id: t.name for t in threading.enumerate()}
+    names[threading.get_native_id()] = "scheduling loop"
+    out: dict[str, float] = {}
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                cpu = int(f.read().split()[0]) / 1e9
+        except (OSError, ValueError, IndexError):
+            continue
+        name = re.sub(r"[-_ ]?\d+$", "", names.get(int(tid), "other"))
+        if name.startswith("informer-handler"):
+            name = "informer handlers"
+        out[name] = out.get(name, 0.0) + cpu
+    if since is not None:
+        out = {k: v - since.get(k, 0.0) for k, v in out.items()}
+    return out
 
 
 def _pct(data: list[float], q: float) -> float:
@@ -198,6 +231,7 @@ def _compare(args: argparse.Namespace, sizes: list[int]) -> None:
                     print(f"{name:>8} {n:>6} {shape:>7} {load:>5.1f} {r['decisions_per_s']:>12.0f} "
                           f"{r['bound_per_s']:>8.0f} {r['cpu_us_per_pod']:>6.0f}us {r['p99_ms']:>8.3f}ms "
                           f"{r['solo_per_s']:>12.0f}", flush=True)
+                    _print_threads(r)
             for name, rs in runs.items():
                 med = {k: statistics.median(r[k] for r in rs) for k in keys}
                 print(f"{'median':>8} {n:>6} {shape:>7} {name:>5} {med['decisions_per_s']:>12.0f} "
@@ -210,6 +244,13 @@ def _print_row(r: dict[str, Any]) -> None:
           f"{r['cpu_us_per_pod']:>6.0f}us {r['p50_ms']:>8.3f}ms "
           f"{r['p99_ms']:>8.3f}ms {r['solo_per_s']:>12.0f} {r['solo_p50_ms']:>6.3f}ms {r['solo_p99_ms']:>6.3f}ms "
           f"{r['algo_p50_ms']:>7.3f}ms {r['algo_p99_ms']:>7.3f}ms {r['peak_rss_mb']:>7.0f}MB", flush=True)
+    _print_threads(r)
+
+
+def _print_threads(r: dict[str, Any]) -> None:
+    if r.get("thread_us_per_pod"):  # an older checkout's bench (--against) does not measure it
+        print("       CPU per pod by thread: " + ", ".join(f"{k} {v:.0f}us" for k, v in r["thread_us_per_pod"].items()
+                                                        if v >= 1), flush=True)
 
 
 def _summary(rows: list[dict[str, Any]], label: str) -> None:

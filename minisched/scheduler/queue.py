@@ -495,6 +495,9 @@ class SchedulingQueue:
             # a pod re-added and popped while its last binding cycle still runs: the new attempt
             # replaces the old one's record (the old one's end no longer matches it)
             self._flight_seq += 1
+            # re-inserted, not overwritten: the dict's order stays the order of the sequence
+            # numbers, so the oldest attempt is its first entry (see _end_flight_locked)
+            self._flights.pop(qpi.key, None)
             self._flights[qpi.key] = (self._flight_seq, qpi.scheduling_cycle)
             return qpi
 
@@ -530,9 +533,17 @@ class SchedulingQueue:
         del self._flights[key]
         self._activate_after_flight.discard(key)
         # the events older than every attempt still running can be asked about by no one any more
-        oldest = min((seq for seq, _ in self._flights.values()), default=None)
+        # (kube prunes inFlightEvents up to its oldest in-flight pod the same way). The oldest is
+        # the first entry: pop() inserts in sequence order; no scan of every attempt in flight,
+        # of which there are up to max_bindings_in_flight (512) when binding lags the loop
         events = self._flight_events
-        while events and (oldest is None or events[0][0] < oldest):
+        if not events:
+            return
+        if not self._flights:
+            events.clear()
+            return
+        oldest = next(iter(self._flights.values()))[0]
+        while events and events[0][0] < oldest:
             events.popleft()
 
     def in_flight_events(self, key: str) -> list[ClusterEvent]:

@@ -255,12 +255,14 @@ def score_inputs(pod: PodInfo, nodes: NodeTable, rows: npt.NDArray[np.intp], res
             left_out.append(j)
             col = 0
         cols.append(col)
-    alloc = take(nodes.allocatable_matrix[:, cols], rows, n)  # one gather of k columns
+    # the rows first, then the k columns: a cycle that reuses the last verdicts scores only the few
+    # rows that changed, and gathering the columns of every node first copied the whole matrix
+    alloc = _gather(nodes.allocatable_matrix, rows, n, cols)
     if left_out:
         alloc[:, left_out] = 0
     names = tuple(r.name for r in resources)
     if use_requested:
-        base = take(nodes.requested_matrix[:, cols], rows, n)
+        base = _gather(nodes.requested_matrix, rows, n, cols)
     elif names == (CPU, MEMORY):  # the default: both from the non-zero matrix, no per-column work
         base = take(nodes.nonzero_matrix, rows, n)
     else:
@@ -269,6 +271,11 @@ def score_inputs(pod: PodInfo, nodes: NodeTable, rows: npt.NDArray[np.intp], res
             source = nodes.nonzero_requested(name) if name in (CPU, MEMORY) else nodes.requested_matrix[:, col]
             base[:, j] = take(source, rows, n)
     return base + np.asarray(pod_reqs, np.int64), alloc
+
+
+def _gather(matrix: IntArray, rows: npt.NDArray[np.intp], n: int, cols: list[int]) -> IntArray:
+    """`matrix[rows][:, cols]`, a new array (the caller writes to it)."""
+    return matrix[:, cols] if len(rows) == n else matrix[rows][:, cols]
 
 
 def allocation_scores(strategy: str, req: IntArray, alloc: IntArray, weights: Sequence[int],

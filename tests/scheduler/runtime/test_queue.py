@@ -316,6 +316,27 @@ def test_in_flight_events_are_pruned_once_no_attempt_can_ask_for_them(virtual_cl
     assert q.in_flight_event_count() == 0 and q.in_flight_events(b.key) == []
 
 
+def test_pruning_keeps_the_events_of_the_oldest_attempt_when_a_pod_is_popped_again(virtual_clock: VirtualClock) -> None:
+    # a pod re-added and popped while its last binding cycle still runs gets the newest sequence
+    # number: the attempts older than it (b here) still decide what is pruned
+    q = _queue(virtual_clock)
+    for name in ("c", "a", "b"):
+        q.add(make_pod(name))
+        virtual_clock.advance(0.1)
+    c, a, b = q.pop(timeout=0), q.pop(timeout=0), q.pop(timeout=0)
+    assert c is not None and a is not None and b is not None
+    assert [c.key, a.key, b.key] == ["default/c", "default/a", "default/b"]
+    q.assumed(a.key)  # a's binding cycle runs on
+    q.move_all_to_active_or_backoff(NODE_ADD)
+    q.add(make_pod("a"))
+    again = q.pop(timeout=0)
+    assert again is not None and again.key == a.key
+    q.done(c.key)
+    assert q.in_flight_events(b.key) == [NODE_ADD], "b's attempt began before the NodeAdd"
+    q.done(b.key)
+    assert q.in_flight_event_count() == 0, "a's new attempt began after it"
+
+
 def test_a_pod_rejected_at_permit_counts_the_events_of_its_binding_cycle(virtual_clock: VirtualClock) -> None:
     # kube keeps the pod in flight until its binding cycle passes Permit
     q = SchedulingQueue(clock=virtual_clock, plugin_events=_EVENTS)
