@@ -331,40 +331,22 @@ class NodeTable:
         this table's (views, no copy), marked shared, so that a pod taken off or put on copies
         that one row first. Preemption's dry run makes one per candidate node; a copy of every
         array by fancy indexing (`_subset`) cost it several times more."""
-        view = NodeTable.__new__(NodeTable)
-        view.__dict__.update(self.__dict__)
-        view.frozen = False
-        view._n = view._cap = 1
-        name = self._names[row]
-        view._names = [name]
-        view._index = {name: 0}
-        view._nodes = [self._nodes[row]]
-        one = slice(row, row + 1)
-        view._alloc = self._alloc[one]
-        view._unschedulable = self._unschedulable[one]
-        view._req = self._req[one]
-        view._nonzero = self._nonzero[one]
-        view._label_cols = {k: c[one] for k, c in self._label_cols.items()}
-        view._taint_pos = self._taint_pos[one]
-        view._ports = self._ports[one]
-        view._images = self._images[one]
-        view._image_counts = None
-        view._pods = [self._pods[row]]  # a node's pod dict is replaced on change, never changed in place
-        view.pod_index = None
-        view._orphans = {}
         shared = {"alloc", "req", "labels", "taints", "ports", "images"}
-        view._shared = set(shared)
+        # a node's pod dict is replaced on change, never changed in place: the view may share it
+        view = self._view_of((row,), slice(row, row + 1), [self._pods[row]], set(shared))
         if not self.frozen:  # this table may still change in place: it must copy first, as after snapshot()
             self._shared |= shared
-        view._numeric_cache = {}
-        view.node_version = -1  # a what-if view: never mistaken for the snapshot it came from
-        view._pod_log = []
-        view._pod_log_start = view.pod_version + 1
-        view._port_ids = dict(self._port_ids)
-        view.port_list = list(self.port_list)
         return view
 
     def _subset(self, rows: npt.NDArray[np.intp]) -> NodeTable:
+        # indexing with an array of rows already copies (numpy's advanced indexing)
+        return self._view_of([int(r) for r in rows], rows, [dict(self._pods[r]) for r in rows], set())
+
+    def _view_of(self, rows: Sequence[int], select: slice | npt.NDArray[np.intp],
+                 pods: list[dict[str, PodInfo]], shared: set[str]) -> NodeTable:
+        """A what-if table of `rows` (picked from the arrays by `select`: a slice gives views, an
+        array of rows copies), never mistaken for the snapshot it came from, with its own
+        vocabularies so that it may grow them without touching this table."""
         view = NodeTable.__new__(NodeTable)
         view.__dict__.update(self.__dict__)
         view.frozen = False
@@ -372,25 +354,23 @@ class NodeTable:
         view._names = [self._names[r] for r in rows]
         view._index = {n: i for i, n in enumerate(view._names)}
         view._nodes = [self._nodes[r] for r in rows]
-        # indexing with an array of rows already copies (numpy's advanced indexing)
-        view._alloc = self._alloc[rows]
-        view._unschedulable = self._unschedulable[rows]
-        view._req = self._req[rows]
-        view._nonzero = self._nonzero[rows]
-        view._label_cols = {k: c[rows] for k, c in self._label_cols.items()}
-        view._taint_pos = self._taint_pos[rows]
-        view._ports = self._ports[rows]
-        view._images = self._images[rows]
+        view._alloc = self._alloc[select]
+        view._unschedulable = self._unschedulable[select]
+        view._req = self._req[select]
+        view._nonzero = self._nonzero[select]
+        view._label_cols = {k: c[select] for k, c in self._label_cols.items()}
+        view._taint_pos = self._taint_pos[select]
+        view._ports = self._ports[select]
+        view._images = self._images[select]
         view._image_counts = None
-        view._pods = [dict(self._pods[r]) for r in rows]
+        view._pods = pods
         view.pod_index = None
         view._orphans = {}
-        view._shared = set()
+        view._shared = shared
         view._numeric_cache = {}
-        view.node_version = -1  # a what-if view: never mistaken for the snapshot it came from
+        view.node_version = -1
         view._pod_log = []
         view._pod_log_start = view.pod_version + 1
-        # vocabularies become private too, so the view may grow them without touching the table
         view._port_ids = dict(self._port_ids)
         view.port_list = list(self.port_list)
         return view
