@@ -2,7 +2,8 @@
 
 `schedule(pod, snapshot)` is kube-scheduler's SchedulePod: PreFilter, the pod's nominated node
 first, Filter, the percentageOfNodesToScore cut with its rotating start, PreScore, Score,
-NormalizeScore, weights, and the pick (ties broken at random, as kube's selectHost does). Filter and
+NormalizeScore, weights, and the pick (ties broken at random, as kube's selectHost did up to 1.34;
+1.35 leaves equal totals in its heap's order unless an extender scores). Filter and
 Score run once per plugin over all nodes as numpy operations. Reserve, Permit and the binding
 points are run by the scheduler loop through the run_* methods.
 
