@@ -508,7 +508,8 @@ class Scheduler:
         self.handle = SchedulerHandle(cluster, self.recorder, self.clock, self.cache)
         # before the frameworks: plugins ask it for the informers they list from (kube's New(handle))
         # kube's pod informer drops managedFields (newPodInformer's trim); ours drops them from every
-        # object the scheduler caches: none of its readers needs them, and 15,000 objects carry MiBs
+        # object the scheduler caches, since none of its readers needs them (how much that saves
+        # depends on how many writers each object had: a few MiB at 15,000 once-written objects)
         self.factory = informer_factory or SharedInformerFactory(cluster, transform=strip_managed_fields)
         self.handle.informer_factory = self.factory
         self.frameworks: dict[str, Framework] = {}
