@@ -265,6 +265,10 @@ class _DaemonWorkers:
                 fn(arg)
             finally:
                 finished[slot] += 1
+                # an idle worker must not keep its last job alive (an assumed pod holds its pod, its
+                # cycle state and its decision record) until another job comes: ThreadPoolExecutor's
+                # `del work_item`
+                del job, fn, arg
 
     def shutdown(self) -> list[Any]:
         """Accept no more jobs; return the arguments of those not started, and end the workers

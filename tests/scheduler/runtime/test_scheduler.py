@@ -313,3 +313,27 @@ def test_kept_decisions_stay_within_their_byte_budget(cluster: EmbeddedCluster) 
         assert s._decisions_bytes == sum(d.nbytes for d in s.decisions.values())
     finally:
         s.stop()
+
+
+def test_idle_binding_workers_keep_no_finished_binding_alive(cluster: EmbeddedCluster) -> None:
+    """A bound pod's binding (its pod, cycle state and decision record) is garbage once its binding
+    cycle ends: an idle worker waiting for the next job must not keep its last one (a long-running
+    scheduler's memory would hold up to bind_workers of them, and a soak reads that as growth)."""
+    import gc
+
+    from minisched.scheduler.scheduler import _Assumed
+
+    cluster.create(NODES, make_node("n1"))
+    s = Scheduler(cluster, bind_workers=4, keep_decisions=0)
+    try:
+        s.start()
+        wait_for_nodes(s, 1)
+        for i in range(12):
+            cluster.create(PODS, make_pod(f"p{i}"))
+        wait_until(lambda: s.stats.bound == 12, what="12 pods bound")
+        s.wait_for_bindings()
+        gc.collect()
+        alive = [o for o in gc.get_objects() if isinstance(o, _Assumed)]
+        assert alive == [], [a.qpi.pod["metadata"]["name"] for a in alive]
+    finally:
+        s.stop()
