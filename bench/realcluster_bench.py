@@ -14,7 +14,11 @@ Printed per run, from one watch observer's 1-second samples of pods bound:
 - pods/s: average over the makespan (first to last binding), p50 and p99 of the 1-second samples;
 - creation-to-bound latency p50 / p99 on the observer's clock (in a backlog drain mostly queueing);
 - scheduler CPU-seconds per 1,000 pods and peak RSS (/proc/<pid>/stat and VmHWM);
-- kube-apiserver, etcd and KWOK CPU-seconds over the drain, to show where the machine's time went.
+- kube-apiserver, etcd and KWOK CPU-seconds over the drain, to show where the machine's time went;
+- the machine's CPU per pod (scheduler or binding clients + API server + etcd + KWOK + this
+  process's watch observer) and the rate at which that would saturate every core: on a machine
+  the API server shares, a scheduler's pods/s cannot pass cores / (CPU per pod), so the summary
+  says how much CPU per pod 90% of the ceiling leaves, beside what the API server alone spent.
 
     .venv/bin/python bench/realcluster_bench.py [--nodes 500] [--pods 5000] [--runs kube,minisched,ceiling]
         [--bind-workers 64] [--repeat 1] [--ceiling-processes 4] [--ceiling-threads 16] [--no-kwok] [--json out.json]
@@ -142,7 +146,7 @@ def run_scheduler(which: str, nodes: int, pods: int, kwok: bool, bind_workers: i
         with PodObserver(cluster, namespace=NAMESPACE, nodes=node_objects) as obs:
             obs.wait_for(lambda o: len(o.pods) >= pods, 120, "the observer to see every pod")
             before = _usage(cp)
-            started = time.monotonic()
+            started, observer_cpu0 = time.monotonic(), time.process_time()
             minisched: subprocess.Popen[bytes] | None = None
             if which == "kube":
                 pid = cp.start_scheduler(config, name="kube-scheduler").pid
@@ -159,6 +163,7 @@ def run_scheduler(which: str, nodes: int, pods: int, kwok: bool, bind_workers: i
                 obs.wait_for(lambda o: o.bound_count() >= pods, 1800, f"{which} to bind every pod")
                 usage = process_usage(pid)
                 after = _usage(cp)
+                observer_cpu = time.process_time() - observer_cpu0
             finally:
                 if minisched is not None:
                     minisched.terminate()
@@ -176,6 +181,7 @@ def run_scheduler(which: str, nodes: int, pods: int, kwok: bool, bind_workers: i
         "peak_rss_mib": round(usage.peak_rss_bytes / 2**20, 1),
         "component_cpu_s": {k: round(after.get(k, 0) - v, 1) for k, v in before.items()},
     })
+    result.update(_machine_cpu(pods, which, usage.cpu_seconds, result["component_cpu_s"], observer_cpu))
     return result
 
 
@@ -185,16 +191,18 @@ def _warm(_: int) -> None:
     import minisched.cluster.real  # noqa: F401
 
 
-def _bind_slice(kubeconfig: str, first: int, step: int, pods: int, nodes: int, threads: int) -> int:
-    """One ceiling process: bind pods first, first+step, ... round-robin over the nodes."""
+def _bind_slice(kubeconfig: str, first: int, step: int, pods: int, nodes: int, threads: int) -> tuple[int, float]:
+    """One ceiling process: bind pods first, first+step, ... round-robin over the nodes; returns
+    (pods bound, this process's CPU-seconds doing it)."""
     from minisched.cluster.real import RealCluster
 
+    cpu0 = time.process_time()
     cluster = RealCluster.from_kubeconfig(path=kubeconfig)
     indices = range(first, pods, step)
     with ThreadPoolExecutor(threads) as pool:
         list(pool.map(lambda i: cluster.bind(NAMESPACE, f"pod-{i:05d}", f"node-{i % nodes:04d}"), indices))
     cluster.close()
-    return len(indices)
+    return len(indices), time.process_time() - cpu0
 
 
 def run_ceiling(nodes: int, pods: int, kwok: bool, processes: int, threads: int) -> dict[str, Any]:
@@ -212,14 +220,15 @@ def run_ceiling(nodes: int, pods: int, kwok: bool, processes: int, threads: int)
         with PodObserver(cluster, namespace=NAMESPACE) as obs:
             obs.wait_for(lambda o: len(o.pods) >= pods, 120, "the observer to see every pod")
             before = _usage(cp)
-            started = time.monotonic()
-            done = sum(workers.map(_bind_slice, [str(cp.kubeconfig)] * processes, range(processes),
-                                   [processes] * processes, [pods] * processes, [nodes] * processes,
-                                   [threads] * processes))
+            started, observer_cpu0 = time.monotonic(), time.process_time()
+            slices = list(workers.map(_bind_slice, [str(cp.kubeconfig)] * processes, range(processes),
+                                      [processes] * processes, [pods] * processes, [nodes] * processes,
+                                      [threads] * processes))
             client_seconds = time.monotonic() - started
-            assert done == pods
+            assert sum(n for n, _ in slices) == pods
             obs.wait_for(lambda o: o.bound_count() >= pods, 300, "the observer to see every binding")
             after = _usage(cp)
+            observer_cpu = time.process_time() - observer_cpu0
             result = _summary(obs, pods, started)
         result.update(_server_side(cluster))
         cluster.close()
@@ -231,7 +240,19 @@ def run_ceiling(nodes: int, pods: int, kwok: bool, processes: int, threads: int)
         "client_binds_per_s": round(pods / client_seconds, 1),
         "component_cpu_s": {k: round(after.get(k, 0) - v, 1) for k, v in before.items()},
     })
+    result.update(_machine_cpu(pods, "binding clients", sum(cpu for _, cpu in slices), result["component_cpu_s"],
+                               observer_cpu))
     return result
+
+
+def _machine_cpu(pods: int, client: str, client_cpu: float, components: dict[str, float],
+                 observer_cpu: float) -> dict[str, Any]:
+    """Where the machine's CPU went per pod, and the pods/s at which it would fill every core."""
+    parts = {client: client_cpu, **components, "observer": observer_cpu}
+    per_pod_ms = {k: round(v / pods * 1e3, 3) for k, v in parts.items()}
+    total = sum(parts.values()) / pods
+    return {"cpu_ms_per_pod": per_pod_ms, "machine_cpu_ms_per_pod": round(total * 1e3, 3),
+            "cpu_bound_pods_per_s": round((os.cpu_count() or 1) / total, 1) if total > 0 else None}
 
 
 def _print(r: dict[str, Any]) -> None:
@@ -249,6 +270,10 @@ def _print(r: dict[str, Any]) -> None:
               f"whole seconds; per second {r['server_samples']}", flush=True)
     print(f"{'':<28} other CPU-s over the drain: {r['component_cpu_s']}; pods created at "
           f"{r['create_pods_per_s']:.0f}/s; over-commits {r['overcommits']}", flush=True)
+    if "machine_cpu_ms_per_pod" in r:
+        parts = ", ".join(f"{k} {v:.2f}" for k, v in r["cpu_ms_per_pod"].items())
+        print(f"{'':<28} machine CPU per pod {r['machine_cpu_ms_per_pod']:.2f} ms ({parts}): every core busy at "
+              f"{r['cpu_bound_pods_per_s']:.0f} pods/s", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -309,9 +334,27 @@ def main(argv: list[str] | None = None) -> int:
         print(f"minisched / kube-scheduler pods/s: {med['minisched'] / med['kube']:.2f} (target >= 1.00)")
     if "ceiling" in med and "minisched" in med:
         print(f"minisched / Binding ceiling: {med['minisched'] / med['ceiling']:.2f} (target >= 0.90)")
+        _ceiling_budget(results, med["ceiling"])
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     return 0
+
+
+def _ceiling_budget(results: list[dict[str, Any]], ceiling: float) -> None:
+    """What 90% of the ceiling leaves per pod on this machine's cores, beside what the API server
+    and etcd alone spent per pod of each scheduler's traffic (bind, Events, the watches it is served)."""
+    cores = os.cpu_count() or 1
+    budget = cores / (0.9 * ceiling) * 1e3
+    print(f"at 0.90 of the ceiling ({0.9 * ceiling:.0f} pods/s) {cores} cores leave {budget:.2f} ms of CPU per pod "
+          f"for everything; spent per pod (median over rounds):")
+    for name in ("ceiling", "minisched", "kube"):
+        rs = [r for r in results if r["scheduler"].split()[0] == name and "cpu_ms_per_pod" in r]
+        if not rs:
+            continue
+        server = statistics.median(sum(v for k, v in r["cpu_ms_per_pod"].items() if k in ("kube-apiserver", "etcd"))
+                                   for r in rs)
+        total = statistics.median(r["machine_cpu_ms_per_pod"] for r in rs)
+        print(f"  {name:<10} API server + etcd {server:.2f} ms, whole machine {total:.2f} ms")
 
 
 if __name__ == "__main__":
