@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Build a real Kubernetes control plane (etcd, kube-apiserver, kube-scheduler, KWOK) from Go modules.
+# Build a real Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
+# KWOK) from Go modules.
 #
 # This machine (and CI) has no Docker and cannot download release binaries, but it reaches the Go
 # module proxy, so we build the components the way envtest-style setups need them:
@@ -11,6 +12,8 @@
 #
 # Output: ${MINISCHED_CACHE:-$HOME/.cache/minisched}/controlplane/<key>/{bin/,stages.yaml,STAMP}
 # where <key> names all pinned versions, so a second run only checks the stamp and `--version`s.
+# A cache that is complete but for a binary added since (or one deleted) builds only what is missing:
+# the Go build cache then holds everything else, so that costs that binary's own packages and linking.
 #
 # Environment:
 #   MINISCHED_CACHE          cache root (default ~/.cache/minisched)
@@ -24,6 +27,10 @@ ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
 KUBERNETES_VERSION="${KUBERNETES_VERSION:-v1.35.4}"
 KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
 BUILD_JOBS="${MINISCHED_BUILD_JOBS:-2}"
+
+# What the cache holds (minisched/controlplane/binaries.py's BINARY_NAMES: a test keeps them in step).
+KUBE_COMMANDS=(kube-apiserver kube-controller-manager kube-scheduler)
+BINARIES=(etcd "${KUBE_COMMANDS[@]}" kwok)
 
 CACHE_ROOT="${MINISCHED_CACHE:-$HOME/.cache/minisched}"
 KEY="etcd-${ETCD_VERSION}_k8s-${KUBERNETES_VERSION}_kwok-${KWOK_VERSION}"
@@ -47,14 +54,25 @@ reports_version() {
   out=$("$1" --version 2>&1) || return 1
   [[ "$out" == *"$2"* ]]
 }
+binary_ok() {
+  case "$1" in
+    etcd) reports_version "${BIN}/etcd" "etcd Version: ${ETCD_VERSION#v}" ;;
+    kwok) reports_version "${BIN}/kwok" "${KWOK_VERSION#v}" ;;
+    *) reports_version "${BIN}/$1" "Kubernetes ${KUBERNETES_VERSION}" ;;
+  esac
+}
+# A completed build of this key: the stamp and KWOK's stages (binaries are checked one by one).
+stamp_ok() {
+  [[ -f "$STAMP" ]] && [[ "$(cat "$STAMP")" == "$KEY" ]] && [[ -s "${OUT}/stages.yaml" ]]
+}
+# The binaries that are absent or report another version, one per line.
+missing_binaries() {
+  local b
+  for b in "${BINARIES[@]}"; do binary_ok "$b" || echo "$b"; done
+}
 binaries_ok() {
-  [[ -f "$STAMP" ]] || return 1
-  [[ "$(cat "$STAMP")" == "$KEY" ]] || return 1
-  [[ -s "${OUT}/stages.yaml" ]] || return 1
-  reports_version "${BIN}/etcd" "etcd Version: ${ETCD_VERSION#v}" || return 1
-  reports_version "${BIN}/kube-apiserver" "Kubernetes ${KUBERNETES_VERSION}" || return 1
-  reports_version "${BIN}/kube-scheduler" "Kubernetes ${KUBERNETES_VERSION}" || return 1
-  reports_version "${BIN}/kwok" "${KWOK_VERSION#v}" || return 1
+  stamp_ok || return 1
+  [[ -z "$(missing_binaries)" ]]
 }
 
 if [[ "${MINISCHED_FORCE_BUILD:-0}" != "1" ]] && binaries_ok; then
@@ -78,10 +96,20 @@ if command -v flock >/dev/null 2>&1; then
   fi
 fi
 
+# A completed cache missing only some binaries (one added to the build since, or deleted) builds just
+# those; anything else (no stamp, MINISCHED_FORCE_BUILD=1) builds everything.
+if [[ "${MINISCHED_FORCE_BUILD:-0}" != "1" ]] && stamp_ok; then
+  mapfile -t TO_BUILD < <(missing_binaries)
+  log "cache for ${KEY} is complete but for: ${TO_BUILD[*]}; building only those"
+else
+  TO_BUILD=("${BINARIES[@]}")
+  rm -f "$STAMP"
+fi
+wanted() { local b; for b in "${TO_BUILD[@]}"; do [[ "$b" == "$1" ]] && return 0; done; return 1; }
+
 # Binaries are built into STAGE and renamed into BIN at the end: a process running an old binary
 # keeps its inode, and nobody ever executes a half-written file.
 STAGE="${WORK}/bin"
-rm -f "$STAMP"
 rm -rf "$WORK"
 mkdir -p "$BIN" "$STAGE"
 export CGO_ENABLED=0
@@ -110,7 +138,8 @@ EOF
   log "etcd ${ETCD_VERSION}: done ($(( $(date +%s) - START ))s elapsed)"
 }
 
-# ------------------------------------------------------------------- kube-apiserver + kube-scheduler
+# ------------------------------------ kube-apiserver, kube-controller-manager, kube-scheduler
+# Arguments: the commands to compile (the wrapper module names all three, so its go.sum serves any).
 build_kubernetes() {
   local dir="${WORK}/kubernetes"
   rm -rf "$dir" && mkdir -p "$dir"
@@ -137,8 +166,7 @@ build_kubernetes() {
     [[ -n "$godebug" ]] && { echo; echo "$godebug"; }
     echo
     echo "tool ("
-    echo "	k8s.io/kubernetes/cmd/kube-apiserver"
-    echo "	k8s.io/kubernetes/cmd/kube-scheduler"
+    for cmd in "${KUBE_COMMANDS[@]}"; do echo "	k8s.io/kubernetes/cmd/${cmd}"; done
     echo ")"
     echo
     echo "replace ("
@@ -155,7 +183,7 @@ build_kubernetes() {
   local ldflags="-s -w -X ${vpkg}.gitVersion=${KUBERNETES_VERSION} -X ${vpkg}.gitTreeState=clean"
   ldflags+=" -X ${vpkg}.gitMajor=1 -X ${vpkg}.gitMinor=$(cut -d. -f2 <<<"${KUBERNETES_VERSION}")"
   ldflags+=" -X k8s.io/client-go/pkg/version.gitVersion=${KUBERNETES_VERSION}"
-  for cmd in kube-apiserver kube-scheduler; do
+  for cmd in "$@"; do
     log "kubernetes ${KUBERNETES_VERSION}: compiling ${cmd} (slow on 2 cores)"
     (cd "$dir" && gorun build -p "$BUILD_JOBS" -tags selinux,notest -trimpath -ldflags "$ldflags" \
         -o "${STAGE}/${cmd}" "k8s.io/kubernetes/cmd/${cmd}") || die "building ${cmd} failed"
@@ -196,11 +224,13 @@ build_kwok() {
 }
 
 log "building into ${BIN} (go $(go env GOVERSION), -p ${BUILD_JOBS}, nice 10)"
-build_kwok
-build_etcd
-build_kubernetes
+wanted kwok && build_kwok
+wanted etcd && build_etcd
+kube_wanted=()
+for cmd in "${KUBE_COMMANDS[@]}"; do wanted "$cmd" && kube_wanted+=("$cmd"); done
+((${#kube_wanted[@]})) && build_kubernetes "${kube_wanted[@]}"
 
-for b in etcd kube-apiserver kube-scheduler kwok; do
+for b in "${TO_BUILD[@]}"; do
   log "$b: $("${STAGE}/${b}" --version 2>&1 | head -1)"
   mv -f "${STAGE}/${b}" "${BIN}/${b}"
 done

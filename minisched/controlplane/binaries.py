@@ -1,6 +1,7 @@
 """Where the control-plane binaries are, and how they get built.
 
-`hack/build-controlplane.sh` builds etcd, kube-apiserver, kube-scheduler and KWOK from Go modules
+`hack/build-controlplane.sh` builds etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
+KWOK from Go modules
 into a cache directory keyed by their versions (outside the work tree, so nothing built is ever
 committed). This module finds them again: `MINISCHED_CONTROLPLANE_BIN` overrides, else the cache
 directory for the pinned versions below.
@@ -23,7 +24,8 @@ KWOK_VERSION = "v0.8.0"
 BIN_ENV = "MINISCHED_CONTROLPLANE_BIN"
 STAGES_ENV = "MINISCHED_KWOK_STAGES"
 
-BINARY_NAMES = ("etcd", "kube-apiserver", "kube-scheduler", "kwok")
+# Keep in step with BINARIES in hack/build-controlplane.sh (a test checks they agree).
+BINARY_NAMES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 
 
 class BinariesNotFound(RuntimeError):
@@ -54,16 +56,18 @@ class Binaries:
     directory: Path
     etcd: Path
     kube_apiserver: Path
+    kube_controller_manager: Path
     kube_scheduler: Path
     kwok: Path
     kwok_stages: Path
 
     def versions(self) -> dict[str, str]:
-        """First line of each binary's `--version` (slow-ish: four process starts)."""
+        """First line of each binary's `--version` (slow-ish: five process starts)."""
         found: dict[str, str] = {}
         for name, path in (
             ("etcd", self.etcd),
             ("kube-apiserver", self.kube_apiserver),
+            ("kube-controller-manager", self.kube_controller_manager),
             ("kube-scheduler", self.kube_scheduler),
             ("kwok", self.kwok),
         ):
@@ -78,7 +82,7 @@ def how_to_build() -> str:
     return (
         "build them with `make controlplane` (runs hack/build-controlplane.sh: needs Go >= 1.25 and the "
         f"Go module proxy; the first build takes several minutes), or point {BIN_ENV} at a directory "
-        "holding etcd, kube-apiserver, kube-scheduler and kwok"
+        "holding etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok"
     )
 
 
@@ -106,6 +110,7 @@ def find_binaries() -> Binaries:
         directory=directory,
         etcd=directory / "etcd",
         kube_apiserver=directory / "kube-apiserver",
+        kube_controller_manager=directory / "kube-controller-manager",
         kube_scheduler=directory / "kube-scheduler",
         kwok=directory / "kwok",
         kwok_stages=stages,
