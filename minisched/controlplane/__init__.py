@@ -1,8 +1,10 @@
 """A real Kubernetes control plane for tests and `make cluster-local`, built from Go modules.
 
-- `hack/build-controlplane.sh` (`make controlplane`) builds etcd, kube-apiserver, kube-scheduler and
-  KWOK into a version-keyed cache outside the work tree.
-- `ControlPlane` runs them on loopback: envtest's setup plus KWOK for fake nodes.
+- `hack/build-controlplane.sh` (`make controlplane`) builds etcd, kube-apiserver,
+  kube-controller-manager, kube-scheduler and KWOK into a version-keyed cache outside the work tree.
+- `ControlPlane` runs them on loopback: envtest's setup plus KWOK for fake nodes, or with
+  `ControlPlaneOptions(kind_like=True)` set up as kind's (controller-manager, default admission,
+  kind's nodes and system pods: kindlike.py).
 - `python -m minisched.controlplane up` runs one until Ctrl-C and writes its kubeconfig to
   `local_kubeconfig_path()`, where `MINISCHED_BACKEND=local` finds it.
 """
@@ -29,7 +31,8 @@ from minisched.controlplane.harness import (
     ControlPlaneOptions,
     wait_for,
 )
-from minisched.controlplane.kwok import create_fake_nodes, fake_node, node_is_ready
+from minisched.controlplane.kindlike import KIND_POD_CIDR, KIND_SERVICE_CIDR, SYSTEM_POD_COUNT
+from minisched.controlplane.kwok import CHAPTER_NODE_LABEL, create_fake_nodes, fake_node, node_is_ready
 from minisched.controlplane.processes import ProcessFailed
 
 __all__ = [
@@ -38,6 +41,10 @@ __all__ = [
     "KUBERNETES_VERSION",
     "KWOK_VERSION",
     "KWOK_NODE_ANNOTATION",
+    "CHAPTER_NODE_LABEL",
+    "KIND_POD_CIDR",
+    "KIND_SERVICE_CIDR",
+    "SYSTEM_POD_COUNT",
     "POD_CIDR",
     "SERVICE_CIDR",
     "Binaries",

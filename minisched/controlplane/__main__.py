@@ -2,7 +2,11 @@
 
 build: build (or verify the cached) binaries with hack/build-controlplane.sh.
 up:    run a control plane until Ctrl-C; print the kubeconfig path (also written to
-       local_kubeconfig_path(), so MINISCHED_BACKEND=local connects to it).
+       local_kubeconfig_path(), so MINISCHED_BACKEND=local connects to it). `--plane kind` (the
+       default, `make cluster-local`) sets it up as `make cluster-up`'s kind cluster:
+       kube-controller-manager, default admission, kind's four nodes and 15 system pods, KWOK
+       keeping fake and chapter nodes alive. `--plane envtest` is the lighter setup most tests use:
+       no controller-manager, no nodes or pods but yours.
 where: print where the binaries are, or how to build them.
 """
 
@@ -39,8 +43,14 @@ def _up(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
-    print("starting etcd, kube-apiserver and KWOK ...", file=sys.stderr, flush=True)
-    with ControlPlane(ControlPlaneOptions(keep_logs=args.keep_logs)) as cp:
+    kind_like = args.plane == "kind"
+    components = (
+        "etcd, kube-apiserver, kube-controller-manager, kube-scheduler, KWOK and kind's nodes and system pods"
+        if kind_like
+        else "etcd, kube-apiserver and KWOK"
+    )
+    print(f"starting {components} ...", file=sys.stderr, flush=True)
+    with ControlPlane(ControlPlaneOptions(keep_logs=args.keep_logs, kind_like=kind_like)) as cp:
         if args.nodes:
             from minisched.cluster.real import RealCluster
 
@@ -81,6 +91,13 @@ def main(argv: list[str] | None = None) -> int:
     build = sub.add_parser("build", help="build the binaries (cached by version)")
     build.add_argument("--force", action="store_true", help="rebuild even if the cache is up to date")
     up = sub.add_parser("up", help="run a local control plane until Ctrl-C")
+    up.add_argument(
+        "--plane",
+        choices=("kind", "envtest"),
+        default="kind",
+        help="kind (default): set up as `make cluster-up`'s kind cluster (kube-controller-manager, default "
+        "admission, kind's 4 nodes and 15 system pods); envtest: etcd, kube-apiserver and KWOK only",
+    )
     up.add_argument("--nodes", type=int, default=0, help="create this many KWOK fake nodes")
     up.add_argument("--keep-logs", action="store_true", help="keep component logs after stopping")
     sub.add_parser("where", help="print where the binaries are")

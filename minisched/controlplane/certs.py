@@ -85,6 +85,11 @@ class CertificateAuthority:
     def cert_pem(self) -> bytes:
         return self._cert.public_bytes(serialization.Encoding.PEM)
 
+    @property
+    def key_pem(self) -> bytes:
+        """The CA's private key: kube-controller-manager signs certificate requests with it, as kubeadm's does."""
+        return _key_pem(self._key)
+
     def _issue(
         self,
         subject: x509.Name,

@@ -1,8 +1,23 @@
-"""A real Kubernetes control plane on loopback: etcd, kube-apiserver, KWOK and optionally kube-scheduler.
+"""A real Kubernetes control plane on loopback, set up as envtest's (the default) or as kind's.
 
-It runs them as controller-runtime's envtest does (no kubelet, no controller-manager) and adds KWOK,
-which plays kubelet for fake nodes: it marks nodes annotated `kwok.x-k8s.io/node: fake` Ready,
-keeps their heartbeat, moves pods bound to them to Running, and finishes their graceful deletion.
+envtest-style (the default for tests): etcd, kube-apiserver and KWOK, as controller-runtime's envtest
+runs them (no kubelet, no controller-manager, the admission plugins that need one turned off), and
+kube-scheduler on demand. KWOK plays kubelet for fake nodes: it marks nodes annotated
+`kwok.x-k8s.io/node: fake` Ready, keeps their heartbeat, moves pods bound to them to Running, and
+finishes their graceful deletion. Nothing watches nodes' health, so a node nobody heartbeats stays
+as it was created.
+
+kind-like (`ControlPlaneOptions(kind_like=True)`, `make cluster-local`): what `make cluster-up` gives a
+student, from the same binaries. kube-apiserver with its default admission plugins plus kubeadm's
+NodeRestriction and Node,RBAC authorization; kube-controller-manager with kubeadm's flags (every
+default controller, per-controller service-account credentials, node CIDRs from 10.244.0.0/16), so
+new nodes are tainted not-ready until they report Ready, nodes that stop reporting turn unreachable
+after 50 s, the garbage collector and namespace controller run, pods get service-account tokens;
+kube-scheduler as default-scheduler; kind's four nodes and 15 system pods (kindlike.py). Two KWOK
+processes keep nodes alive, because one KWOK selects nodes by an annotation selector AND a label
+selector (v0.8.0 has no "or"): one manages nodes annotated `kwok.x-k8s.io/node=fake` that carry no
+chapter label (fake nodes, kind's four), the other nodes with the label key `minisched.dev/chapter`
+(the workbook's chapter nodes, which carry no annotation). Any other node goes unreachable, as on kind.
 
     with ControlPlane() as cp:
         cluster = RealCluster.from_kubeconfig(path=str(cp.kubeconfig))
@@ -36,13 +51,14 @@ import yaml
 
 from minisched.controlplane.binaries import Binaries, find_binaries
 from minisched.controlplane.certs import CertificateAuthority, KeyPair, service_account_key_pair
+from minisched.controlplane.kindlike import KIND_POD_CIDR, KIND_SERVICE_CIDR
 from minisched.controlplane.kubeconfig import write_kubeconfig
-from minisched.controlplane.kwok import KWOK_NODE_ANNOTATION
+from minisched.controlplane.kwok import CHAPTER_NODE_LABEL, KWOK_NODE_ANNOTATION
 from minisched.controlplane.processes import ManagedProcess, ProcessFailed, free_port
 
 # KWOK hands out pod IPs from POD_CIDR; services get SERVICE_CIDR. Disjoint, so no address means two things.
 SERVICE_CIDR = "10.0.0.0/24"
-POD_CIDR = "10.244.0.0/16"
+POD_CIDR = KIND_POD_CIDR
 ADMIN_USER = "admin"
 ADMIN_GROUPS = ("system:masters",)
 
@@ -52,10 +68,16 @@ class ControlPlaneOptions:
     """What to start and how. The defaults suit tests; `up` uses them too."""
 
     start_kwok: bool = True
+    # Set up as kind's (see the module docstring): kube-controller-manager, default admission, kind's
+    # nodes and system pods. False: envtest's setup, which most tests use.
+    kind_like: bool = False
+    # How long the kind-like plane may take for its nodes to be Ready and its system pods Running.
+    settle_timeout: float = 120.0
     ready_timeout: float = 60.0  # a loaded 2-core machine can take 20-30 s to serve /readyz
     # Extra flags, appended last so they override ours (e.g. {"--max-requests-inflight": "800"}).
     apiserver_flags: dict[str, str] = field(default_factory=dict)
-    kwok_flags: dict[str, str] = field(default_factory=dict)
+    kwok_flags: dict[str, str] = field(default_factory=dict)  # for every KWOK process
+    controller_manager_flags: dict[str, str] = field(default_factory=dict)  # kind-like plane only
     # False sends every list and watch to etcd (--watch-cache=false): slower, but old resourceVersions
     # then expire (410) as soon as etcd is compacted (see ControlPlane.compact_etcd).
     watch_cache: bool = True
@@ -79,6 +101,7 @@ class ControlPlane:
         self.admin = self.ca.issue_client(ADMIN_USER, ADMIN_GROUPS)
         self.etcd_port = 0
         self.apiserver_port = 0
+        self.kind_node_names: list[str] = []  # kind's nodes, on the kind-like plane
         self._processes: dict[str, ManagedProcess] = {}
         self._lock = threading.Lock()
         self._started = False
@@ -90,6 +113,10 @@ class ControlPlane:
     def server(self) -> str:
         """The API server URL (https://127.0.0.1:PORT)."""
         return f"https://127.0.0.1:{self.apiserver_port}"
+
+    @property
+    def service_cidr(self) -> str:
+        return KIND_SERVICE_CIDR if self.options.kind_like else SERVICE_CIDR
 
     @property
     def etcd_url(self) -> str:
@@ -109,8 +136,14 @@ class ControlPlane:
             self._start_etcd()
             self._start_apiserver()
             write_kubeconfig(self.kubeconfig, self.server, self.ca.cert_pem, self.admin, ADMIN_USER)
+            if self.options.kind_like:
+                self._start_controller_manager()
+                # kubeadm's scheduler: the default profile, under its own identity.
+                self.start_scheduler(kubeconfig=self._component_kubeconfig("system:kube-scheduler"))
             if self.options.start_kwok:
-                self._start_kwok()
+                self._start_kwok_processes()
+            if self.options.kind_like:
+                self._add_kind_objects()
         except BaseException:
             self._failed = True
             self.stop()
@@ -161,18 +194,29 @@ class ControlPlane:
         return self.ca.issue_client(user, tuple(groups))
 
     def start_scheduler(
-        self, config: dict[str, Any] | str | None = None, name: str = "kube-scheduler", timeout: float = 60.0
+        self,
+        config: dict[str, Any] | str | None = None,
+        name: str = "kube-scheduler",
+        timeout: float = 60.0,
+        kubeconfig: Path | None = None,
     ) -> ManagedProcess:
         """Run kube-scheduler with a KubeSchedulerConfiguration (dict or YAML; None: the defaults).
 
-        Its client connection is pointed at this control plane's admin kubeconfig, and leader
-        election is off (one scheduler per name). Returns when /healthz answers; the process's
-        `port` then serves /metrics over HTTPS (self-signed) without authentication."""
+        Its client connection is pointed at `kubeconfig` (default: this control plane's admin), and
+        leader election is off (one scheduler per name). Returns when /healthz answers; the process's
+        `port` then serves /metrics over HTTPS (self-signed) without authentication. The kind-like
+        plane already runs one named kube-scheduler (default-scheduler): give another a new name."""
+        with self._lock:
+            if name in self._processes and self._processes[name].running():
+                raise ValueError(f"a component named {name!r} is already running; start the scheduler under another name")
         parsed: dict[str, Any] = yaml.safe_load(config) if isinstance(config, str) else dict(config or {})
         cfg: dict[str, Any] = dict(parsed or {})
         cfg.setdefault("apiVersion", "kubescheduler.config.k8s.io/v1")
         cfg.setdefault("kind", "KubeSchedulerConfiguration")
-        cfg["clientConnection"] = {**(cfg.get("clientConnection") or {}), "kubeconfig": str(self.kubeconfig)}
+        cfg["clientConnection"] = {
+            **(cfg.get("clientConnection") or {}),
+            "kubeconfig": str(kubeconfig or self.kubeconfig),
+        }
         cfg["leaderElection"] = {**(cfg.get("leaderElection") or {}), "leaderElect": False}
         config_path = self.work_dir / f"{name}-config.yaml"
         config_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
@@ -285,6 +329,7 @@ class ControlPlane:
         service_accounts = service_account_key_pair()
         files = {
             "ca.crt": self.ca.cert_pem,
+            "ca.key": self.ca.key_pem,  # kube-controller-manager's certificate signer (kind-like plane)
             "apiserver.crt": serving.cert_pem,
             "apiserver.key": serving.key_pem,
             "sa.pub": service_accounts.cert_pem,
@@ -350,19 +395,28 @@ class ControlPlane:
                 # Without this the apiserver derives its advertise address from the default route and
                 # refuses to start on a machine without one; loopback is right for a local control plane.
                 "--advertise-address": "127.0.0.1",
-                "--service-cluster-ip-range": SERVICE_CIDR,
+                "--service-cluster-ip-range": self.service_cidr,
                 "--allow-privileged": "true",
-                "--authorization-mode": "RBAC",
                 "--service-account-issuer": f"https://127.0.0.1:{self.apiserver_port}/",
                 "--service-account-key-file": str(self.cert_dir / "sa.pub"),
                 "--service-account-signing-key-file": str(self.cert_dir / "sa.key"),
-                # No controller-manager runs: nothing would create default ServiceAccounts (so the
-                # ServiceAccount admission plugin would reject every pod) or lift the not-ready taint.
-                "--disable-admission-plugins": "ServiceAccount,TaintNodesByCondition",
+                # The `kubernetes` Service's endpoints would be 127.0.0.1, which Endpoints validation
+                # refuses (loopback); nothing here routes to it anyway.
                 "--endpoint-reconciler-type": "none",
                 "--watch-cache": "true" if self.options.watch_cache else "false",
                 "--v": "1",
             }
+            if self.options.kind_like:
+                # kubeadm's: the default admission plugins (ServiceAccount, TaintNodesByCondition,
+                # DefaultStorageClass, ...) plus NodeRestriction; Node and RBAC authorization.
+                flags["--enable-admission-plugins"] = "NodeRestriction"
+                flags["--authorization-mode"] = "Node,RBAC"
+                flags["--enable-bootstrap-token-auth"] = "true"
+            else:
+                # No controller-manager runs: nothing would create default ServiceAccounts (so the
+                # ServiceAccount admission plugin would reject every pod) or lift the not-ready taint.
+                flags["--disable-admission-plugins"] = "ServiceAccount,TaintNodesByCondition"
+                flags["--authorization-mode"] = "RBAC"
             flags.update(self.options.apiserver_flags)
             argv = [str(self.binaries.kube_apiserver)] + [f"{k}={v}" for k, v in flags.items()]
             proc = self._spawn("kube-apiserver", argv)
@@ -389,20 +443,98 @@ class ControlPlane:
         status, _ = _https_get("127.0.0.1", self.apiserver_port, "/api/v1/namespaces/default", ctx)
         return status == 200
 
-    def _start_kwok(self) -> None:
+    def _component_kubeconfig(self, user: str, groups: tuple[str, ...] = ()) -> Path:
+        """A kubeconfig for a control-plane component's own identity (RBAC's bootstrap policy grants
+        system:kube-controller-manager and system:kube-scheduler what kubeadm's components get)."""
+        return self.write_user_kubeconfig(user, groups, self.work_dir / f"{user.split(':')[-1]}.kubeconfig")
+
+    def _start_controller_manager(self) -> None:
+        """kube-controller-manager with kubeadm's flags, as kind runs it (leader election off: one instance)."""
+        kubeconfig = self._component_kubeconfig("system:kube-controller-manager")
+        port = free_port()
+        flags: dict[str, str] = {
+            "--kubeconfig": str(kubeconfig),
+            "--authentication-kubeconfig": str(kubeconfig),
+            "--authorization-kubeconfig": str(kubeconfig),
+            "--bind-address": "127.0.0.1",
+            "--secure-port": str(port),
+            "--cert-dir": str(self.work_dir / "kube-controller-manager-certs"),
+            "--client-ca-file": str(self.cert_dir / "ca.crt"),
+            "--root-ca-file": str(self.cert_dir / "ca.crt"),
+            "--cluster-signing-cert-file": str(self.cert_dir / "ca.crt"),
+            "--cluster-signing-key-file": str(self.cert_dir / "ca.key"),
+            "--service-account-private-key-file": str(self.cert_dir / "sa.key"),
+            "--use-service-account-credentials": "true",
+            "--controllers": "*,bootstrapsigner,tokencleaner",
+            "--allocate-node-cidrs": "true",
+            "--cluster-cidr": KIND_POD_CIDR,
+            "--service-cluster-ip-range": KIND_SERVICE_CIDR,
+            "--cluster-name": "minisched",
+            "--enable-hostpath-provisioner": "true",  # kind's addition to kubeadm's flags
+            "--leader-elect": "false",
+            "--v": "1",
+        }
+        flags.update(self.options.controller_manager_flags)
+        argv = [str(self.binaries.kube_controller_manager)] + [f"{k}={v}" for k, v in flags.items()]
+        proc = self._spawn("kube-controller-manager", argv)
+        insecure = _insecure_ssl_context()
+        proc.wait_until(
+            lambda: _https_get("127.0.0.1", port, "/healthz", insecure)[0] == 200,
+            self.options.ready_timeout,
+            "healthy",
+        )
+        proc.port = port
+
+    def _start_kwok_processes(self) -> None:
+        if not self.options.kind_like:
+            self._start_kwok("kwok", {"--manage-nodes-with-annotation-selector": f"{KWOK_NODE_ANNOTATION}=fake"})
+            return
+        # KWOK ANDs its label and annotation selectors, so two processes with disjoint selections cover
+        # "annotated fake, or a chapter node"; each also holds a node's Lease before it acts on it.
+        self._start_kwok(
+            "kwok",
+            {
+                "--manage-nodes-with-annotation-selector": f"{KWOK_NODE_ANNOTATION}=fake",
+                "--manage-nodes-with-label-selector": f"!{CHAPTER_NODE_LABEL}",
+            },
+        )
+        self._start_kwok("kwok-chapter-nodes", {"--manage-nodes-with-label-selector": CHAPTER_NODE_LABEL})
+
+    def _add_kind_objects(self) -> None:
+        from minisched.cluster.real import RealCluster
+        from minisched.controlplane import kindlike
+
+        cluster = RealCluster.from_kubeconfig(path=str(self.kubeconfig))
+        try:
+            self.kind_node_names = kindlike.populate(cluster)
+            deadline = time.monotonic() + self.options.settle_timeout
+            while (missing := kindlike.settled(cluster, self.kind_node_names)) is not None:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(
+                        f"kind's nodes and system pods did not settle within {self.options.settle_timeout:.0f}s: "
+                        f"{missing}; logs in {self.log_dir}"
+                    )
+                for name, proc in self.processes.items():
+                    if not proc.running():
+                        raise proc.fail(f"exited while kind's objects were settling ({name})")
+                time.sleep(0.25)
+        finally:
+            cluster.close()
+
+    def _start_kwok(self, name: str, selection: dict[str, str]) -> None:
         for attempt in range(3):
             port = free_port()
             flags: dict[str, str] = {
                 "--kubeconfig": str(self.kubeconfig),
                 "--manage-all-nodes": "false",
-                "--manage-nodes-with-annotation-selector": f"{KWOK_NODE_ANNOTATION}=fake",
+                **selection,
                 "--config": str(self.binaries.kwok_stages),
                 "--cidr": POD_CIDR,
                 "--node-ip": "127.0.0.1",
                 "--server-address": f"127.0.0.1:{port}",
             }
             flags.update(self.options.kwok_flags)
-            proc = self._spawn("kwok", [str(self.binaries.kwok)] + [f"{k}={v}" for k, v in flags.items()])
+            proc = self._spawn(name, [str(self.binaries.kwok)] + [f"{k}={v}" for k, v in flags.items()])
             # KWOK starts its server only after its controllers are running, so /healthz means ready.
             try:
                 proc.wait_until(functools.partial(_kwok_healthy, port), self.options.ready_timeout, "healthy")
@@ -410,7 +542,7 @@ class ControlPlane:
             except ProcessFailed:
                 if proc.running() or "address already in use" not in proc.log_tail(50) or attempt == 2:
                     raise
-                self.stop_component("kwok")
+                self.stop_component(name)
 
 
 def _kwok_healthy(port: int) -> bool:

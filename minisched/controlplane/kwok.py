@@ -6,6 +6,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+# The label key the workbook puts on every node a chapter creates (value: the chapter's id). KWOK keeps
+# nodes with this key alive on kind (`make cluster-up`) and on the kind-like test control plane.
+CHAPTER_NODE_LABEL = "minisched.dev/chapter"
 KWOK_TAINT = {"key": "kwok.x-k8s.io/node", "value": "fake", "effect": "NoSchedule"}
 
 

@@ -2,7 +2,9 @@
 
 - `control_plane` (session): one ControlPlane for the whole run; its logs are kept (and their
   directory printed) when any test failed, or with MINISCHED_KEEP_LOGS=1. `control_plane_fixtures`
-  makes the same fixtures for another scope (a folder that needs a control plane of its own).
+  makes the same fixtures for another scope (a folder that needs a control plane of its own), or
+  for the kind-like plane (`kind_like=True`: kube-controller-manager, default admission, kind's
+  nodes and system pods; tests/realcluster/test_kind_like_plane.py).
 - `real_cluster`: a RealCluster on it. After each test, whatever the test created (namespaces,
   pods, nodes, priority classes, ...) is deleted again, so every test starts from the same state,
   as it does on a fresh embedded cluster.
@@ -60,7 +62,9 @@ def require_binaries() -> Binaries:
         pytest.skip(f"real control plane not built ({err}); enable these tests with `make controlplane`")
 
 
-def control_plane_fixtures(scope: Literal["session", "package", "module"]) -> tuple[Any, Any, Any, Any]:
+def control_plane_fixtures(
+    scope: Literal["session", "package", "module"], *, kind_like: bool = False
+) -> tuple[Any, Any, Any, Any]:
     """The fixtures `control_plane`, `_real_cluster_shared`, `_baseline` and `real_cluster` for one
     control plane of `scope`. This plugin makes the session's; a folder whose tests kill, restart
     or compact their control plane gets one of its own by assigning these in its conftest.py
@@ -68,17 +72,19 @@ def control_plane_fixtures(scope: Literal["session", "package", "module"]) -> tu
 
         control_plane, _real_cluster_shared, _baseline, real_cluster = control_plane_fixtures("package")
 
-    (Fixtures are found by the names of module attributes; `name=` pins them here as well.)"""
+    (Fixtures are found by the names of module attributes; `name=` pins them here as well.)
+    With `kind_like=True` the control plane is set up as kind's; kind's own nodes, system pods and
+    the objects its controllers made at start are then part of the baseline that cleanup keeps."""
 
     @pytest.fixture(scope=scope, name="control_plane")
     def control_plane(request: pytest.FixtureRequest) -> Iterator[ControlPlane]:
         """etcd + kube-apiserver + KWOK, started once for the scope; logs kept if a test failed."""
         binaries = require_binaries()
         keep = os.environ.get(KEEP_LOGS_ENV, "") not in ("", "0")
-        cp = ControlPlane(ControlPlaneOptions(keep_logs=keep), binaries)
+        cp = ControlPlane(ControlPlaneOptions(keep_logs=keep, kind_like=kind_like), binaries)
         try:
             cp.start()
-        except ProcessFailed as err:
+        except (ProcessFailed, TimeoutError) as err:
             pytest.fail(f"the real control plane did not start (logs kept in {cp.log_dir}): {err}", pytrace=False)
         yield cp
         failed = request.session.testsfailed > 0
