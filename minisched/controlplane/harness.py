@@ -337,6 +337,15 @@ class ControlPlane:
             "admin.crt": self.admin.cert_pem,
             "admin.key": self.admin.key_pem,
         }
+        if self.options.kind_like:
+            # kubeadm's front-proxy CA: the API server's aggregation layer authenticates to extension
+            # servers with its client certificate, and controller-manager and scheduler read the CA from
+            # kube-system/extension-apiserver-authentication (they log errors every start without it).
+            front_proxy_ca = CertificateAuthority("front-proxy-ca")
+            front_proxy_client = front_proxy_ca.issue_client("front-proxy-client")
+            files["front-proxy-ca.crt"] = front_proxy_ca.cert_pem
+            files["front-proxy-client.crt"] = front_proxy_client.cert_pem
+            files["front-proxy-client.key"] = front_proxy_client.key_pem
         for filename, data in files.items():
             path = self.cert_dir / filename
             path.write_bytes(data)
@@ -412,6 +421,13 @@ class ControlPlane:
                 flags["--enable-admission-plugins"] = "NodeRestriction"
                 flags["--authorization-mode"] = "Node,RBAC"
                 flags["--enable-bootstrap-token-auth"] = "true"
+                flags["--requestheader-client-ca-file"] = str(self.cert_dir / "front-proxy-ca.crt")
+                flags["--requestheader-allowed-names"] = "front-proxy-client"
+                flags["--requestheader-username-headers"] = "X-Remote-User"
+                flags["--requestheader-group-headers"] = "X-Remote-Group"
+                flags["--requestheader-extra-headers-prefix"] = "X-Remote-Extra-"
+                flags["--proxy-client-cert-file"] = str(self.cert_dir / "front-proxy-client.crt")
+                flags["--proxy-client-key-file"] = str(self.cert_dir / "front-proxy-client.key")
             else:
                 # No controller-manager runs: nothing would create default ServiceAccounts (so the
                 # ServiceAccount admission plugin would reject every pod) or lift the not-ready taint.
@@ -460,6 +476,7 @@ class ControlPlane:
             "--secure-port": str(port),
             "--cert-dir": str(self.work_dir / "kube-controller-manager-certs"),
             "--client-ca-file": str(self.cert_dir / "ca.crt"),
+            "--requestheader-client-ca-file": str(self.cert_dir / "front-proxy-ca.crt"),
             "--root-ca-file": str(self.cert_dir / "ca.crt"),
             "--cluster-signing-cert-file": str(self.cert_dir / "ca.crt"),
             "--cluster-signing-key-file": str(self.cert_dir / "ca.key"),
@@ -471,6 +488,8 @@ class ControlPlane:
             "--service-cluster-ip-range": KIND_SERVICE_CIDR,
             "--cluster-name": "minisched",
             "--enable-hostpath-provisioner": "true",  # kind's addition to kubeadm's flags
+            # Its default is /usr/libexec/kubernetes/...: kube-controller-manager would create that on the host.
+            "--flex-volume-plugin-dir": str(self.work_dir / "flexvolume"),
             "--leader-elect": "false",
             "--v": "1",
         }
