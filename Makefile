@@ -55,8 +55,9 @@ browser:
 		echo "note: chromium is not installed; the browser test will be skipped (apt-get install chromium)"; \
 	fi
 
+# Set up as `make cluster-up`'s kind cluster; CLUSTER_LOCAL_ARGS="--plane envtest" for the lighter one.
 cluster-local: $(STAMP) controlplane
-	$(BIN)/python -m minisched.controlplane up
+	$(BIN)/python -m minisched.controlplane up $(CLUSTER_LOCAL_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check minisched tests bench labs
