@@ -8,9 +8,10 @@
 #      with kwok-controller set to manage only nodes with the label key minisched.dev/chapter: the
 #      nodes the chapters create, which no kubelet would otherwise keep alive (the node lifecycle
 #      controller marks a node unreachable 50 s after its last heartbeat);
-#   3. a node affinity on kind's DaemonSets kindnet and kube-proxy that keeps them off those chapter
-#      nodes (each would otherwise put a pod on every chapter node, kindnet's requesting 100m CPU and
-#      50Mi, so what fits on a chapter's nodes would differ from the embedded cluster);
+#   3. a node affinity that keeps kwok-controller itself and kind's DaemonSets kindnet and kube-proxy
+#      off those chapter nodes (a kwok-controller placed on a node it fakes would never run; each
+#      DaemonSet would put a pod on every chapter node, kindnet's requesting 100m CPU and 50Mi, so
+#      what fits on a chapter's nodes would differ from the embedded cluster);
 #   4. deploy/rbac.yaml (the minisched ClusterRole and its binding).
 # Every step is idempotent: `up` on an existing cluster re-applies 2-4.
 set -euo pipefail
@@ -44,6 +45,11 @@ fi
 
 kube() { kubectl --context "$CONTEXT" "$@"; }
 
+# A pod template's node affinity: never on a chapter node (strategic merge patch of a workload).
+NOT_ON_CHAPTER_NODES="{\"spec\": {\"template\": {\"spec\": {\"affinity\": {\"nodeAffinity\": {
+  \"requiredDuringSchedulingIgnoredDuringExecution\": {\"nodeSelectorTerms\": [{\"matchExpressions\": [
+    {\"key\": \"${CHAPTER_NODE_LABEL}\", \"operator\": \"DoesNotExist\"}]}]}}}}}}}"
+
 install_kwok() {
   echo "installing KWOK ${KWOK_VERSION} (${KWOK_RELEASE}/kwok.yaml, stage-fast.yaml)"
   kube apply -f "${KWOK_RELEASE}/kwok.yaml"
@@ -55,16 +61,13 @@ install_kwok() {
       \"--config=/root/.kwok/kwok.yaml\", \"--node-ip=\$(POD_IP)\", \"--manage-all-nodes=false\",
       \"--manage-nodes-with-annotation-selector=\",
       \"--manage-nodes-with-label-selector=${CHAPTER_NODE_LABEL}\"]}]"
+  kube -n kube-system patch deployment kwok-controller --type=strategic -p "$NOT_ON_CHAPTER_NODES"
   kube -n kube-system rollout status deployment/kwok-controller --timeout=180s
 }
 
 keep_daemonsets_off_chapter_nodes() {
-  local affinity
-  affinity="{\"spec\": {\"template\": {\"spec\": {\"affinity\": {\"nodeAffinity\": {
-    \"requiredDuringSchedulingIgnoredDuringExecution\": {\"nodeSelectorTerms\": [{\"matchExpressions\": [
-      {\"key\": \"${CHAPTER_NODE_LABEL}\", \"operator\": \"DoesNotExist\"}]}]}}}}}}}"
   for daemonset in kindnet kube-proxy; do
-    kube -n kube-system patch daemonset "$daemonset" --type=strategic -p "$affinity"
+    kube -n kube-system patch daemonset "$daemonset" --type=strategic -p "$NOT_ON_CHAPTER_NODES"
   done
 }
 

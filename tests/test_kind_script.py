@@ -92,14 +92,20 @@ def test_cluster_up_creates_the_cluster_then_installs_kwok_for_chapter_nodes_and
     assert f"--manage-nodes-with-label-selector={CHAPTER_NODE_LABEL}" in args
     assert "--manage-nodes-with-annotation-selector=" in args and "--manage-all-nodes=false" in args
     assert "--config=/root/.kwok/kwok.yaml" in args  # the release's own config and node IP stay
-    assert calls[4] == [*kube, "-n", "kube-system", "rollout", "status", "deployment/kwok-controller", "--timeout=180s"]
-    for call, daemonset in zip(calls[5:7], ("kindnet", "kube-proxy"), strict=True):
-        assert call[: len(kube) + 5] == [*kube, "-n", "kube-system", "patch", "daemonset", daemonset]
+    # kwok-controller itself, and kind's DaemonSets, never go to a chapter node.
+    for call, kind, name in zip(
+        (calls[4], calls[6], calls[7]),
+        ("deployment", "daemonset", "daemonset"),
+        ("kwok-controller", "kindnet", "kube-proxy"),
+        strict=True,
+    ):
+        assert call[: len(kube) + 5] == [*kube, "-n", "kube-system", "patch", kind, name]
         affinity = json.loads(call[call.index("-p") + 1])["spec"]["template"]["spec"]["affinity"]
         terms = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
         assert terms == [{"matchExpressions": [{"key": CHAPTER_NODE_LABEL, "operator": "DoesNotExist"}]}]
-    assert calls[7] == [*kube, "apply", "-f", "deploy/rbac.yaml"]
-    assert len(calls) == 8
+    assert calls[5] == [*kube, "-n", "kube-system", "rollout", "status", "deployment/kwok-controller", "--timeout=180s"]
+    assert calls[8] == [*kube, "apply", "-f", "deploy/rbac.yaml"]
+    assert len(calls) == 9
 
 
 def test_cluster_up_on_an_existing_cluster_reinstalls_without_creating(tmp_path: Path) -> None:
