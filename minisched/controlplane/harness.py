@@ -509,15 +509,23 @@ class ControlPlane:
             self._start_kwok("kwok", {"--manage-nodes-with-annotation-selector": f"{KWOK_NODE_ANNOTATION}=fake"})
             return
         # KWOK ANDs its label and annotation selectors, so two processes with disjoint selections cover
-        # "annotated fake, or a chapter node"; each also holds a node's Lease before it acts on it.
+        # "annotated fake, or a chapter node". Each renews its nodes' Leases as a kubelet does (KWOK's
+        # release config sets 40 s, as on kind; the binary's own default, 0, renews none): the node
+        # lifecycle controller counts a renewal as a heartbeat, which a node whose status KWOK's stages
+        # never touch (Ready=True from creation, as minisched.objects.make_node makes it) needs, or it
+        # flaps to Unknown and back every 50 s.
+        lease = {"--node-lease-duration-seconds": "40"}
         self._start_kwok(
             "kwok",
             {
                 "--manage-nodes-with-annotation-selector": f"{KWOK_NODE_ANNOTATION}=fake",
                 "--manage-nodes-with-label-selector": f"!{CHAPTER_NODE_LABEL}",
+                **lease,
             },
         )
-        self._start_kwok("kwok-chapter-nodes", {"--manage-nodes-with-label-selector": CHAPTER_NODE_LABEL})
+        self._start_kwok(
+            "kwok-chapter-nodes", {"--manage-nodes-with-label-selector": CHAPTER_NODE_LABEL, **lease}
+        )
 
     def _add_kind_objects(self) -> None:
         from minisched.cluster.real import RealCluster

@@ -190,6 +190,17 @@ def test_kwok_keeps_chapter_nodes_alive_past_the_grace_period_and_others_are_los
         {"key": t["key"], "effect": t["effect"]} for t in lost_node["spec"]["taints"]
     ]
     chapter_node_checked()
+    # Polling can miss a flap (Unknown, then KWOK's node-initialize stage puts Ready back at once); the
+    # node lifecycle controller's events cannot: it records NodeNotReady for every node it loses.
+    def not_ready_events(node: str) -> list[dict[str, Any]]:
+        events = real_cluster.list("events", field_selector=f"involvedObject.name={node}")["items"]
+        return [e for e in events if e.get("reason") == "NodeNotReady"]
+
+    wait_for(lambda: not_ready_events("pace-unmanaged"), 30, "the NodeNotReady event of the unmanaged node")
+    assert not_ready_events("pace-chapter") == []
+    # Its heartbeat is its Lease, renewed by KWOK as a kubelet renews it.
+    lease = real_cluster.get("leases.coordination.k8s.io", "pace-chapter", "kube-node-lease")
+    assert lease["spec"]["holderIdentity"] and lease["spec"]["renewTime"]
     # Still schedulable: kube-scheduler places a pod there and KWOK runs it.
     real_cluster.create(
         "pods",
