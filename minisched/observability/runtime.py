@@ -761,45 +761,40 @@ class MemoryWatch(Collector):
 # ------------------------------------------------------------------------------------ system calls
 
 _SYSCALL_LOOP_C = r"""
-#include <stdio.h>
-#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
-int main(int argc, char **argv) {
-    long n = argc > 1 ? atol(argv[1]) : 100000;
+/* seconds per getppid() over n calls; libc does not cache getppid: one system call each */
+double getppid_loop(long n) {
     volatile long sink = 0;
-    double best = 1e9;
-    for (int r = 0; r < 5; r++) {  /* the best of five: the least disturbed by other work */
-        struct timespec a, b;
-        clock_gettime(CLOCK_MONOTONIC, &a);
-        for (long i = 0; i < n; i++) sink += getppid();  /* not cached by libc: one system call each */
-        clock_gettime(CLOCK_MONOTONIC, &b);
-        double per = ((double)(b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9) / n;
-        if (per < best) best = per;
-    }
-    printf("%.9e\n", best);
-    return 0;
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    for (long i = 0; i < n; i++) sink += getppid();
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    return ((double)(b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9) / n;
 }
 """
 
 
-def bare_syscall_seconds(n: int = 200_000, *, compiler: str | None = None) -> float | None:
-    """Seconds per `getppid()` system call made from a C loop (the best of five runs of `n`), with
-    no interpreter in it: what
-    `os.getppid()` costs minus this is the Python wrapper's share. Compiles a short C program
-    with `compiler` (default: the first of cc, gcc, clang on PATH); None when there is none.
-    Timings: print, never compare."""
-    if n < 1:
-        raise ValueError(f"time at least one system call, got n={n}")
+def bare_syscall_seconds(n: int = 200_000, *, compiler: str | None = None, repeat: int = 5) -> float | None:
+    """Seconds per `getppid()` system call made from a C loop, with no interpreter in it (the best
+    of `repeat` runs of `n`): what `os.getppid()` costs minus this is the Python wrapper's share.
+    The loop is compiled as a shared library with `compiler` (default: the first of cc, gcc, clang
+    on PATH) and run in this process through ctypes (one call per `n` system calls), so it shares
+    the process and CPU state of the Python calls it is compared with. None when there is no
+    compiler. Timings: print, never compare."""
+    if n < 1 or repeat < 1:
+        raise ValueError(f"time at least one system call, once, got n={n}, repeat={repeat}")
     if compiler is not None and shutil.which(compiler) is None:
         raise ValueError(f"no C compiler {compiler!r} on PATH")
     cc = compiler or next((c for c in ("cc", "gcc", "clang") if shutil.which(c)), None)
     if cc is None:
         return None
     with tempfile.TemporaryDirectory(prefix="minisched-syscall-") as tmp:
-        source, program = Path(tmp, "getppid_loop.c"), Path(tmp, "getppid_loop")
+        source, library = Path(tmp, "getppid_loop.c"), Path(tmp, "getppid_loop.so")
         source.write_text(_SYSCALL_LOOP_C)
-        subprocess.run([cc, "-O2", "-o", str(program), str(source)], check=True, capture_output=True, timeout=120)
-        out = subprocess.run([str(program), str(n)], check=True, capture_output=True, text=True, timeout=120)
-    return float(out.stdout)
+        subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", str(library), str(source)], check=True,
+                       capture_output=True, timeout=120)  # fmt: skip
+        loop = ctypes.CDLL(str(library)).getppid_loop
+    loop.restype, loop.argtypes = ctypes.c_double, [ctypes.c_long]
+    return min(float(loop(n)) for _ in range(repeat))
