@@ -36,6 +36,7 @@ __all__ = [
     "TIMEOUT",
     "decide_async",
     "decide_threaded",
+    "route_decisions",
     "select_async",
     "select_inbox",
     "spawn_costs",
@@ -216,3 +217,37 @@ def spawn_costs(n: int = 2000) -> dict[str, float]:
             f.result()
         item = (time.perf_counter() - t0) / n
     return {"thread start+join": thread, "asyncio task": task, "executor item": item}
+
+
+def route_decisions(tasks: int, *, shared: bool, step: float = 0.01, timeout: float = 2.0) -> list[tuple[int, int | None]]:
+    """The book's `scheduleTask(task, decisions, results)` for `tasks` tasks at once, each a
+    thread waiting on its `decisions` channel; task i's strategy answers after (tasks - i) * step
+    seconds (the first task's answer comes last). With `shared=True` every task reads the one
+    channel the book's signature implies, so each takes whichever decision arrives next, not its
+    own; with `shared=False` each has its own inbox (what `select_inbox` does). Returns
+    (task, task the received decision was for), None on timeout, in task order."""
+    if tasks < 1 or step <= 0:
+        raise ValueError(f"need at least one task and a positive step, got tasks={tasks}, step={step}")
+    one: queue.Queue[int] = queue.Queue()
+    inboxes: list[queue.Queue[int]] = [one if shared else queue.Queue() for _ in range(tasks)]
+    received: list[int | None] = [None] * tasks
+    waiting = threading.Barrier(tasks + 1)
+
+    def schedule_task(i: int) -> None:
+        waiting.wait()
+        try:
+            received[i] = inboxes[i].get(timeout=timeout)
+        except queue.Empty:
+            received[i] = None
+
+    threads = [threading.Thread(target=schedule_task, args=(i,), daemon=True) for i in range(tasks)]
+    for t in threads:
+        t.start()
+    waiting.wait()  # every task is waiting before the first decision is sent
+    started = time.monotonic()
+    for i in sorted(range(tasks), key=lambda i: tasks - i):  # answers in order of their latency
+        time.sleep(max(0.0, started + (tasks - i) * step - time.monotonic()))
+        inboxes[i].put(i)
+    for t in threads:
+        t.join()
+    return list(enumerate(received))

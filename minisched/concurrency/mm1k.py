@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from minisched.clock import VirtualClock
 from minisched.concurrency.dropping import DroppingQueue
 
-__all__ = ["DropSimulation", "mm1k_drop_fraction", "simulate_drops"]
+__all__ = ["DropSimulation", "mm1k_drop_fraction", "simulate_drops", "simulate_ticker_drops"]
 
 
 def mm1k_drop_fraction(arrival_rate: float, service_rate: float, capacity: int) -> float:
@@ -82,4 +82,47 @@ def simulate_drops(
         if service_ends is None and len(q):
             q.get_nowait()
             service_ends = clock.monotonic() + rng.expovariate(service_rate)
+    return DropSimulation(offered, q.dropped, served, clock.monotonic() - start)
+
+
+def simulate_ticker_drops(
+    period: float,
+    service_mean: float,
+    buffer: int,
+    *,
+    ticks: int = 50_000,
+    exponential_service: bool = True,
+    seed: int = 0,
+    clock: VirtualClock | None = None,
+) -> DropSimulation:
+    """The book's producer (§2.3): a ticker offering one item every `period` to a
+    `DroppingQueue(buffer)`, one consumer serving each in `service_mean` on average (exponential
+    with `exponential_service`, else exactly `service_mean`). Arrivals are evenly spaced, not
+    Poisson, so the M/M/1/K formula does not apply: below capacity a ticker drops fewer items than
+    a Poisson stream of the same rate, and with fixed service times none. Event by event on a
+    `VirtualClock`, like `simulate_drops`."""
+    if period <= 0 or service_mean <= 0:
+        raise ValueError(f"period and service time must be positive, got period={period}, service_mean={service_mean}")
+    if ticks < 1:
+        raise ValueError(f"simulate at least one tick, got {ticks}")
+    rng = random.Random(seed)
+    clock = clock or VirtualClock()
+    start = clock.monotonic()
+    q: DroppingQueue[int] = DroppingQueue(buffer)
+    service_ends: float | None = None
+    offered = served = 0
+    while offered < ticks:
+        next_tick = start + (offered + 1) * period
+        if service_ends is not None and service_ends <= next_tick:
+            clock.set(service_ends)
+            served += 1
+            service_ends = None
+        else:
+            clock.set(next_tick)
+            q.offer(offered)
+            offered += 1
+        if service_ends is None and len(q):
+            q.get_nowait()
+            took = rng.expovariate(1 / service_mean) if exponential_service else service_mean
+            service_ends = clock.monotonic() + took
     return DropSimulation(offered, q.dropped, served, clock.monotonic() - start)

@@ -13,6 +13,10 @@ Both take a `Clock`; `sleep` defaults to the clock's, and a simulation on a `Vir
 from __future__ import annotations
 
 import math
+import queue
+import random
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -20,8 +24,9 @@ import numpy as np
 import numpy.typing as npt
 
 from minisched.clock import Clock, RealClock
+from minisched.concurrency.dropping import DroppingQueue
 
-__all__ = ["AbsoluteTicker", "RelativeTicker", "TickRun", "run_ticks"]
+__all__ = ["AbsoluteTicker", "MeasuredDrops", "RelativeTicker", "TickRun", "measure_ticker_drops", "run_ticks"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -99,3 +104,63 @@ def run_ticks(ticker: AbsoluteTicker | RelativeTicker, ticks: int, work: Callabl
         fired[i] = ticker.clock.monotonic()
         work()
     return TickRun(ticker.period, ticker.start, fired, ticker.skipped)
+
+
+@dataclass(frozen=True)
+class MeasuredDrops:
+    offered: int
+    dropped: int
+    served: int
+    busy_seconds: float  # the consumer's measured time in service, summed
+    seconds: float  # wall-clock length of the run
+
+    @property
+    def drop_fraction(self) -> float:
+        return self.dropped / self.offered if self.offered else 0.0
+
+    @property
+    def load(self) -> float:
+        """Offered load as it really was: measured mean service time / mean time between offers
+        (sleeps overshoot, so this is a little above the load asked for)."""
+        if not self.served or not self.offered:
+            return 0.0
+        return (self.busy_seconds / self.served) / (self.seconds / self.offered)
+
+
+def measure_ticker_drops(period: float, service_mean: float, buffer: int, ticks: int, *, seed: int = 0) -> MeasuredDrops:
+    """The book's §2.3 loop for real: an `AbsoluteTicker` thread offers one item per tick to a
+    `DroppingQueue(buffer)` (never blocking), and a consumer thread serves each item by waiting an
+    exponential time of mean `service_mean` (`time.sleep`: a consumer waiting on an API call,
+    which releases the GIL). Counts what was offered, dropped and served. Takes about
+    `ticks * period` seconds."""
+    if period <= 0 or service_mean <= 0 or ticks < 1:
+        raise ValueError(f"need period > 0, service_mean > 0 and ticks >= 1, got {period}, {service_mean}, {ticks}")
+    q: DroppingQueue[int] = DroppingQueue(buffer)
+    rng = random.Random(seed)
+    services = [rng.expovariate(1 / service_mean) for _ in range(ticks)]  # drawn up front: no RNG in the timing
+    done = threading.Event()
+    busy = [0.0, 0]
+
+    def consume() -> None:
+        while True:
+            try:
+                item = q.get(timeout=0.05)
+            except queue.Empty:
+                if done.is_set():
+                    return
+                continue
+            started = time.perf_counter()
+            time.sleep(services[item])
+            busy[0] += time.perf_counter() - started
+            busy[1] += 1
+
+    consumer = threading.Thread(target=consume, name="ticker-consumer", daemon=True)
+    consumer.start()
+    ticker = AbsoluteTicker(period)
+    for i in range(ticks):
+        ticker.wait()
+        q.offer(i)
+    seconds = time.monotonic() - ticker.start
+    done.set()
+    consumer.join()
+    return MeasuredDrops(q.offered, q.dropped, int(busy[1]), busy[0], seconds)

@@ -12,6 +12,7 @@ sample lands in whatever call was waiting, which is why `CPU time` and `Duration
 from __future__ import annotations
 
 import os
+import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from pyinstrument import Profiler
 from pyinstrument.frame import Frame
 from pyinstrument.session import Session
 
-__all__ = ["HotSpot", "call_tree", "hot_spots", "profile_calls", "share_of"]
+__all__ = ["HotSpot", "call_tree", "hot_spots", "profile_calls", "share_of", "without_machine_paths"]
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,23 @@ def call_tree(session: Session, *, show_all: bool = False) -> str:
     """The profile as pyinstrument's text call tree (no colour: it goes into a notebook)."""
     from pyinstrument.renderers import ConsoleRenderer
 
-    return ConsoleRenderer(unicode=True, color=False, show_all=show_all, short_mode=False).render(session)
+    text = ConsoleRenderer(unicode=True, color=False, show_all=show_all, short_mode=False).render(session)
+    return without_machine_paths(text)
+
+
+# a path of this machine up to the package ("/home/x/src/", "../"), and IPython's per-kernel file
+# names for cell code ("/tmp/ipykernel_12154/4049003704.py")
+_PACKAGE_PREFIX = re.compile(r"(?:(?<=\s)|^)(?:[^\s]*?[/\\])?(?=minisched[/\\])", re.MULTILINE)
+_KERNEL_CELL = re.compile(r"[^\s]*ipykernel_\d+[/\\]\d+\.py")
+_INSTALLED = re.compile(r"[^\s]*[/\\]site-packages[/\\]")  # a library: from its package on
+_STDLIB = re.compile(r"[^\s]*[/\\]lib[/\\](python3\.\d+)[/\\]")  # the standard library
+
+
+def without_machine_paths(text: str) -> str:
+    """`text` with the paths of the machine that ran it cut back to `minisched/...`, and a
+    notebook cell's temporary file named `<cell>`: a stored output that reads the same anywhere."""
+    text = _INSTALLED.sub("", _KERNEL_CELL.sub("<cell>", text))
+    return _PACKAGE_PREFIX.sub("", _STDLIB.sub(r"\1/", text))
 
 
 def _short(path: str) -> str:

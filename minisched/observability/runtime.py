@@ -30,13 +30,17 @@ import gc
 import os
 import re
 import resource
+import shutil
+import subprocess
 import sys
 import sysconfig
+import tempfile
 import threading
 import time
 import tracemalloc
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -57,6 +61,8 @@ __all__ = [
     "TickerLateness",
     "TopDifference",
     "allocation_bytes",
+    "bare_syscall_seconds",
+    "forced_collection",
     "gil_disabled",
     "live_type_counts",
     "malloc_arena_count",
@@ -188,6 +194,22 @@ class GCPause:
     seconds: float
     collected: int
     uncollectable: int
+    forced: bool = False  # run by `forced_collection` (a harness's gc.collect), not by the interpreter
+
+
+_forcing = threading.local()
+
+
+def forced_collection(generation: int = 2) -> int:
+    """`gc.collect(generation)`, marked so that every `GCPauseRecorder` files the pause as *forced*.
+    A measuring harness (a soak's sample after each round, `live_type_counts`) collects on purpose;
+    counting those among the collections the interpreter chose to run would show the harness's
+    pauses as the program's."""
+    _forcing.active = True
+    try:
+        return gc.collect(generation)
+    finally:
+        _forcing.active = False
 
 
 class GCPauseRecorder:
@@ -206,6 +228,8 @@ class GCPauseRecorder:
         self._generation = np.zeros(keep, np.int8)
         self._collected = np.zeros(keep, np.int64)
         self._uncollectable = np.zeros(keep, np.int64)
+        self._forced = np.zeros(keep, np.bool_)
+        self._ended = np.zeros(keep, np.float64)  # perf_counter() at the end of each pause
         self._total = 0  # collections recorded since install (or clear)
         self._counts = [0, 0, 0]
         self._lock = threading.Lock()
@@ -218,8 +242,11 @@ class GCPauseRecorder:
             return
         if self._started is None:  # installed in the middle of a collection
             return
-        seconds = time.perf_counter() - self._started
+        ended = time.perf_counter()
+        seconds = ended - self._started
         self._started = None
+        # a collection runs in the thread that triggered it, so a thread-local flag is exact
+        forced = bool(getattr(_forcing, "active", False))
         generation = info["generation"]
         with self._lock:
             i = self._total % self.keep
@@ -227,6 +254,8 @@ class GCPauseRecorder:
             self._generation[i] = generation
             self._collected[i] = info.get("collected", 0)
             self._uncollectable[i] = info.get("uncollectable", 0)
+            self._forced[i] = forced
+            self._ended[i] = ended
             self._total += 1
             self._counts[generation] += 1
         if self.histogram is not None:
@@ -261,7 +290,7 @@ class GCPauseRecorder:
             order = self._order()
             return [
                 GCPause(int(self._generation[i]), float(self._seconds[i]), int(self._collected[i]),
-                        int(self._uncollectable[i]))
+                        int(self._uncollectable[i]), bool(self._forced[i]))
                 for i in order
             ]  # fmt: skip
 
@@ -270,14 +299,24 @@ class GCPauseRecorder:
             self._total = 0
             self._counts = [0, 0, 0]
 
-    def seconds(self, generation: int | None = None) -> FloatArray:
-        """Kept pause lengths in seconds, oldest first, of one generation or of all."""
+    def seconds(self, generation: int | None = None, *, forced: bool | None = None,
+                since: float | None = None, until: float | None = None) -> FloatArray:
+        """Kept pause lengths in seconds, oldest first, of one generation or of all; `forced=False`
+        keeps only the collections the interpreter ran by itself, `forced=True` only those of
+        `forced_collection`; `since`/`until` (perf_counter() values) keep the pauses that ended
+        in that window."""
         with self._lock:
             order = self._order()
-            kept = self._seconds[order]
+            keep = np.ones(order.size, np.bool_)
             if generation is not None:
-                kept = kept[self._generation[order] == generation]
-            return kept.copy()
+                keep &= self._generation[order] == generation
+            if forced is not None:
+                keep &= self._forced[order] == forced
+            if since is not None:
+                keep &= self._ended[order] >= since
+            if until is not None:
+                keep &= self._ended[order] < until
+            return self._seconds[order][keep].copy()
 
     def counts(self) -> dict[int, int]:
         """Collections per generation since install (or clear), including pauses no longer kept."""
@@ -322,7 +361,7 @@ def _nothing() -> None:
 
 
 def _held_by(build: Callable[[], Any]) -> int:
-    gc.collect()
+    forced_collection()
     before = tracemalloc.get_traced_memory()[0]
     held = build()
     after = tracemalloc.get_traced_memory()[0]
@@ -334,7 +373,7 @@ def live_type_counts(module_prefix: str = "minisched") -> collections.Counter[st
     """Live instances per class, for classes defined in modules under `module_prefix`, after a
     full collection. Cheap enough between soak rounds (no tracemalloc needed), and a class whose
     count grows with the pods processed is a leak with a name."""
-    gc.collect()
+    forced_collection()
     counts: collections.Counter[str] = collections.Counter()
     for obj in gc.get_objects():
         cls = type(obj)
@@ -636,7 +675,7 @@ class MemoryWatch(Collector):
         """One measurement. `collect=True` runs a full collection first, so what remains is held,
         not garbage waiting for the collector (a leak survives a collection)."""
         if collect:
-            gc.collect()
+            forced_collection()
         traced = tracemalloc.get_traced_memory()[0] if tracemalloc.is_tracing() else 0
         s = MemorySample(label, rss_bytes(), sys.getallocatedblocks(), traced, len(gc.get_objects()),
                          *((malloc_info(), malloc_arena_count(), pymalloc_arenas()) if self.allocators else ()))
@@ -717,3 +756,45 @@ class MemoryWatch(Collector):
         for t in top:
             diff.add_metric([t.location], t.size_diff)
         yield diff
+
+
+# ------------------------------------------------------------------------------------ system calls
+
+_SYSCALL_LOOP_C = r"""
+#include <time.h>
+#include <unistd.h>
+
+/* seconds per getppid() over n calls; libc does not cache getppid: one system call each */
+double getppid_loop(long n) {
+    volatile long sink = 0;
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    for (long i = 0; i < n; i++) sink += getppid();
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    return ((double)(b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9) / n;
+}
+"""
+
+
+def bare_syscall_seconds(n: int = 200_000, *, compiler: str | None = None, repeat: int = 5) -> float | None:
+    """Seconds per `getppid()` system call made from a C loop, with no interpreter in it (the best
+    of `repeat` runs of `n`): what `os.getppid()` costs minus this is the Python wrapper's share.
+    The loop is compiled as a shared library with `compiler` (default: the first of cc, gcc, clang
+    on PATH) and run in this process through ctypes (one call per `n` system calls), so it shares
+    the process and CPU state of the Python calls it is compared with. None when there is no
+    compiler. Timings: print, never compare."""
+    if n < 1 or repeat < 1:
+        raise ValueError(f"time at least one system call, once, got n={n}, repeat={repeat}")
+    if compiler is not None and shutil.which(compiler) is None:
+        raise ValueError(f"no C compiler {compiler!r} on PATH")
+    cc = compiler or next((c for c in ("cc", "gcc", "clang") if shutil.which(c)), None)
+    if cc is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="minisched-syscall-") as tmp:
+        source, library = Path(tmp, "getppid_loop.c"), Path(tmp, "getppid_loop.so")
+        source.write_text(_SYSCALL_LOOP_C)
+        subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", str(library), str(source)], check=True,
+                       capture_output=True, timeout=120)  # fmt: skip
+        loop = ctypes.CDLL(str(library)).getppid_loop
+    loop.restype, loop.argtypes = ctypes.c_double, [ctypes.c_long]
+    return min(float(loop(n)) for _ in range(repeat))

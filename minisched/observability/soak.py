@@ -15,6 +15,7 @@ run that long, and on the embedded cluster they would otherwise live in our own 
 from __future__ import annotations
 
 import contextlib
+import gc
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -24,11 +25,11 @@ import numpy as np
 from minisched.cluster.base import Cluster
 from minisched.errors import NotFound
 from minisched.objects import make_pod
-from minisched.observability.runtime import MemorySample, MemoryWatch
+from minisched.observability.runtime import GCPauseRecorder, MemorySample, MemoryWatch
 from minisched.resources import EVENTS, PODS
 from minisched.scheduler.scheduler import Scheduler
 
-__all__ = ["SoakResult", "print_verdicts", "run_soak"]
+__all__ = ["CollectorPhase", "CollectorPhases", "SoakResult", "print_verdicts", "run_soak"]
 
 
 @dataclass
@@ -136,3 +137,93 @@ def print_verdicts(checks: Sequence[tuple[str, bool]], overall: str) -> bool:
     passed = all(ok for _, ok in checks)
     print(f"{'PASS' if passed else 'FAIL'}  {overall}")
     return passed
+
+
+@dataclass(frozen=True)
+class CollectorPhase:
+    """What the collector did in one phase of a soak: collections it chose to run itself per
+    1,000 pods (by generation), their pauses, and the harness's forced full collections."""
+
+    name: str
+    rounds: int
+    pods: int
+    automatic_per_1000_pods: tuple[float, float, float]
+    automatic_pause_p50: tuple[float, float, float]  # seconds, NaN where it ran none
+    automatic_pause_max: float  # seconds, over every generation
+    forced_full_p50: float  # seconds: the harness's gc.collect() after each round
+
+
+class CollectorPhases:
+    """The Python levers on the cyclic collector, pulled at round boundaries of a soak
+    (`after_round` as `run_soak`'s `on_round`): after `warmup` rounds, `rounds_per_phase` rounds
+    with the default collector, then `gc.freeze()` (everything alive moves to a permanent generation
+    that collections skip), then also generation 0's threshold times `threshold_factor` (fewer
+    young collections). `restore()` (or leaving the `with` block) unfreezes and puts the
+    thresholds back, whatever happened."""
+
+    NAMES = ("default collector", "after gc.freeze()", "frozen, threshold0 x{factor}")
+
+    def __init__(self, warmup: int, rounds_per_phase: int, *, threshold_factor: int = 10) -> None:
+        if warmup < 1 or rounds_per_phase < 1 or threshold_factor < 1:
+            raise ValueError(f"collector phases need warmup >= 1, rounds_per_phase >= 1 and threshold_factor >= 1, "
+                             f"got {warmup}, {rounds_per_phase}, {threshold_factor}")
+        self.warmup, self.rounds_per_phase, self.threshold_factor = warmup, rounds_per_phase, threshold_factor
+        self.defaults = gc.get_threshold()
+        self.names = [n.format(factor=threshold_factor) for n in self.NAMES]
+        self.starts: list[float] = []  # perf_counter() when each phase began
+        self.rounds: list[int] = []
+        self.ended: float | None = None
+
+    @property
+    def total_rounds(self) -> int:
+        return self.warmup + 3 * self.rounds_per_phase
+
+    def after_round(self, r: int, _sample: object = None) -> None:
+        """Call after round `r` (0-based) ended; pulls the next lever at a phase boundary."""
+        if self.ended is not None or r < self.warmup - 1:
+            return
+        if self.rounds:
+            self.rounds[-1] += 1  # the round that just ended belonged to the current phase
+        phase, into = divmod(r - (self.warmup - 1), self.rounds_per_phase)
+        if into:
+            return
+        if phase == 3:
+            self.restore()
+            return
+        if phase == 1:
+            gc.freeze()
+        elif phase == 2:
+            th0, th1, th2 = self.defaults
+            gc.set_threshold(th0 * self.threshold_factor, th1, th2)
+        self.starts.append(time.perf_counter())
+        self.rounds.append(0)
+
+    def restore(self) -> None:
+        if self.ended is None:
+            self.ended = time.perf_counter()
+        gc.unfreeze()
+        gc.set_threshold(*self.defaults)
+
+    def __enter__(self) -> CollectorPhases:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.restore()
+
+    def summary(self, recorder: GCPauseRecorder, pods_per_round: int) -> list[CollectorPhase]:
+        """Per phase that ran: what `recorder` saw between its start and the next phase's."""
+        ends = [*self.starts[1:], self.ended if self.ended is not None else time.perf_counter()]
+        phases = []
+        for name, since, until, rounds in zip(self.names, self.starts, ends, self.rounds, strict=False):
+            pods = rounds * pods_per_round
+            auto = [recorder.seconds(g, forced=False, since=since, until=until) for g in range(3)]
+            forced = recorder.seconds(2, forced=True, since=since, until=until)
+            every = np.concatenate(auto)
+            phases.append(CollectorPhase(
+                name, rounds, pods,
+                tuple(a.size * 1000 / pods if pods else float("nan") for a in auto),  # type: ignore[arg-type]
+                tuple(float(np.median(a)) if a.size else float("nan") for a in auto),  # type: ignore[arg-type]
+                float(every.max()) if every.size else float("nan"),
+                float(np.median(forced)) if forced.size else float("nan"),
+            ))  # fmt: skip
+        return phases

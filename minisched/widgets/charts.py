@@ -272,3 +272,28 @@ def node_fill(runs: Mapping[str, Mapping[str, tuple[int, int]]]) -> Figure:
                             Line2D([], [], color="black", linewidth=1, label="allocatable")],
                    loc="upper left", ncols=3, fontsize="small")
     return fig
+
+
+# -- Part II §2.2 ----------------------------------------------------------------------------------------
+
+
+def cost_bars(costs: Mapping[str, float], *, title: str, unit: str = "ns", scale: float = 1e9) -> Chart:
+    """Seconds per operation as horizontal bars on a log axis, each labelled with its value in
+    `unit` (`scale` converts seconds to it): costs that differ by orders of magnitude side by side,
+    where a linear axis would flatten all but the largest to nothing."""
+    if not costs or any(not np.isfinite(v) or v <= 0 for v in costs.values()):
+        raise ValueError(f"cost_bars needs at least one positive, finite cost, got {dict(costs)}")
+    names, values = list(costs), np.array([costs[k] * scale for k in costs])
+    fig = Chart(figsize=(7.5, 0.45 * len(names) + 1.2))
+    ax = fig.add_subplot()
+    y = np.arange(len(names))[::-1]
+    ax.barh(y, values, color="tab:blue")
+    ax.set_xscale("log")
+    ax.set_yticks(y, names, fontsize=8)
+    for yi, v in zip(y, values, strict=True):
+        ax.annotate(f"{v:,.0f} {unit}", (v, yi), xytext=(3, 0), textcoords="offset points", va="center", fontsize=8)
+    ax.set_xlim(values.min() / 3, values.max() * 8)
+    ax.set_xlabel(f"{unit} per operation (log scale), measured")
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig

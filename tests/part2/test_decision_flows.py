@@ -149,3 +149,39 @@ def test_spawn_costs_are_measured() -> None:
     assert all(v > 0 for v in costs.values())
     with pytest.raises(ValueError):
         spawn_costs(0)
+
+
+def test_the_books_shared_decisions_channel_hands_decisions_to_the_wrong_tasks() -> None:
+    from minisched.concurrency.decision_flow import route_decisions
+
+    own = [(i, i) for i in range(8)]
+    assert route_decisions(8, shared=False, step=0.002) == own
+    shared = route_decisions(8, shared=True, step=0.002)
+    assert shared != own  # 1 in 8! that a shared channel routes all eight right by chance
+    assert sorted(got for _, got in shared) == list(range(8))  # every decision went to someone
+    with pytest.raises(ValueError, match="at least one task"):
+        route_decisions(0, shared=True)
+
+
+def test_a_ticker_drops_fewer_than_poisson_arrivals_and_none_with_fixed_service_below_capacity() -> None:
+    from minisched.concurrency.mm1k import mm1k_drop_fraction, simulate_ticker_drops
+
+    fixed = simulate_ticker_drops(1.0, 0.9, 1, ticks=5_000, exponential_service=False)
+    assert fixed.dropped == 0 and fixed.served >= 4_999  # (the last one may still be in service)
+    over = simulate_ticker_drops(1.0, 1.2, 8, ticks=30_000, exponential_service=False)
+    assert abs(over.drop_fraction - (1 - 1 / 1.2)) < 0.001  # above capacity: 1 - 1/ρ, buffer or not
+    ticker = simulate_ticker_drops(1.0, 0.9, 1, ticks=30_000, seed=1)
+    assert 0 < ticker.drop_fraction < mm1k_drop_fraction(0.9, 1.0, 2) - 0.05
+    assert simulate_ticker_drops(1.0, 0.9, 1, ticks=1_000, seed=3) == simulate_ticker_drops(1.0, 0.9, 1, ticks=1_000, seed=3)
+    with pytest.raises(ValueError, match="positive"):
+        simulate_ticker_drops(0.0, 1.0, 1)
+
+
+def test_a_real_ticker_and_consumer_count_every_offer() -> None:
+    from minisched.concurrency.tickers import measure_ticker_drops
+
+    run = measure_ticker_drops(0.002, 0.004, 1, 60)  # twice the capacity: about half must go
+    assert run.offered == 60 and run.dropped + run.served == 60
+    assert run.dropped > 0 and run.load > 1
+    with pytest.raises(ValueError, match="ticks >= 1"):
+        measure_ticker_drops(0.002, 0.004, 1, 0)

@@ -29,3 +29,22 @@ def test_hot_spots_name_our_functions_and_count_library_time_as_theirs() -> None
     assert 0 < share_of(session, "score") <= 1 and share_of(session, "no-such-function") == 0
     tree = call_tree(session)
     assert "Pipeline.choose" in tree and "Slow.score" in tree
+
+
+def test_stored_call_trees_name_no_path_of_the_machine() -> None:
+    from minisched.observability.profiling import without_machine_paths
+
+    tree = without_machine_paths(
+        "Profile at /home/ann/src/minisched/observability/profiling.py:37\n"
+        "1.0 profile_calls  ../minisched/observability/profiling.py:34\n"
+        "└─ 1.0 step  /tmp/ipykernel_12154/4049003704.py:12\n"
+        "   ├─ 0.5 arange  /opt/venv/lib/python3.11/site-packages/numpy/core/numeric.py:9\n"
+        "   └─ 0.1 wait  /usr/lib/python3.11/threading.py:320\n"
+    )
+    assert tree.splitlines() == [
+        "Profile at minisched/observability/profiling.py:37",
+        "1.0 profile_calls  minisched/observability/profiling.py:34",
+        "└─ 1.0 step  <cell>:12",
+        "   ├─ 0.5 arange  numpy/core/numeric.py:9",
+        "   └─ 0.1 wait  python3.11/threading.py:320",
+    ]

@@ -14,6 +14,7 @@ from minisched.observability.runtime import (
     GCPauseRecorder,
     MemoryWatch,
     TickerLateness,
+    forced_collection,
     gil_disabled,
     live_type_counts,
     rss_bytes,
@@ -67,6 +68,22 @@ def test_gc_recorder_times_collections_by_generation() -> None:
     n = len(recorder.pauses)
     gc.collect()  # uninstalled: not recorded
     assert len(recorder.pauses) == n
+
+
+def test_gc_recorder_tells_a_harness_collection_from_the_interpreters() -> None:
+    recorder = GCPauseRecorder()
+    with recorder:
+        started = time.perf_counter()
+        gc.collect()  # an ordinary call: filed as the program's own
+        forced_collection()
+        live_type_counts()  # the harness's helpers collect through forced_collection
+        ended = time.perf_counter()
+    kinds = [p.forced for p in recorder.pauses if p.generation == 2]
+    assert kinds[-3:] == [False, True, True]
+    assert recorder.seconds(2, forced=True).size == 2
+    assert recorder.seconds(2, forced=False).size == len(kinds) - 2
+    assert recorder.seconds(2, since=started, until=ended).size == 3
+    assert recorder.seconds(2, since=ended).size == 0
 
 
 def test_gc_recorder_keeps_a_bounded_history_and_counts_everything() -> None:
@@ -191,3 +208,19 @@ def test_memory_watch_keeps_only_its_newest_samples() -> None:
         watch.stop()
     with pytest.raises(ValueError, match="keep"):
         MemoryWatch(keep=0)
+
+
+def test_bare_syscall_seconds_times_a_c_loop_or_says_there_is_no_compiler() -> None:
+    import shutil
+
+    from minisched.observability.runtime import bare_syscall_seconds
+
+    seconds = bare_syscall_seconds(20_000)
+    if shutil.which("cc") or shutil.which("gcc") or shutil.which("clang"):
+        assert seconds is not None and 0 < seconds < 1e-3
+    else:
+        assert seconds is None
+    with pytest.raises(ValueError, match="no C compiler 'no-such-cc'"):
+        bare_syscall_seconds(10, compiler="no-such-cc")
+    with pytest.raises(ValueError, match="at least one"):
+        bare_syscall_seconds(0)

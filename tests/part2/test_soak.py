@@ -103,3 +103,28 @@ def test_verdicts_pass_only_when_every_check_passes(capsys: pytest.CaptureFixtur
     ]
     with pytest.raises(ValueError, match="no checks"):
         print_verdicts([], "flat")
+
+
+def test_collector_phases_pull_each_lever_at_its_round_and_put_everything_back() -> None:
+    import gc
+
+    from minisched.observability.runtime import GCPauseRecorder, forced_collection
+    from minisched.observability.soak import CollectorPhases
+
+    defaults = gc.get_threshold()
+    seen = []
+    with GCPauseRecorder() as recorder, CollectorPhases(2, 3, threshold_factor=4) as phases:
+        for r in range(phases.total_rounds):
+            forced_collection()  # the soak's sample after round r
+            phases.after_round(r)
+            seen.append((gc.get_freeze_count() > 0, gc.get_threshold()[0]))
+    assert phases.rounds == [3, 3, 3] and len(phases.starts) == 3
+    assert seen[:2] == [(False, defaults[0])] * 2  # warm-up and the default phase's start
+    assert seen[4] == (True, defaults[0]) and seen[7] == (True, 4 * defaults[0])
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == defaults  # restored after the last round
+    summary = phases.summary(recorder, pods_per_round=10)
+    assert [p.name for p in summary] == ["default collector", "after gc.freeze()", "frozen, threshold0 x4"]
+    assert [p.pods for p in summary] == [30, 30, 30]
+    assert all(p.forced_full_p50 > 0 for p in summary)
+    with pytest.raises(ValueError, match="rounds_per_phase"):
+        CollectorPhases(1, 0)

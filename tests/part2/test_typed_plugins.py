@@ -111,3 +111,25 @@ def test_framework_cycle_calls_no_protocol_isinstance(protocol_checks: list[type
         assert fw.run_permit(state, pod, result.node)[0].is_success
         assert fw.run_pre_bind(state, pod, result.node).is_success
     assert protocol_checks == [], [c.__name__ for c in protocol_checks]
+
+
+def test_extension_point_cost_asks_every_point_and_refuses_nothing_to_measure() -> None:
+    from minisched.scheduler.framework.strategies import extension_point_cost
+
+    with recording_protocol_checks() as asked:
+        assert extension_point_cost(FreeCapacity(), [Scorer, Admitter], n=3) > 0
+    assert asked == [Scorer, Admitter] * 3
+    with pytest.raises(ValueError, match="at least one"):
+        extension_point_cost(FreeCapacity(), [], n=3)
+
+
+def test_cost_bars_draws_every_cost_on_a_log_axis() -> None:
+    from minisched.widgets.charts import cost_bars
+
+    fig = cost_bars({"isinstance": 2e-5, "hasattr": 6e-8}, title="checks")
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and len(ax.patches) == 2
+    assert [t.get_text() for t in ax.texts] == ["20,000 ns", "60 ns"]
+    assert fig._repr_png_()[:4] == b"\x89PNG"
+    with pytest.raises(ValueError, match="positive"):
+        cost_bars({"free": 0.0}, title="x")

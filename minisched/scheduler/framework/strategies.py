@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import time
 import typing
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
@@ -25,6 +25,7 @@ __all__ = [
     "Processor",
     "Scorer",
     "check_costs",
+    "extension_point_cost",
     "protocol_checks",
     "sync",
 ]
@@ -128,6 +129,21 @@ def check_costs(plugin: object, n: int = 20_000) -> dict[str, float]:
         callable(getattr(plugin, "score", None))
     out["callable(getattr(plugin, 'score', None))"] = (time.perf_counter() - t0) / n
     return out
+
+
+def extension_point_cost(plugin: object, points: Iterable[type], n: int = 2_000) -> float:
+    """Seconds to ask `plugin` once about every Protocol in `points` (isinstance each), measured
+    now: what a framework would pay per plugin if it asked inside the cycle instead of at build.
+    Timings: print, never compare."""
+    protocols = list(points)
+    if n < 1 or not protocols:
+        raise ValueError(f"measure at least one round over at least one extension point, got n={n}, "
+                         f"{len(protocols)} points")
+    t0 = time.perf_counter()
+    for _ in range(n):
+        for proto in protocols:
+            isinstance(plugin, proto)
+    return (time.perf_counter() - t0) / n
 
 
 @contextlib.contextmanager
