@@ -392,8 +392,8 @@ def _cell(x: int, y: int, color: str) -> object:
 def config_timeline(timeline: Sequence[str], order: Sequence[str], *, edits: Sequence[int] = (),
                     swaps: Sequence[int] = ()) -> Figure:
     """The configuration each scheduling cycle ran with (a step line over `order`), with the cycles
-    at which the object was edited (ticks above) and at which the loop took a new framework
-    (ticks below), so a reader can see which edits never showed up as a change."""
+    at which the object was edited (ticks above) and the cycles that started with a new framework
+    (`swaps`, ticks below), so a reader can see which edits never showed up as a change."""
     unknown = sorted(set(timeline) - set(order))
     if unknown:
         raise ValueError(f"timeline names {unknown}, not in order {list(order)}")
@@ -404,12 +404,12 @@ def config_timeline(timeline: Sequence[str], order: Sequence[str], *, edits: Seq
     if edits:
         ax.vlines(edits, top - 0.35, top, color="tab:orange", linewidth=1, label=f"{len(edits)} edits of the object")
     if swaps:
-        ax.vlines(swaps, bottom, bottom + 0.35, color="tab:green", linewidth=1, label=f"{len(swaps)} frameworks handed over")
+        ax.vlines(swaps, bottom, bottom + 0.35, color="tab:green", linewidth=1, label=f"{len(swaps)} new frameworks taken by the loop")
     ax.set_ylim(bottom, top)
     ax.set_yticks(range(len(order)), list(order))
     ax.set_xlabel("scheduling cycle")
     changes = sum(a != b for a, b in zip(timeline, timeline[1:], strict=False))
     ax.set_title(f"the configuration each cycle ran with: {changes} changes", fontsize="medium")
     if edits or swaps:
-        ax.legend(loc="center right", fontsize="small", framealpha=0.9)
+        ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize="small")
     return fig

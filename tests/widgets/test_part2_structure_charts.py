@@ -65,6 +65,6 @@ def test_config_timeline_counts_changes_and_marks_edits_and_swaps() -> None:
     ax = fig.axes[0]
     assert ax.get_title().endswith(": 2 changes")
     assert np.array_equal(ax.lines[0].get_ydata(), [0, 0, 1, 1, 1, 0])
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["4 edits of the object", "2 frameworks handed over"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["4 edits of the object", "2 new frameworks taken by the loop"]
     with pytest.raises(ValueError, match=r"\['MIXED'\]"):
         charts.config_timeline(["A", "MIXED"], ["A", "B"])
