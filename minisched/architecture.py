@@ -42,6 +42,20 @@ def contract_layers(config: Path | None = None) -> list[list[str]]:
     raise ValueError(f"{path} has no layers contract")
 
 
+def ignored_imports(config: Path | None = None) -> dict[str, list[str]]:
+    """contract name -> the imports it lets through by name (`ignore_imports`), as written."""
+    parser = configparser.ConfigParser()
+    path = config or repo_root() / CONFIG_NAME
+    if not parser.read(path):
+        raise FileNotFoundError(f"no import contract at {path}")
+    out: dict[str, list[str]] = {}
+    for section in parser.sections():
+        if section.startswith("importlinter:contract:"):
+            lines = [ln.strip() for ln in parser.get(section, "ignore_imports", fallback="").splitlines()]
+            out[parser.get(section, "name", fallback=section)] = [ln for ln in lines if ln and not ln.startswith("#")]
+    return out
+
+
 def package_imports(package: str = PACKAGE, depth: int = 2) -> dict[tuple[str, str], int]:
     """(importer, imported) -> number of module-level imports between the packages `depth` dots
     deep (minisched.cluster, minisched.scheduler, ...), function-level imports included."""

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from minisched.architecture import (
     broken_contracts,
     check_copy,
     contract_layers,
+    ignored_imports,
     lint,
     package_imports,
     upward_imports,
@@ -66,3 +69,16 @@ def test_the_layer_picture_comes_from_the_code() -> None:
     listed = {m for layer in layers for m in layer}
     modules = {a for a, _ in edges} | {b for _, b in edges}
     assert modules <= listed, f"modules missing from the layers contract: {sorted(modules - listed)}"
+
+
+def test_the_contracts_exceptions_are_read_by_name(tmp_path: Path) -> None:
+    assert ignored_imports() == {
+        "minisched's seven layers point one way": [],
+        "no import cycles between sibling modules anywhere in minisched":
+            ["minisched.scheduler.framework.runtime -> minisched.scheduler.plugins"],
+    }
+    config = tmp_path / ".importlinter"
+    config.write_text("[importlinter:contract:x]\nname = x\ntype = layers\nignore_imports =\n    # why\n    a -> b\n")
+    assert ignored_imports(config) == {"x": ["a -> b"]}
+    with pytest.raises(FileNotFoundError, match="no import contract"):
+        ignored_imports(tmp_path / "missing")
