@@ -18,7 +18,6 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 PACKAGE = "minisched"
 CONFIG_NAME = ".importlinter"
@@ -41,6 +40,20 @@ def contract_layers(config: Path | None = None) -> list[list[str]]:
             return [[m.strip() for m in ln.replace(":", "|").split("|")] for ln in lines
                     if ln and not ln.startswith("#")]
     raise ValueError(f"{path} has no layers contract")
+
+
+def ignored_imports(config: Path | None = None) -> dict[str, list[str]]:
+    """contract name -> the imports it lets through by name (`ignore_imports`), as written."""
+    parser = configparser.ConfigParser()
+    path = config or repo_root() / CONFIG_NAME
+    if not parser.read(path):
+        raise FileNotFoundError(f"no import contract at {path}")
+    out: dict[str, list[str]] = {}
+    for section in parser.sections():
+        if section.startswith("importlinter:contract:"):
+            lines = [ln.strip() for ln in parser.get(section, "ignore_imports", fallback="").splitlines()]
+            out[parser.get(section, "name", fallback=section)] = [ln for ln in lines if ln and not ln.startswith("#")]
+    return out
 
 
 def package_imports(package: str = PACKAGE, depth: int = 2) -> dict[tuple[str, str], int]:
@@ -108,29 +121,16 @@ def check_copy(workdir: Path, plant: Mapping[str, str], root: Path | None = None
     return lint(workdir)
 
 
-def draw_layers(layers: Sequence[Sequence[str]], edges: Mapping[tuple[str, str], int], ax: Any = None) -> Any:
-    """The layers as rows (top layer at the top) with an arrow per package import; arrows that
-    point up (a broken contract) are red."""
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        _, ax = plt.subplots(figsize=(11, 0.55 * len(layers) + 1))
-    where = layer_of(layers)
-    pos: dict[str, tuple[float, float]] = {}
-    for layer in layers:
-        y = float(where[layer[0]])
-        for j, module in enumerate(layer):
-            pos[module] = ((j + 1) / (len(layer) + 1), y)
-    for (a, b), _n in sorted(edges.items()):
-        if a in pos and b in pos:
-            up = where[a] <= where[b]
-            ax.annotate("", xy=pos[b], xytext=pos[a],
-                        arrowprops={"arrowstyle": "->", "color": "red" if up else "0.75", "lw": 1.6 if up else 0.6,
-                                    "shrinkA": 9, "shrinkB": 9})
-    for module, (x, y) in pos.items():
-        ax.text(x, y, module.removeprefix(PACKAGE + "."), ha="center", va="center", fontsize=8,
-                bbox={"boxstyle": "round", "fc": "white", "ec": "0.4"})
-    ax.set_ylim(-0.7, len(layers) - 0.3)
-    ax.set_xlim(0, 1)
-    ax.axis("off")
-    return ax
+def broken_contracts(result: LintResult) -> dict[str, str]:
+    """Each broken contract's report from `lint-imports`' "Broken contracts" section, by contract
+    name; line numbers ("(l.155)") are dropped, since they depend on the file's length."""
+    marker = "Broken contracts"
+    if marker not in result.output:
+        return {}
+    section = result.output.split(marker, 1)[1].strip("-\n ")
+    # each contract: its name, a line of dashes as long as the name, then its report
+    parts = re.split(r"\n*^(.+)\n-+$\n", "\n" + section, flags=re.MULTILINE)
+    reports: dict[str, str] = {}
+    for name, body in zip(parts[1::2], parts[2::2], strict=True):
+        reports[name.strip()] = re.sub(r" \(l\.\d+\)", "", body).strip()
+    return reports

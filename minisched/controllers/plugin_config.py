@@ -32,6 +32,7 @@ its running workers (volcano#5553): hence a swap at the cycle boundary and a tes
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -332,3 +333,95 @@ __all__ = [
     "plugin_signature",
     "profile_from_object",
 ]
+
+
+# -- watching swaps land: what §4.1's chapter draws ----------------------------------------------------
+
+
+def decision_signature(decision: Any) -> tuple[tuple[str, ...], tuple[tuple[str, int], ...]]:
+    """A decision's plugin set: its Filter plugins, and its Score plugins with their weights."""
+    return tuple(decision.filter_plugins), tuple((n, s.weight) for n, s in decision.score_plugins.items())
+
+
+def expected_signature(scheduler: Scheduler, plugins: list[Mapping[str, Any]] | None, probe: Object) -> tuple[Any, ...]:
+    """The signature a decision for `probe` has under a SchedulerPluginConfig with `plugins`
+    (None: the profile the scheduler runs now), decided on a framework built aside, not swapped in."""
+    from minisched.scheduler.framework.types import PodInfo
+
+    profile = (scheduler.frameworks[PROFILE_FOR_TOGGLE].profile if plugins is None
+               else profile_from_object(make_plugin_config(PROFILE_FOR_TOGGLE, plugins)))
+    fwk = scheduler.build_framework(profile)
+    return decision_signature(fwk.schedule(PodInfo.from_pod(probe), scheduler.cache.snapshot()).decision)
+
+
+PROFILE_FOR_TOGGLE = "minisched"
+MIXED = "MIXED"
+
+
+@dataclasses.dataclass
+class ToggleRun:
+    """What `toggle_while_scheduling` saw. Per cycle: the configuration its decision's plugin set
+    matches (MIXED if none) and the object's generation whose framework ran it (0: the scheduler's
+    own profile, -1: a framework this controller did not hand over). `edits`: (the cycle an edit
+    preceded, the generation it wrote)."""
+
+    configs: list[str] = dataclasses.field(default_factory=list)
+    generations: list[int] = dataclasses.field(default_factory=list)
+    edits: list[tuple[int, int]] = dataclasses.field(default_factory=list)
+
+    def changes(self) -> int:
+        """Cycles whose configuration differs from the cycle before."""
+        return sum(a != b for a, b in zip(self.configs, self.configs[1:], strict=False))
+
+    def takeovers(self) -> list[int]:
+        """Cycles that ran a newer generation than the cycle before (the loop took a swap)."""
+        return [i for i in range(1, len(self.generations)) if self.generations[i] != self.generations[i - 1]]
+
+    def first_cycle_of(self) -> dict[int, int]:
+        """generation -> the first cycle that ran with it."""
+        out: dict[int, int] = {}
+        for i, g in enumerate(self.generations):
+            out.setdefault(g, i)
+        return out
+
+    def never_ran(self) -> list[int]:
+        """Generations written by an edit that no cycle ran with: superseded before they landed."""
+        ran = self.first_cycle_of()
+        return [g for _, g in self.edits if g not in ran]
+
+    def lags(self) -> list[int]:
+        """For each edit whose generation ran: cycles from the edit to its first cycle."""
+        ran = self.first_cycle_of()
+        return [ran[g] - cycle for cycle, g in self.edits if g in ran]
+
+
+def toggle_while_scheduling(scheduler: Scheduler, cluster: Cluster, controller: PluginConfigController,
+                            configs: Mapping[str, list[Mapping[str, Any]]], allowed: Mapping[str, tuple[Any, ...]],
+                            cycles: int, *, every: int = 4, progress: Callable[[int], Any] | None = None) -> ToggleRun:
+    """Run `cycles` scheduling cycles on this thread (pods must be queued), patching the
+    SchedulerPluginConfig before every `every`-th cycle to the next of `configs` in turn, while
+    the controller reconciles on its own thread. Each cycle is classified by `allowed`
+    (label -> expected signature) and by the generation of the framework that ran it."""
+    names = list(configs)
+    if len(names) < 2 or every < 1:
+        raise ValueError(f"need two configurations or more and every >= 1, got {names} and every={every}")
+    run = ToggleRun()
+    start_fwk = scheduler.frameworks[PROFILE_FOR_TOGGLE]
+    start_generation = controller.reconciler.applied.get(PROFILE_FOR_TOGGLE, 0)
+    for i in range(cycles):
+        if i % every == every - 1:
+            plugins = configs[names[(i // every + 1) % len(names)]]
+            obj = cluster.patch(SCHEDULER_PLUGIN_CONFIGS, PROFILE_FOR_TOGGLE, {"spec": {"plugins": plugins}})
+            run.edits.append((i, int(obj["metadata"]["generation"])))
+        if not scheduler.schedule_one(timeout=5):
+            raise TimeoutError(f"cycle {i}: no pod to schedule (queue {cycles} pods first)")
+        decision = scheduler.decisions[next(reversed(scheduler.decisions))]
+        signature = decision_signature(decision)
+        run.configs.append(next((k for k, v in allowed.items() if v == signature), MIXED))
+        ran = scheduler.frameworks[PROFILE_FOR_TOGGLE]  # swaps are taken only as a cycle starts
+        handed = list(controller.reconciler.swaps)  # appended by the controller's thread
+        run.generations.append(next((g for _, g, f in reversed(handed) if f is ran),
+                                    start_generation if ran is start_fwk else -1))
+        if progress is not None:
+            progress(1)
+    return run

@@ -82,8 +82,10 @@ def _held(build: Callable[[], Any]) -> tuple[Any, float, int]:
     return out, seconds, held
 
 
-def measure_all(g: PodGraph) -> list[Measured]:
-    """Build the same graph three ways from its edge list, level it, and say what each held."""
+def measure_all(g: PodGraph, progress: Callable[[int], Any] | None = None) -> list[Measured]:
+    """Build the same graph three ways from its edge list, level it, and say what each held;
+    `progress(1)` after each of the three (a progress bar's update)."""
+    tick = progress or (lambda _n: None)
     src, dst = edge_lists(g)
     src_np, dst_np = np.asarray(src), np.asarray(dst)
     out = []
@@ -91,14 +93,17 @@ def measure_all(g: PodGraph) -> list[Measured]:
     t0 = time.perf_counter()
     levels = podgraph_levels(ours)
     out.append(Measured("PodGraph (numpy CSR)", t_build, time.perf_counter() - t0, held, levels))
+    tick(1)
     del ours
     d, t_build, held = _held(lambda: networkx_graph(g.n, src, dst))
     t0 = time.perf_counter()
     levels = networkx_levels(d)
     out.append(Measured("networkx DiGraph", t_build, time.perf_counter() - t0, held, levels))
+    tick(1)
     del d
     sorter, t_build, held = _held(lambda: graphlib_sorter(g.n, src, dst))
     t0 = time.perf_counter()
     levels = graphlib_levels(sorter)
     out.append(Measured("graphlib TopologicalSorter", t_build, time.perf_counter() - t0, held, levels))
+    tick(1)
     return out

@@ -296,4 +296,146 @@ def cost_bars(costs: Mapping[str, float], *, title: str, unit: str = "ns", scale
     ax.set_xlabel(f"{unit} per operation (log scale), measured")
     ax.set_title(title)
     fig.tight_layout()
+
+# -- Part II §3.1 --------------------------------------------------------------------------------------
+
+
+def dependency_levels(names: Sequence[str], levels: Sequence[int], edges: Sequence[tuple[int, int]]) -> Figure:
+    """A small dependency DAG drawn by its levels: one column per level (level 0, what waits for
+    nothing, on the left), an arrow from each pod to the pods that wait for it. `levels[i]` is
+    node i's level, `edges` are (before, after) index pairs; an edge that does not point to a
+    higher level (impossible in a correct levelling) is drawn red."""
+    if len(names) != len(levels):
+        raise ValueError(f"{len(names)} names for {len(levels)} levels")
+    fig = Chart(figsize=(1.8 * (max(levels, default=0) + 1) + 1, 0.55 * _tallest(levels) + 1.2), layout="constrained")
+    ax = fig.add_subplot()
+    rows: dict[int, int] = {}
+    pos = []
+    for level in levels:
+        pos.append((float(level), float(rows.get(level, 0))))
+        rows[level] = rows.get(level, 0) + 1
+    for a, b in edges:
+        wrong = levels[b] <= levels[a]
+        # an arrow that skips a level bends, so it cannot pass through a pod in between
+        bend = -0.35 if abs(levels[b] - levels[a]) > 1 else 0.0
+        ax.annotate("", xy=pos[b], xytext=pos[a],
+                    arrowprops={"arrowstyle": "->", "color": "tab:red" if wrong else "0.35", "shrinkA": 16, "shrinkB": 16,
+                                "connectionstyle": f"arc3,rad={bend}"})
+    for name, (x, y) in zip(names, pos, strict=True):
+        ax.text(x, y, name, ha="center", va="center", fontsize=9, bbox={"boxstyle": "round", "fc": "white", "ec": "0.3"})
+    top = max(levels, default=0)
+    ax.set_xticks(range(top + 1), [f"level {k}" for k in range(top + 1)])
+    ax.set_xlim(-0.6, top + 0.6)
+    ax.set_ylim(max(rows.values(), default=1) - 0.2, -1.2)
+    ax.set_yticks([])
+    for side in ("left", "right", "top"):
+        ax.spines[side].set_visible(False)
+    ax.set_title("each arrow: the pod at its tail must be bound before the pod at its head", fontsize="medium")
+    return fig
+
+
+def _tallest(levels: Sequence[int]) -> int:
+    return max(np.bincount(np.asarray(levels, dtype=np.int64)).tolist(), default=1) if len(levels) else 1
+
+
+def pods_per_level(sizes: Mapping[str, Sequence[int]]) -> Figure:
+    """Pods per Kahn level, one panel per graph (label -> sizes, level 0 first), each bar labelled."""
+    fig = Chart(figsize=(4.6 * max(1, len(sizes)), 2.8), layout="constrained")
+    axes = fig.subplots(1, max(1, len(sizes)), squeeze=False)[0]
+    for ax, (label, counts) in zip(axes, sizes.items(), strict=False):
+        bars = ax.bar(range(len(counts)), counts, color="tab:blue")
+        ax.bar_label(bars, fontsize=7)
+        ax.set_xlabel("level (the Python loop runs once per level)")
+        ax.set_title(f"{label}: {len(counts)} levels", fontsize="medium")
+        ax.margins(y=0.15)
+    axes[0].set_ylabel("pods in the level")
+    return fig
+
+
+# -- Part II §3.2 --------------------------------------------------------------------------------------
+
+
+def layer_import_counts(layers: Sequence[Sequence[str]], edges: Mapping[tuple[str, str], int]) -> np.ndarray:
+    """counts[i, j]: module imports from layer i to layer j, rows and columns in the contract's order
+    (top layer first). A kept layers contract has counts only right of the diagonal (from a layer
+    to one below it); the diagonal (siblings) and the left (upward) must be zero. Imports of
+    modules outside the contract are left out."""
+    row = {m: i for i, layer in enumerate(layers) for m in layer}
+    counts = np.zeros((len(layers), len(layers)), dtype=np.int64)
+    for (a, b), n in edges.items():
+        if n < 0:
+            raise ValueError(f"negative import count {n} for {a} -> {b}")
+        if a in row and b in row:
+            counts[row[a], row[b]] += n
+    return counts
+
+
+def layer_bands(layers: Sequence[Sequence[str]], edges: Mapping[tuple[str, str], int], *, prefix: str = "minisched.") -> Figure:
+    """The layers as labelled bands (top layer at the top) beside a grid of the imports counted
+    between them: row = the importing layer, column = the imported one. Counts below a layer
+    (right of the diagonal) are grey; siblings (the diagonal) and upward imports (left of it),
+    which break the contract, are red."""
+    counts = layer_import_counts(layers, edges)
+    n = len(layers)
+    fig = Chart(figsize=(12, 0.42 * n + 1.6), layout="constrained")
+    bands, grid = fig.subplots(1, 2, sharey=True, width_ratios=[1.1, 1])
+    for i, layer in enumerate(layers):
+        bands.axhspan(i - 0.45, i + 0.45, color="tab:blue" if i % 2 else "tab:cyan", alpha=0.18)
+        names = " | ".join(m.removeprefix(prefix) for m in layer)
+        bands.text(0.01, i, f"L{n - i}  {names}", va="center", fontsize=8)
+    bands.set_xlim(0, 1)
+    bands.set_ylim(n - 0.5, -0.5)
+    bands.set_xticks([])
+    bands.set_yticks([])
+    bands.set_title("the contract's layers, top first", fontsize="medium")
+    for i in range(n):
+        for j in range(n):
+            if counts[i, j]:
+                broken = j <= i
+                grid.add_patch(_cell(j, i, "tab:red" if broken else "0.85"))
+                grid.text(j, i, str(counts[i, j]), ha="center", va="center", fontsize=7,
+                          color="white" if broken else "black", fontweight="bold" if broken else "normal")
+    grid.plot([-0.5, n - 0.5], [-0.5, n - 0.5], color="0.5", linewidth=0.6, linestyle=":")
+    grid.set_xlim(-0.5, n - 0.5)
+    grid.set_xticks(range(n), [f"L{n - j}" for j in range(n)], fontsize=7)
+    grid.tick_params(left=False)
+    grid.set_xlabel("imported layer")
+    up = int(np.tril(counts).sum())
+    grid.set_title(f"imports from row to column: {int(np.triu(counts, 1).sum())} down, {up} sideways or up",
+                   fontsize="medium")
+    return fig
+
+
+def _cell(x: int, y: int, color: str) -> object:
+    from matplotlib.patches import Rectangle
+
+    return Rectangle((x - 0.5, y - 0.5), 1, 1, color=color)
+
+
+# -- Part II §4.1 --------------------------------------------------------------------------------------
+
+
+def config_timeline(timeline: Sequence[str], order: Sequence[str], *, edits: Sequence[int] = (),
+                    swaps: Sequence[int] = ()) -> Figure:
+    """The configuration each scheduling cycle ran with (a step line over `order`), with the cycles
+    at which the object was edited (ticks above) and the cycles that started with a new framework
+    (`swaps`, ticks below), so a reader can see which edits never showed up as a change."""
+    unknown = sorted(set(timeline) - set(order))
+    if unknown:
+        raise ValueError(f"timeline names {unknown}, not in order {list(order)}")
+    fig = Chart(figsize=(9, 2.6), layout="constrained")
+    ax = fig.add_subplot()
+    ax.step(range(len(timeline)), [order.index(t) for t in timeline], where="post", linewidth=1)
+    top, bottom = len(order) - 0.4, -0.6
+    if edits:
+        ax.vlines(edits, top - 0.35, top, color="tab:orange", linewidth=1, label=f"{len(edits)} edits of the object")
+    if swaps:
+        ax.vlines(swaps, bottom, bottom + 0.35, color="tab:green", linewidth=1, label=f"{len(swaps)} new frameworks taken by the loop")
+    ax.set_ylim(bottom, top)
+    ax.set_yticks(range(len(order)), list(order))
+    ax.set_xlabel("scheduling cycle")
+    changes = sum(a != b for a, b in zip(timeline, timeline[1:], strict=False))
+    ax.set_title(f"the configuration each cycle ran with: {changes} changes", fontsize="medium")
+    if edits or swaps:
+        ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize="small")
     return fig

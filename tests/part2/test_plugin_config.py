@@ -16,9 +16,12 @@ from minisched.controllers.plugin_config import (
     SCHEDULER_PLUGIN_CONFIGS,
     SCORE_PLUGINS,
     PluginConfigController,
+    ToggleRun,
+    expected_signature,
     install_crd,
     make_plugin_config,
     profile_from_object,
+    toggle_while_scheduling,
 )
 from minisched.errors import Invalid
 from minisched.objects import make_node, make_pod
@@ -203,3 +206,46 @@ def test_the_app_behind_minisched_run_applies_configs_on_every_backend(cluster: 
         stop.set()
         thread.join(30)
     assert not thread.is_alive()
+
+
+def test_a_toggle_run_counts_changes_takeovers_lags_and_superseded_generations() -> None:
+    run = ToggleRun(configs=["A", "A", "A", "B", "B", "A"], generations=[1, 1, 1, 2, 2, 5],
+                    edits=[(1, 2), (3, 3), (4, 4), (4, 5)])
+    assert run.changes() == 2
+    assert run.takeovers() == [3, 5]
+    assert run.first_cycle_of() == {1: 0, 2: 3, 5: 5}
+    assert run.never_ran() == [3, 4]  # written, then overwritten before a cycle took them
+    assert run.lags() == [2, 1]
+
+
+def test_toggling_while_scheduling_runs_each_cycle_with_the_generation_it_reports(
+        cluster_with_nodes: EmbeddedCluster) -> None:
+    cluster = cluster_with_nodes
+    sched = Scheduler(cluster, keep_decisions=500)
+    sched.start(loop=False)
+    controller = PluginConfigController(sched, cluster)
+    controller.start()
+    try:
+        wait_for_nodes(sched, 12)
+        probe = make_pod("probe", cpu="10m", memory="16Mi")
+        allowed = {"A": expected_signature(sched, CONFIG_A, probe), "B": expected_signature(sched, CONFIG_B, probe)}
+        obj = cluster.create(SCHEDULER_PLUGIN_CONFIGS, make_plugin_config("minisched", CONFIG_A))
+        wait_until(lambda: controller.applied.get("minisched") == obj["metadata"]["generation"], timeout=30,
+                   what="A handed over")
+        cycles = 120
+        for i in range(cycles):
+            cluster.create(PODS, make_pod(f"t{i:03d}", cpu="10m", memory="16Mi"))
+        wait_until(lambda: sum(sched.pending_pods().values()) == cycles, timeout=30, what="pods queued")
+        run = toggle_while_scheduling(sched, cluster, controller, {"A": CONFIG_A, "B": CONFIG_B}, allowed, cycles,
+                                      every=3)
+        assert len(run.configs) == len(run.generations) == cycles and "MIXED" not in run.configs
+        assert [c for c, _ in run.edits] == list(range(2, cycles, 3))
+        written = {obj["metadata"]["generation"]: "A"} | {g: "AB"[k % 2 == 0] for k, (_, g) in enumerate(run.edits)}
+        # every cycle ran the configuration that its generation wrote: the bookkeeping is the truth
+        assert all(written[g] == c for g, c in zip(run.generations, run.configs, strict=True))
+        assert run.generations == sorted(run.generations)  # never back to an older generation
+        assert set(run.never_ran()) | set(run.first_cycle_of()) >= {g for _, g in run.edits}
+        assert all(lag >= 0 for lag in run.lags())
+    finally:
+        controller.stop()
+        sched.stop()

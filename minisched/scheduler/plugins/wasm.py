@@ -24,9 +24,10 @@ The ABI: the guest exports `memory`, `input_offset() -> i32`, and `score` and/or
 `(n: i32, pod_cpu: i64, pod_memory: i64) -> i32` (0 = ok, anything else an error code). Before the
 call the host writes COLUMNS, each n little-endian i64s, at input_offset(); the guest writes n i64s
 right after them: scores (0..100) or filter reason bits (0 = the node passes; bit i = reason i,
-`reasons` in the args name them). One call per cycle over all nodes: crossing into wasm costs
-microseconds, so a call per node (`calls: per-node`, which needs the guest's `score_one` export)
-costs microseconds per node; bench/wasm_bench.py measures both.
+`reasons` in the args name them). One call per cycle over all nodes: each crossing into wasm
+converts its arguments and result through wasmtime's C API, which costs far more than the
+guest's work on one node, so a call per node (`calls: per-node`, which needs the guest's
+`score_one` export) pays that cost n times; bench/wasm_bench.py and chapter p2_ch04_2 measure both.
 
 Guests ship in wasm_guests/ (`guest_path("least_allocated")`): a well-behaved least-allocated scorer
 and fit filter, a runaway loop, and a memory hog, all in WebAssembly text.
