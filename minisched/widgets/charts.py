@@ -272,3 +272,74 @@ def node_fill(runs: Mapping[str, Mapping[str, tuple[int, int]]]) -> Figure:
                             Line2D([], [], color="black", linewidth=1, label="allocatable")],
                    loc="upper left", ncols=3, fontsize="small")
     return fig
+
+
+# -- Part II §5 ------------------------------------------------------------------------------------------
+
+
+def state_diagram(edges: Mapping[tuple[object, object], Sequence[object]], *, title: str = "") -> Figure:
+    """A state machine's moves: states on a circle (in the order they first appear), an arrow per
+    (from, to) pair labelled with the events that take it, one per line. `edges` is what
+    `minisched.scheduler.lifecycle.transition_edges(table)` returns, so the drawing comes from the
+    table itself. Two opposite arrows between a pair bend to either side instead of overlapping."""
+    from matplotlib.patches import FancyArrowPatch
+
+    def name(x: object) -> str:
+        return str(getattr(x, "name", x))
+
+    states: list[object] = []
+    for src, dst in edges:
+        for s in (src, dst):
+            if s not in states:
+                states.append(s)
+    if not states:
+        raise ValueError("state_diagram needs at least one move to draw (every entry was IGNORE or REFUSE)")
+    angles = np.pi / 2 - 2 * np.pi * np.arange(len(states)) / len(states)
+    pos = {s: (float(np.cos(a)), float(np.sin(a))) for s, a in zip(states, angles, strict=True)}
+    fig = Chart(figsize=(8, 7), layout="constrained")
+    ax = fig.add_subplot()
+    for s, (x, y) in pos.items():
+        ax.text(x, y, name(s), ha="center", va="center", fontsize=10, zorder=3,
+                bbox={"boxstyle": "round,pad=0.4", "facecolor": "lightyellow", "edgecolor": "black"})
+    for (src, dst), events in edges.items():
+        (x0, y0), (x1, y1) = pos[src], pos[dst]
+        bend = 0.18
+        ax.add_patch(FancyArrowPatch((x0, y0), (x1, y1), connectionstyle=f"arc3,rad={bend}", arrowstyle="-|>",
+                                     mutation_scale=14, shrinkA=28, shrinkB=28, color="tab:blue", linewidth=1.1))
+        # the label sits on the arc's bulge: the chord's midpoint pushed sideways by half the bend
+        mx, my = (x0 + x1) / 2, (y0 + y1) / 2
+        dx, dy = x1 - x0, y1 - y0
+        lx, ly = mx + bend / 2 * dy, my - bend / 2 * dx
+        ax.text(lx, ly, "\n".join(name(e) for e in events), ha="center", va="center", fontsize=7, zorder=2,
+                color="tab:blue", bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none",
+                                        "alpha": 0.85})
+    ax.set_xlim(-1.35, 1.35)
+    ax.set_ylim(-1.3, 1.3)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    if title:
+        ax.set_title(title)
+    return fig
+
+
+# -- Part II §4.4 ----------------------------------------------------------------------------------------
+
+
+def run_spread(values: Mapping[str, Sequence[float]], *, xlabel: str, scale: float = 1e6) -> Figure:
+    """One row per setting: each run's figure as a dot (times `scale`: seconds to µs by default) and
+    their median as a bar, so a difference between settings can be read against the spread of one
+    setting's runs."""
+    if not values or any(len(v) == 0 for v in values.values()):
+        raise ValueError("run_spread needs at least one run per setting")
+    fig = Chart(figsize=(6.5, 0.6 + 0.55 * len(values)), layout="constrained")
+    ax = fig.add_subplot()
+    for y, (label, runs) in enumerate(values.items()):
+        xs = np.asarray(runs, dtype=float) * scale
+        ax.plot(xs, np.full(len(xs), y), "o", color="tab:blue", alpha=0.7, markersize=6)
+        ax.plot([np.median(xs)] * 2, [y - 0.3, y + 0.3], color="black", linewidth=2)
+    ax.set_yticks(range(len(values)), list(values))
+    ax.invert_yaxis()
+    ax.set_xlim(left=0)
+    ax.set_xlabel(xlabel)
+    ax.grid(axis="x", alpha=0.3)
+    return fig
