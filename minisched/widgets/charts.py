@@ -333,7 +333,7 @@ def run_spread(values: Mapping[str, Sequence[float]], *, xlabel: str, scale: flo
         raise ValueError("run_spread needs at least one run per setting")
     fig = Chart(figsize=(6.5, 0.6 + 0.55 * len(values)), layout="constrained")
     ax = fig.add_subplot()
-    for y, (label, runs) in enumerate(values.items()):
+    for y, runs in enumerate(values.values()):
         xs = np.asarray(runs, dtype=float) * scale
         ax.plot(xs, np.full(len(xs), y), "o", color="tab:blue", alpha=0.7, markersize=6)
         ax.plot([np.median(xs)] * 2, [y - 0.3, y + 0.3], color="black", linewidth=2)
