@@ -392,6 +392,27 @@ def replica_share(runs: Mapping[str, Mapping[str, int]], *, ylabel: str = "pods 
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
     return fig
 
+
+def span_waterfall(spans: Sequence[tuple[int, str, int, int]], *, title: str = "") -> Figure:
+    """One trace's spans as a waterfall: a bar per span from its start to its end (µs since the
+    first span started), indented by colour per depth, labelled with its name and duration.
+    `spans`: (depth, name, start_ns, end_ns), in the order to draw them top to bottom."""
+    if not spans:
+        raise ValueError("span_waterfall needs at least one span")
+    t0 = min(start for _, _, start, _ in spans)
+    fig = Chart(figsize=(7, 0.6 + 0.25 * len(spans)), layout="constrained")
+    ax = fig.add_subplot()
+    for y, (depth, name, start, end) in enumerate(spans):
+        ax.barh(y, (end - start) / 1e3, left=(start - t0) / 1e3, color=f"C{depth % 10}", edgecolor="black", linewidth=0.3)
+        ax.text((end - t0) / 1e3, y, f" {name} {(end - start) / 1e3:.0f} µs", va="center", fontsize=7)
+    ax.set_yticks([])
+    ax.invert_yaxis()
+    ax.set_xlabel("µs since the attempt started")
+    ax.margins(x=0.25)
+    if title:
+        ax.set_title(title)
+    return fig
+
 # -- Part II §5 ------------------------------------------------------------------------------------------
 
 

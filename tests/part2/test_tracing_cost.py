@@ -9,7 +9,7 @@ import pytest
 
 from minisched.observability.tracing import ProfileEntry, source_name
 from minisched.observability.tracing_cost import drain_cycles, tracing_cost
-from minisched.widgets.charts import run_spread
+from minisched.widgets.charts import run_spread, span_waterfall
 
 
 def test_settings_are_interleaved_in_a_rotating_order_with_a_run_each_per_round():
@@ -72,3 +72,12 @@ def test_run_spread_draws_a_dot_per_run():
     assert list(lines[0].get_xdata()) == pytest.approx([100, 200]) and list(lines[1].get_xdata()) == pytest.approx([150, 150])
     with pytest.raises(ValueError):
         run_spread({"off": []}, xlabel="µs")
+
+
+def test_span_waterfall_draws_each_span_from_its_start():
+    fig = span_waterfall([(0, "attempt", 1_000, 11_000), (1, "Filter", 2_000, 4_000)], title="one")
+    bars = fig.axes[0].patches
+    assert [(b.get_x(), b.get_width()) for b in bars] == [(0.0, 10.0), (1.0, 2.0)]
+    assert " Filter 2 µs" in {t.get_text() for t in fig.axes[0].texts}
+    with pytest.raises(ValueError):
+        span_waterfall([])
