@@ -41,6 +41,7 @@ import cProfile
 import io
 import os
 import pstats
+import re
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -119,6 +120,26 @@ def otlp_provider(endpoint: str | None = None, *, ratio: float | None = None) ->
     return tracer_provider(ratio=ratio, exporter=exporter)
 
 
+_PACKAGE_ROOT = Path(__file__).resolve().parent.parent.parent
+_KERNEL_CELL = re.compile(r"ipykernel_\d+[/\\]\d+\.py$")
+
+
+def source_name(filename: str) -> str:
+    """A profiled function's file as a reader wants it: minisched's own files relative to the
+    repository (minisched/scheduler/queue.py), a notebook cell's as "<notebook cell>" (IPython
+    compiles each cell to /tmp/ipykernel_<pid>/<hash>.py, a name that changes with every kernel),
+    anything else by its base name (site-packages, the standard library)."""
+    if _KERNEL_CELL.search(filename):
+        return "<notebook cell>"
+    if not filename or filename.startswith(("<", "~")):
+        return filename  # built-ins: "~", "<frozen ...>", "<string>"
+    path = Path(filename)
+    try:
+        return path.resolve().relative_to(_PACKAGE_ROOT).as_posix()
+    except ValueError:
+        return path.name
+
+
 @dataclass(frozen=True)
 class ProfileEntry:
     span_id: str  # the attempt span's, as 16 hex digits
@@ -130,16 +151,23 @@ class ProfileEntry:
         """The n costliest functions: (module:line(function), own seconds, cumulative seconds, calls)."""
         rows = []
         for (filename, line, func), (_cc, calls, tottime, cumtime, _callers) in self.stats.stats.items():  # type: ignore[attr-defined]
-            where = f"{os.path.basename(filename)}:{line}({func})" if line else func
+            where = f"{source_name(filename)}:{line}({func})" if line else func
             rows.append((where, tottime, cumtime, calls))
         key = 1 if sort == "tottime" else 2
         rows.sort(key=lambda r: r[key], reverse=True)
         return rows[:n]
 
-    def text(self, n: int = 15) -> str:
-        """pstats' own report of the n costliest functions (by own time)."""
+    def text(self, n: int = 15, *, full_paths: bool = False) -> str:
+        """pstats' own report of the n costliest functions (by own time). Files are named as
+        `source_name` names them (the machine's paths and the kernel's temporary file names stay
+        out of a stored report) unless `full_paths`."""
         out = io.StringIO()
         report = copy.copy(self.stats)  # the shared Stats keeps printing to its own stream
+        if not full_paths:
+            report.stats = {(source_name(f), line, func): (cc, nc, tt, ct, {  # type: ignore[attr-defined]
+                (source_name(cf), cl, cfunc): v for (cf, cl, cfunc), v in callers.items()})
+                for (f, line, func), (cc, nc, tt, ct, callers) in self.stats.stats.items()}  # type: ignore[attr-defined]
+            report.fcn_list = 0  # type: ignore[attr-defined]  # the sort order was of the old keys
         report.stream = out  # type: ignore[attr-defined]
         report.sort_stats("tottime").print_stats(n)
         return out.getvalue()

@@ -270,3 +270,37 @@ GROUP_TRANSITIONS: dict[tuple[GroupState, GroupEvent], GroupState | Verdict] = {
 check_exhaustive(QUEUE_TRANSITIONS, QueueState, QueueEvent)
 check_exhaustive(CACHE_TRANSITIONS, CacheState, CacheEvent)
 check_exhaustive(GROUP_TRANSITIONS, GroupState, GroupEvent)
+
+
+# --- reading a table ----------------------------------------------------------------------------------------
+
+
+def transition_edges(table: Mapping[tuple[S, E], S | Verdict]) -> dict[tuple[S, S], list[E]]:
+    """The moves a table makes, for drawing it: (from, to) -> the events that take it there, in the
+    table's order. IGNORE and REFUSE move nothing and are left out, as is an event that leaves the
+    state where it is (a self-loop says nothing a diagram of moves needs)."""
+    edges: dict[tuple[S, S], list[E]] = {}
+    for (state, event), target in table.items():
+        if isinstance(target, Verdict) or target == state:
+            continue
+        edges.setdefault((state, target), []).append(event)
+    return edges
+
+
+def transition_grid(table: Mapping[tuple[S, E], S | Verdict], states: Iterable[S], events: Iterable[E]) -> str:
+    """The table as text, a row per state and a numbered column per event: `·` for IGNORE, `✗` for
+    REFUSE, otherwise the first two letters of the new state; a key to the columns below."""
+    states, events = list(states), list(events)
+    width = max(len(s.name) for s in states)
+    marks = {IGNORE: "·", REFUSE: "✗"}
+    lines = [" " * width + " " + " ".join(f"{i:>2}" for i in range(1, len(events) + 1))]
+    for s in states:
+        cells = []
+        for e in events:
+            target = table[s, e]
+            cells.append(f"{marks[target] if isinstance(target, Verdict) else target.name[:2]:>2}")
+        lines.append(f"{s.name:>{width}} " + " ".join(cells))
+    lines.append("")
+    lines.append("   ".join(f"{i}={e.name}" for i, e in enumerate(events, 1)))
+    lines.append("·=IGNORE  ✗=REFUSE, otherwise the first letters of the new state")
+    return "\n".join(lines)

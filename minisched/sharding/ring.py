@@ -89,5 +89,13 @@ class Ring:
                     break
         return parts
 
+    def hashed_partition(self, nodes: Sequence[str]) -> dict[str, list[str]]:
+        """Each node to its rendezvous owner alone, with no bound on the load: what `partition`
+        would be without its cap, kept to show why the cap is there (few nodes split unevenly)."""
+        parts: dict[str, list[str]] = {m: [] for m in self.members}
+        for node in sorted(nodes):
+            parts[self.owner_of_node(node)].append(node)
+        return parts
+
     def __repr__(self) -> str:
         return f"Ring({list(self.members)!r})"

@@ -22,7 +22,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from minisched.clock import Clock
@@ -42,8 +42,11 @@ _WRITES = ("create", "update", "patch", "delete", "bind", "evict")
 class PausableLink:
     """A `Cluster` whose writes hang while paused, and that records every binding that succeeded."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: Cluster, clock: Clock | None = None) -> None:
         self.cluster = cluster
+        self.clock = clock
+        # (clock.monotonic(), namespace/name, accepted) of every binding sent: a timeline of the replica
+        self.log: list[tuple[float, str, bool]] = []
         self._running = threading.Event()
         self._running.set()
         self._lock = threading.Lock()
@@ -75,9 +78,14 @@ class PausableLink:
         except Exception as err:
             with self._lock:
                 self.errors.append(f"{type(err).__name__}: {err}")
+                self.log.append((self._now(), f"{namespace}/{name}", False))
             raise
         with self._lock:
             self.bound.append((f"{namespace}/{name}", uid or "", node_name))
+            self.log.append((self._now(), f"{namespace}/{name}", True))
+
+    def _now(self) -> float:
+        return self.clock.monotonic() if self.clock is not None else time.monotonic()
 
     def __getattr__(self, attr: str) -> Any:
         target = getattr(self.cluster, attr)
@@ -134,7 +142,7 @@ class ShardedSim:
         self.threads = threads
         self.replicas: dict[str, SimReplica] = {}
         for name in names:
-            link = PausableLink(cluster)
+            link = PausableLink(cluster, clock)
             shard = Shard(link, identity=name, group=group, namespace=namespace, lease_duration=lease_duration,
                           clock=clock, capacity_fence=capacity_fence, bind_fence=bind_fence)
             sched = Scheduler(link, clock=clock, shard=shard, bind_workers=bind_workers,
@@ -294,6 +302,13 @@ class PausedRun:
     bound_by: dict[str, int]
     rings: dict[str, tuple[str, ...]]  # each replica's ring at the end
     seconds: float  # wall time of the run
+    # on the virtual clock, seconds from the replicas' start: every binding sent (time, replica,
+    # accepted), and when the paused replica stopped and resumed
+    timeline: list[tuple[float, str, bool]] = field(default_factory=list)
+    paused_from: float = 0.0
+    # its last renewal was at the start (time 0): from here on the others may drop it from their ring
+    lease_expired_at: float = 0.0
+    resumed_at: float = 0.0
 
 
 def paused_replica_run(
@@ -326,6 +341,7 @@ def paused_replica_run(
                      max_bindings_in_flight=pods)
     try:
         sim.start()
+        t0 = clock.monotonic()
         ring = Ring(names)
         # Every replica is held while the pods arrive, so the paused one decides its whole share
         # before any other binding reaches its cache: its decisions are as stale as they can get
@@ -349,6 +365,7 @@ def paused_replica_run(
         taken = len(owned & bound_meanwhile)
         stats0 = sim[paused].scheduler.stats
         conflicts0, refusals0 = stats0.bind_conflicts, stats0.fence_refusals
+        resumed_at = clock.monotonic() - t0
         sim.resume(paused)
         # it renews (its lease had lapsed: it rejoins, owning nothing until its settle is over);
         # the others see it again
@@ -376,6 +393,8 @@ def paused_replica_run(
             held_writes=held, bound_by=sim.bound_by(),
             rings={r.name: r.shard.ring.members for r in sim.replicas.values()},
             seconds=time.monotonic() - began,
+            timeline=sorted((t - t0, r.name, ok) for r in sim.replicas.values() for t, _, ok in list(r.link.log)),
+            paused_from=0.0, lease_expired_at=lease_duration, resumed_at=resumed_at,
         )
     finally:
         sim.stop()
@@ -411,6 +430,7 @@ def paused_before_bind_run(
     lease_duration: float = 15.0,
     names: tuple[str, str] = ("sched-a", "sched-b"),
     timeout: float = 60.0,
+    node_labels: dict[str, str] | None = None,
 ) -> BindFenceRun:
     """The gap the lease check after `reserve` leaves: the holder reserves n1 for pod p, checks its
     lease, and pauses before its bind; its lease lapses, the peer takes p over, removes the
@@ -423,7 +443,8 @@ def paused_before_bind_run(
     On a fresh embedded cluster and VirtualClock by default; given a `cluster` (a real API server)
     and a VirtualClock, the same steps on it (nodes `<group>-n1/-n2`, pods `<group>-p/-q`, all
     deleted at the end; the pods are `scheduler_name`'s, which no other scheduler serves). The
-    peer's scheduling loop is driven by hand (one cycle at a time), the holder's runs by itself."""
+    peer's scheduling loop is driven by hand (one cycle at a time), the holder's runs by itself.
+    `node_labels` label its nodes and become its pods' nodeSelector (a chapter's own nodes only)."""
     from minisched.clock import VirtualClock
     from minisched.objects import make_node, make_pod, make_priority_class
     from minisched.resources import PRIORITY_CLASSES
@@ -444,7 +465,7 @@ def paused_before_bind_run(
     p = next(f"{group}-p{i}" for i in range(1000) if ring.owner_of_pod(namespace, f"{group}-p{i}") == holder_name)
     q = next(f"{group}-q{i}" for i in range(1000) if ring.owner_of_pod(namespace, f"{group}-q{i}") == peer_name)
     n1, n2, high = f"{group}-n1", f"{group}-n2", f"{group}-high"
-    cluster.create(NODES, make_node(n1, cpu="4", memory="16Gi"))
+    cluster.create(NODES, make_node(n1, cpu="4", memory="16Gi", labels=node_labels))
     cluster.create(PRIORITY_CLASSES, make_priority_class(high, 1000))
     sim = ShardedSim(cluster, clock, names, bind_fence=bind_fence, lease_duration=lease_duration, group=group,
                      namespace=lease_namespace, scheduler_options={"profiles": [default_profile(scheduler_name)]})
@@ -467,11 +488,11 @@ def paused_before_bind_run(
         peer.scheduler.start(loop=False)
         sim._started = True
         sim.step(max(r.shard.join_settle for r in (holder, peer)))
-        cluster.create(PODS, make_pod(p, namespace=namespace, cpu="3", memory="1Gi", scheduler_name=scheduler_name),
-                       namespace)
+        cluster.create(PODS, make_pod(p, namespace=namespace, cpu="3", memory="1Gi", scheduler_name=scheduler_name,
+                                      node_selector=node_labels), namespace)
         _wait(lambda: paused.is_set() and holder.link.held >= 1, timeout, "the holder paused at its bind")
         cluster.create(PODS, make_pod(q, namespace=namespace, cpu="3", memory="1Gi", priority_class_name=high,
-                                      scheduler_name=scheduler_name), namespace)
+                                      scheduler_name=scheduler_name, node_selector=node_labels), namespace)
         _wait(lambda: peer.scheduler.cache.pod_node(f"{namespace}/{q}") is None
               and q in {k.split("/", 1)[1] for k in _queued(peer.scheduler)}, timeout, "q in the peer's queue")
         # the holder's lease lapses (timed from when the peer last saw it change): the peer's ring
@@ -495,7 +516,7 @@ def paused_before_bind_run(
         if not holder.link.bound:
             answer = holder.link.errors[-1] if holder.link.errors else "failed"
         # room for p elsewhere; time passes: the holder rejoins, the ring gives p back to it
-        cluster.create(NODES, make_node(n2, cpu="4", memory="16Gi"))
+        cluster.create(NODES, make_node(n2, cpu="4", memory="16Gi", labels=node_labels))
         sim.advance(holder.shard.membership.renew_period + holder.shard.join_settle + 1)
         deadline = time.monotonic() + timeout
         while not cluster.get(PODS, p, namespace)["spec"].get("nodeName") and time.monotonic() < deadline:
@@ -519,6 +540,76 @@ def paused_before_bind_run(
             _clean_up(cluster, namespace, [p, q], [n1, n2], group, lease_namespace)
             with contextlib.suppress(Exception):
                 cluster.delete(PRIORITY_CLASSES, high)
+
+
+@dataclass
+class ShareRun:
+    """What `work_share_run` saw: how the replicas split one backlog."""
+
+    replicas: tuple[str, ...]
+    pods: int
+    bound: int
+    owned: dict[str, int]  # pods the ring gives each replica
+    bound_by: dict[str, int]  # bindings each replica sent that succeeded
+    cycles: dict[str, int]  # scheduling cycles each replica ran
+    in_partition: dict[str, int]  # of its bindings, those on a node of its own partition
+    ledger_conflicts: int  # ledger writes answered 409 (two replicas on one node), over all replicas
+    bound_twice: list[str]
+    overcommitted: dict[str, dict[str, tuple[int, int]]]
+    seconds: float  # wall time of the drain, from the pods' creation to the last binding
+
+
+def work_share_run(
+    replicas: int = 3,
+    *,
+    nodes: int = 9,
+    node_cpu: int = 32,
+    pods: int = 240,
+    timeout: float = 120.0,
+) -> ShareRun:
+    """`replicas` sharded schedulers (sched-a, sched-b, ...) drain a backlog of `pods` 1-CPU pods on
+    `nodes` nodes of a fresh embedded cluster and VirtualClock, nobody paused: who owned, scheduled
+    and bound what, and whether they stayed in their partitions."""
+    from minisched.clock import VirtualClock
+    from minisched.cluster.embedded import EmbeddedCluster
+    from minisched.objects import make_node, make_pod
+    from minisched.sharding.ring import Ring
+
+    if not 1 <= replicas <= 26:
+        raise ValueError(f"replicas must be 1 to 26 (named sched-a to sched-z), got {replicas}")
+    if pods > nodes * node_cpu:
+        raise ValueError(f"{pods} 1-CPU pods do not fit {nodes} nodes of {node_cpu} CPUs: the run measures a drain")
+    names = tuple(f"sched-{chr(ord('a') + i)}" for i in range(replicas))
+    clock = VirtualClock()
+    cluster = EmbeddedCluster(clock=clock)
+    node_names = [f"node-{i:03d}" for i in range(nodes)]
+    for name in node_names:
+        cluster.create(NODES, make_node(name, cpu=str(node_cpu), memory=f"{node_cpu * 8}Gi", pods="110"))
+    sim = ShardedSim(cluster, clock, names, max_bindings_in_flight=pods)
+    try:
+        sim.start()
+        ring = Ring(names)
+        partition = ring.partition(node_names)
+        pod_names = [f"pod-{i:05d}" for i in range(pods)]
+        began = time.monotonic()
+        for name in pod_names:
+            cluster.create(PODS, make_pod(name, cpu="1", memory="1Gi"))
+        _wait(lambda: _bound(cluster, "default", pod_names) == pods, timeout, "every pod bound")
+        seconds = time.monotonic() - began
+        sim.settle(timeout=timeout)
+        owners = [ring.owner_of_pod("default", n) for n in pod_names]
+        return ShareRun(
+            replicas=names, pods=pods, bound=_bound(cluster, "default", pod_names),
+            owned={n: owners.count(n) for n in names}, bound_by=sim.bound_by(),
+            cycles={r.name: len(r.scheduler.stats.cycle_seconds) for r in sim.replicas.values()},
+            in_partition={r.name: sum(node in partition[r.name] for _, _, node in list(r.link.bound))
+                          for r in sim.replicas.values()},
+            ledger_conflicts=sum(r.shard.ledger.conflicts for r in sim.replicas.values() if r.shard.ledger is not None),
+            bound_twice=sim.bound_twice(), overcommitted=sim.overcommitted(), seconds=seconds,
+        )
+    finally:
+        sim.stop()
+        cluster.close()
 
 
 def _queued(sched: Scheduler) -> set[str]:
@@ -556,11 +647,12 @@ def paused_replica_live(
     names: tuple[str, ...] = ("sched-a", "sched-b", "sched-c"),
     paused: str = "sched-c",
     timeout: float = 120.0,
+    node_labels: dict[str, str] | None = None,
 ) -> LiveRun:
     """The paused-replica run on any cluster (a real API server too), on the real clock: each
     replica's Shard renews its lease on its own thread, so the paused one's lease really expires.
-    Creates its nodes (`<group>-node-NN`) and pods, and deletes them, the leases and the ledgers
-    at the end."""
+    Creates its nodes (`<group>-node-NN`, labelled `node_labels`, which its pods select) and pods,
+    and deletes them, the leases and the ledgers at the end."""
     from minisched.clock import RealClock
     from minisched.objects import make_node, make_pod
     from minisched.scheduler.framework.profile import default_profile
@@ -570,7 +662,7 @@ def paused_replica_live(
     node_names = [f"{group}-node-{i:02d}" for i in range(nodes)]
     pod_names = [f"{group}-pod-{i:04d}" for i in range(pods)]
     for name in node_names:
-        cluster.create(NODES, make_node(name, cpu=str(node_cpu), memory=f"{node_cpu * 8}Gi"))
+        cluster.create(NODES, make_node(name, cpu=str(node_cpu), memory=f"{node_cpu * 8}Gi", labels=node_labels))
     sim = ShardedSim(cluster, clock, names, lease_duration=lease_duration, group=group,
                      namespace=lease_namespace, threads=True,
                      scheduler_options={"profiles": [default_profile(scheduler_name)]})
@@ -584,7 +676,7 @@ def paused_replica_live(
         paused_at = time.monotonic()
         for name in pod_names:
             cluster.create(PODS, make_pod(name, namespace=namespace, cpu="1", memory="1Gi",
-                                          scheduler_name=scheduler_name), namespace)
+                                          scheduler_name=scheduler_name, node_selector=node_labels), namespace)
         others = [r for r in sim.replicas.values() if r.name != paused]
         _wait(lambda: all(paused not in r.shard.ring for r in others), timeout, "the paused replica's lease to expire")
         took = time.monotonic() - paused_at

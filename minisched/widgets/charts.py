@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 
 if TYPE_CHECKING:  # for the annotations only: importing them pulls in sympy, seconds a notebook would wait
     from minisched.concurrency.throughput import Measurement
@@ -296,6 +297,8 @@ def cost_bars(costs: Mapping[str, float], *, title: str, unit: str = "ns", scale
     ax.set_xlabel(f"{unit} per operation (log scale), measured")
     ax.set_title(title)
     fig.tight_layout()
+    return fig
+
 
 # -- Part II §3.1 --------------------------------------------------------------------------------------
 
@@ -438,4 +441,213 @@ def config_timeline(timeline: Sequence[str], order: Sequence[str], *, edits: Seq
     ax.set_title(f"the configuration each cycle ran with: {changes} changes", fontsize="medium")
     if edits or swaps:
         ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize="small")
+    return fig
+
+
+
+def key_rings(rings: Mapping[str, Mapping[str, str]], angles: Mapping[str, float]) -> Figure:
+    """Keys on concentric rings, one ring per assignment (outermost first), each key a dot at its
+    angle (radians) coloured by its owner; a key whose owner differs from the outermost ring's is
+    outlined (it moved), and each inner ring's label counts them. `rings`: label -> key -> owner;
+    an owner has one colour over all rings."""
+    from matplotlib.lines import Line2D
+
+    if not rings:
+        raise ValueError("key_rings needs at least one assignment")
+    owners = sorted({o for ring in rings.values() for o in ring.values()})
+    colour = {o: f"C{i % 10}" for i, o in enumerate(owners)}
+    fig = Chart(figsize=(6.5, 6.5), layout="constrained")
+    ax = fig.add_subplot()
+    first = next(iter(rings.values()))
+    for depth, (label, ring) in enumerate(rings.items()):
+        radius = 1.0 - 0.22 * depth
+        keys = list(ring)
+        theta = np.array([angles[k] for k in keys])
+        moved = [k in first and first[k] != ring[k] for k in keys]
+        ax.scatter(radius * np.cos(theta), radius * np.sin(theta), s=30, c=[colour[ring[k]] for k in keys],
+                   edgecolors=["black" if m else "none" for m in moved], linewidths=1.2)
+        ax.text(0, radius - 0.1, f"{label}: {sum(moved)} moved" if depth else label, ha="center", va="center",
+                fontsize=8)
+    ax.legend(handles=[Line2D([], [], marker="o", linestyle="", color=colour[o], label=o) for o in owners],
+              loc="center", fontsize="small", frameon=False)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    return fig
+
+
+def node_partition(partitions: Mapping[str, Mapping[str, Sequence[str]]]) -> Figure:
+    """One row per way of splitting the nodes (label -> member -> its nodes): a cell per node, in
+    name order, coloured by the member that gets it; the row's label counts each member's nodes."""
+    from matplotlib.patches import Patch
+
+    if not partitions:
+        raise ValueError("node_partition needs at least one partition")
+    members = sorted({m for part in partitions.values() for m in part})
+    colour = {m: f"C{i % 10}" for i, m in enumerate(members)}
+    nodes = sorted({n for part in partitions.values() for ns in part.values() for n in ns})
+    fig = Chart(figsize=(9, 0.9 + 0.6 * len(partitions)), layout="constrained")
+    ax = fig.add_subplot()
+    labels = []
+    for y, (label, part) in enumerate(partitions.items()):
+        owner = {n: m for m, ns in part.items() for n in ns}
+        for x, node in enumerate(nodes):
+            ax.add_patch(Rectangle((x, y), 0.92, 0.8, color=colour[owner[node]] if node in owner else "lightgrey"))
+        labels.append(f"{label}\n" + ", ".join(str(len(part.get(m, []))) for m in members))
+    ax.set_xlim(-0.1, len(nodes))
+    ax.set_ylim(len(partitions) - 0.1, -0.1)
+    ax.set_yticks(np.arange(len(partitions)) + 0.4, labels, fontsize="small")
+    ax.set_xticks(np.arange(len(nodes)) + 0.46, nodes, rotation=90, fontsize=7)
+    ax.legend(handles=[Patch(color=colour[m], label=m) for m in members], loc="upper center",
+              bbox_to_anchor=(0.5, -0.35 if len(nodes) > 10 else -0.2), ncols=len(members), fontsize="small")
+    ax.set_title("nodes per member: " + ", ".join(members), fontsize="medium")
+    return fig
+
+
+def replica_timeline(runs: Mapping[str, tuple[Sequence[tuple[float, str, bool]], str, float, float]], *,
+                     marks: Mapping[str, float] | None = None) -> Figure:
+    """One panel per run: a row per replica, a mark per binding it sent at its time (accepted: a
+    dot; refused: a red cross), the paused replica's pause shaded. `runs`: label -> (timeline of
+    (seconds, replica, accepted), the paused replica, paused from, resumed at); `marks`: moments
+    drawn as dashed lines on every panel (text -> seconds)."""
+    from matplotlib.lines import Line2D
+
+    if not runs:
+        raise ValueError("replica_timeline needs at least one run")
+    fig = Chart(figsize=(9, 1.2 + 1.1 * len(runs)), layout="constrained")
+    axes = fig.subplots(len(runs), 1, sharex=True, squeeze=False)[:, 0]
+    for ax, (label, (timeline, paused, start, end)) in zip(axes, runs.items(), strict=True):
+        replicas = sorted({r for _, r, _ in timeline} | {paused})
+        row = {r: i for i, r in enumerate(replicas)}
+        rng = np.random.default_rng(0)  # jitter inside a row only, so overlapping marks stay visible
+        # refused first, so the few accepted late bindings among them stay on top, visible
+        for accepted, marker, colour in ((False, "x", "tab:red"), (True, "o", "tab:blue")):
+            pts = [(t, row[r]) for t, r, ok in timeline if ok is accepted]
+            if pts:
+                t, y = np.array(pts, dtype=float).T
+                ax.scatter(t, y + rng.uniform(-0.25, 0.25, len(y)), marker=marker, s=10, color=colour, linewidths=1)
+        ax.add_patch(Rectangle((start, row[paused] - 0.4), end - start, 0.8, color="grey", alpha=0.25))
+        for text, t in (marks or {}).items():
+            ax.axvline(t, color="black", linestyle="--", linewidth=0.8)
+            ax.annotate(f" {text}", (t, len(replicas) - 0.5), fontsize=7, va="bottom")
+        ax.set_yticks(range(len(replicas)), replicas)
+        ax.set_ylim(len(replicas) - 0.5, -0.5)
+        ax.set_title(label, fontsize="medium")
+    axes[-1].set_xlabel("seconds on the virtual clock")
+    axes[0].legend(handles=[Line2D([], [], marker="o", linestyle="", color="tab:blue", label="binding accepted"),
+                            Line2D([], [], marker="x", linestyle="", color="tab:red", label="binding refused (409)"),
+                            Rectangle((0, 0), 1, 1, color="grey", alpha=0.25, label="paused")],
+                   loc="upper right", fontsize="small", ncols=3)
+    return fig
+
+
+def replica_share(runs: Mapping[str, Mapping[str, int]], *, ylabel: str = "pods bound") -> Figure:
+    """One stacked bar per run (label -> replica -> count): how the replicas split one backlog,
+    each segment labelled with its count."""
+    if not runs:
+        raise ValueError("replica_share needs at least one run")
+    replicas = sorted({r for run in runs.values() for r in run})
+    colour = {r: f"C{i % 10}" for i, r in enumerate(replicas)}
+    fig = Chart(figsize=(5.5, 3.0), layout="constrained")
+    ax = fig.add_subplot()
+    x = np.arange(len(runs))
+    bottom = np.zeros(len(runs))
+    for r in replicas:
+        counts = np.array([run.get(r, 0) for run in runs.values()], dtype=float)
+        bars = ax.bar(x, counts, 0.6, bottom=bottom, color=colour[r], label=r)
+        ax.bar_label(bars, labels=[f"{int(c)}" if c else "" for c in counts], label_type="center", fontsize="small")
+        bottom += counts
+    ax.set_xticks(x, list(runs))
+    ax.set_ylabel(ylabel)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
+    return fig
+
+
+def span_waterfall(spans: Sequence[tuple[int, str, int, int]], *, title: str = "") -> Figure:
+    """One trace's spans as a waterfall: a bar per span from its start to its end (µs since the
+    first span started), indented by colour per depth, labelled with its name and duration.
+    `spans`: (depth, name, start_ns, end_ns), in the order to draw them top to bottom."""
+    if not spans:
+        raise ValueError("span_waterfall needs at least one span")
+    t0 = min(start for _, _, start, _ in spans)
+    fig = Chart(figsize=(7, 0.6 + 0.25 * len(spans)), layout="constrained")
+    ax = fig.add_subplot()
+    for y, (depth, name, start, end) in enumerate(spans):
+        ax.barh(y, (end - start) / 1e3, left=(start - t0) / 1e3, color=f"C{depth % 10}", edgecolor="black", linewidth=0.3)
+        ax.text((end - t0) / 1e3, y, f" {name} {(end - start) / 1e3:.0f} µs", va="center", fontsize=7)
+    ax.set_yticks([])
+    ax.invert_yaxis()
+    ax.set_xlabel("µs since the attempt started")
+    ax.margins(x=0.25)
+    if title:
+        ax.set_title(title)
+    return fig
+
+# -- Part II §5 ------------------------------------------------------------------------------------------
+
+
+def state_diagram(edges: Mapping[tuple[object, object], Sequence[object]], *, title: str = "") -> Figure:
+    """A state machine's moves: states on a circle (in the order they first appear), an arrow per
+    (from, to) pair labelled with the events that take it, one per line. `edges` is what
+    `minisched.scheduler.lifecycle.transition_edges(table)` returns, so the drawing comes from the
+    table itself. Two opposite arrows between a pair bend to either side instead of overlapping."""
+    from matplotlib.patches import FancyArrowPatch
+
+    def name(x: object) -> str:
+        return str(getattr(x, "name", x))
+
+    states: list[object] = []
+    for src, dst in edges:
+        for s in (src, dst):
+            if s not in states:
+                states.append(s)
+    if not states:
+        raise ValueError("state_diagram needs at least one move to draw (every entry was IGNORE or REFUSE)")
+    angles = np.pi / 2 - 2 * np.pi * np.arange(len(states)) / len(states)
+    pos = {s: (float(np.cos(a)), float(np.sin(a))) for s, a in zip(states, angles, strict=True)}
+    fig = Chart(figsize=(8, 7), layout="constrained")
+    ax = fig.add_subplot()
+    for s, (x, y) in pos.items():
+        ax.text(x, y, name(s), ha="center", va="center", fontsize=10, zorder=3,
+                bbox={"boxstyle": "round,pad=0.4", "facecolor": "lightyellow", "edgecolor": "black"})
+    for (src, dst), events in edges.items():
+        (x0, y0), (x1, y1) = pos[src], pos[dst]
+        bend = 0.18
+        ax.add_patch(FancyArrowPatch((x0, y0), (x1, y1), connectionstyle=f"arc3,rad={bend}", arrowstyle="-|>",
+                                     mutation_scale=14, shrinkA=28, shrinkB=28, color="tab:blue", linewidth=1.1))
+        # the label sits on the arc's bulge: the chord's midpoint pushed sideways by half the bend
+        mx, my = (x0 + x1) / 2, (y0 + y1) / 2
+        dx, dy = x1 - x0, y1 - y0
+        lx, ly = mx + bend / 2 * dy, my - bend / 2 * dx
+        ax.text(lx, ly, "\n".join(name(e) for e in events), ha="center", va="center", fontsize=7, zorder=2,
+                color="tab:blue", bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none",
+                                        "alpha": 0.85})
+    ax.set_xlim(-1.35, 1.35)
+    ax.set_ylim(-1.3, 1.3)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    if title:
+        ax.set_title(title)
+    return fig
+
+
+# -- Part II §4.4 ----------------------------------------------------------------------------------------
+
+
+def run_spread(values: Mapping[str, Sequence[float]], *, xlabel: str, scale: float = 1e6) -> Figure:
+    """One row per setting: each run's figure as a dot (times `scale`: seconds to µs by default) and
+    their median as a bar, so a difference between settings can be read against the spread of one
+    setting's runs."""
+    if not values or any(len(v) == 0 for v in values.values()):
+        raise ValueError("run_spread needs at least one run per setting")
+    fig = Chart(figsize=(6.5, 0.6 + 0.55 * len(values)), layout="constrained")
+    ax = fig.add_subplot()
+    for y, runs in enumerate(values.values()):
+        xs = np.asarray(runs, dtype=float) * scale
+        ax.plot(xs, np.full(len(xs), y), "o", color="tab:blue", alpha=0.7, markersize=6)
+        ax.plot([np.median(xs)] * 2, [y - 0.3, y + 0.3], color="black", linewidth=2)
+    ax.set_yticks(range(len(values)), list(values))
+    ax.invert_yaxis()
+    ax.set_xlim(left=0)
+    ax.set_xlabel(xlabel)
+    ax.grid(axis="x", alpha=0.3)
     return fig
