@@ -9,6 +9,7 @@ from pathlib import Path
 from minisched.notebooks.check import TIME_LIMIT_SECONDS, check_notebook, find_notebooks
 from minisched.notebooks.execute import execute_notebook
 from minisched.notebooks.normalize import normalize_file, normalized_text
+from minisched.notebooks.prose import check_prose_file
 
 
 def _existing(paths: list[str]) -> list[Path]:
@@ -37,6 +38,19 @@ def cmd_check(args: argparse.Namespace) -> int:
             print("\n".join("     | " + line for line in result.details.splitlines()))
         failed += not result.ok
     print(f"{len(notebooks) - failed}/{len(notebooks)} notebooks passed in {total:.1f} s")
+    return 1 if failed else 0
+
+
+def cmd_prose(args: argparse.Namespace) -> int:
+    failed = 0
+    for path in _existing(args.paths):
+        problems = check_prose_file(path)
+        print(
+            f"{'FAIL' if problems else 'ok  '} {path}" + (f"  ({len(problems)} figures)" if problems else "")
+        )
+        for problem in problems:
+            print(f"     {problem}")
+        failed += bool(problems)
     return 1 if failed else 0
 
 
@@ -79,6 +93,11 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument("paths", nargs="+")
     check.add_argument("--time-limit", type=float, default=TIME_LIMIT_SECONDS, help="seconds per notebook")
     check.set_defaults(func=cmd_check)
+    prose = sub.add_parser(
+        "prose", help="every figure in markdown is in the outputs, set by code, or tagged *(quoted: ...)*"
+    )
+    prose.add_argument("paths", nargs="+")
+    prose.set_defaults(func=cmd_prose)
     fix = sub.add_parser("fix", help="normalize notebooks in place")
     fix.add_argument("paths", nargs="+")
     fix.add_argument(

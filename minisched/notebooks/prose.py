@@ -1,0 +1,532 @@
+"""Prose check: every measured figure a markdown cell states is one the notebook itself shows.
+
+A *figure* is found in a markdown cell's text (after the parts listed under "not figures" are cut
+away) and is one of:
+
+- a number with a unit: time (ns, µs/μs/us, ms, s, sec, seconds, min, minutes, h, hours and the
+  spelled-out units), size (B, bytes, KiB, MiB, GiB, TiB, kB/KB, MB, GB, TB), a rate (anything
+  `/s` such as `pods/s`, `ops/s`, `/s`, or "per second", with an optional k/M/G prefix), a
+  percentage (`%`, "percent"), a ratio (`×`, `5x`, "times");
+- a count of measured things: a number, or a number word from "two" to "twenty", "thirty"... and
+  "hundred", followed (at most two words later) by a noun of `COUNT_NOUNS` (pods, nodes, lines,
+  layers, edges, changes, ticks, collections, rounds, ...);
+- a number after a statistic's name (p50, p99, median, mean, average, max, min): "p99 of 4.88";
+- a magnitude in words: "a few / several / tens of / dozens of / hundreds of / thousands of"
+  followed by a time or size unit ("tens of microseconds" means 10 to 100 µs).
+
+Ranges and lists share their unit and every end is a figure: "19–37 µs", "19 to 37 µs",
+"between 19 and 37 µs", "2, 12 and 6 nodes".
+
+A figure is *shown* when one of these holds:
+
+1. some output of the notebook (stdout/stderr streams, text/plain, text/markdown, text/html with
+   its tags removed; not error tracebacks, not images) holds a number that equals it within the
+   figure's own rounding, unit-aware: "0.11 ms" is shown by `110 µs`, by `0.000110 s`, or by a
+   unitless `0.11` (a table with the unit in its header) or a unitless value in the base unit
+   (seconds, bytes); a percentage also by the fraction (`0.95` for 95%); thousands separators
+   (`12,400`, `12_400`, thin spaces) are read as one number. Rounding: "12.5" is shown by 12.47
+   and 12.54 (half a unit of the last digit written), never by 12.56; "12" is not shown by 12.54.
+   After an approximation word ("about", "around", "roughly", "nearly", "almost", "some", "~",
+   "≈") an integer's trailing zeros are rounding too: "about 1,400" is shown by 1,437.
+   After a bound ("over", "more than", "above", "at least", "under", "less than", "below",
+   "at most", "up to", "within") a value on the stated side and within a factor of 10 shows it.
+   A magnitude in words is shown by any output value of the same dimension in its range.
+   Counts compare with any number of any unit in the outputs (they are integers).
+2. a code cell's source holds the number (it is an input the notebook chose: `N = 100_000`,
+   `seconds=0.6`, `TickerLateness(0.010)` for "every 10 ms"), compared the same way as a unitless
+   output (in the figure's unit or the base unit); `10**6` and `1e6` are read as numbers.
+3. the sentence carries the visible tag `*(quoted: SOURCE)*` (a figure the notebook did not
+   compute: the book's, a reference's, `bench/`'s with the file named). A tag standing at the
+   start of a sentence also covers the sentence before it ("... 10 µs. *(quoted: the book)*").
+   A tag in any other sentence exempts nothing; an HTML comment is not visible and is no tag.
+
+Not figures (cut away before looking): inline code and fenced code, LaTeX math (`$...$`), link
+targets and URLs, HTML tags and comments, the quoted tag's own text, section references (§2.1,
+"section 3.3"), numbers glued to letters or dots (p99, python3.13t, v0.8.0, 1.35.4, k8s), and
+every number without a unit, count noun or statistic before it: years, versions ("Go 1.14",
+"Kubernetes 1.35"), section numbers ("Part I 4.1"), plain small counts ("three settings").
+
+Sentences are split at `.`, `!`, `?` followed by a space and an upper-case letter or a mark
+(abbreviations such as "e.g." and "i.e." do not split), at paragraph breaks, list items, headings
+and table rows. Each failure names the cell's index, the figure and the sentence.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+QUOTED_TAG = re.compile(r"\*\(quoted:\s*[^\n]+?\)\*")
+
+# --- units ----------------------------------------------------------------------------------
+
+# unit word -> (dimension, scale to the base unit, alternative scales)
+_TIME = {
+    "ns": 1e-9, "nanosecond": 1e-9, "nanoseconds": 1e-9,
+    "µs": 1e-6, "μs": 1e-6, "us": 1e-6, "microsecond": 1e-6, "microseconds": 1e-6,
+    "ms": 1e-3, "millisecond": 1e-3, "milliseconds": 1e-3,
+    "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0,
+    "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0,
+    "h": 3600.0, "hour": 3600.0, "hours": 3600.0,
+}  # fmt: skip
+_SIZE: dict[str, tuple[float, ...]] = {
+    "B": (1.0,), "byte": (1.0,), "bytes": (1.0,),
+    "KiB": (1024.0,), "MiB": (1024.0**2,), "GiB": (1024.0**3,), "TiB": (1024.0**4,),
+    # writers use the decimal names for either meaning
+    "kB": (1e3, 1024.0), "KB": (1e3, 1024.0), "MB": (1e6, 1024.0**2), "GB": (1e9, 1024.0**3),
+    "TB": (1e12, 1024.0**4),
+}  # fmt: skip
+_PREFIX = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}
+
+
+def _words(text: str) -> list[str]:
+    return text.split()
+
+
+COUNT_NOUNS = frozenset(
+    _words("""pod pods node nodes line lines layer layers edge edges change changes write writes event events
+    tick ticks collection collections round rounds cycle cycles call calls attempt attempts replica
+    replicas binding bindings decision decisions item items object objects request requests retry
+    retries thread threads worker workers shard shards error errors failure failures conflict
+    conflicts restart restarts sample samples run runs iteration iterations update updates delete
+    deletes deletion deletions element elements entry entries allocation allocations key keys
+    edit edits module modules import imports violation violations cell cells message messages
+    wake-ups wakeups ticker tickers span spans record records transition transitions state states
+    goroutine goroutines task tasks job jobs drop drops dropped evictions eviction preemptions
+    preemption victims victim gang gangs member members bins bin frames frame leases lease
+    handoffs handoff lookups lookup reads read commits commit watches watch relists relist
+    resyncs resync misses miss hits hit bytes objects instances instance plugins plugin""")
+)
+# A number word ("three") is a figure only before one of these: things that happen and are counted,
+# not parts of a design ("three layers", "two backends").
+EVENT_NOUNS = frozenset(
+    _words("""change changes write writes event events line lines tick ticks collection collections round
+    rounds cycle cycles call calls attempt attempts edit edits edge edges update updates delete deletes
+    retry retries restart restarts error errors failure failures conflict conflicts wake-ups wakeups
+    transition transitions sample samples drop drops eviction evictions preemption preemptions relist
+    relists hit hits miss misses request requests decision decisions bindings""")
+)
+_NUMBER_WORDS = {
+    "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+    "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
+    "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30,
+    "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100,
+}  # fmt: skip
+_MAGNITUDES = {
+    "a few": (1.0, 10.0), "several": (2.0, 10.0), "tens of": (10.0, 100.0), "dozens of": (24.0, 100.0),
+    "hundreds of": (100.0, 1000.0), "thousands of": (1000.0, 1e6),
+}  # fmt: skip
+_APPROX = ("about", "around", "roughly", "nearly", "almost", "some", "approximately", "~", "≈", "close to")
+_LOWER_BOUND = ("over", "more than", "above", "at least", "exceeds", "beyond")
+_UPPER_BOUND = ("under", "less than", "below", "at most", "up to", "within", "no more than")
+_STATISTICS = (
+    "p50",
+    "p90",
+    "p95",
+    "p99",
+    "p999",
+    "p99.9",
+    "median",
+    "mean",
+    "average",
+    "max",
+    "maximum",
+    "min",
+    "minimum",
+)
+
+# A number as written: 12,400 | 12_400 | 12 400 (thin spaces) | 0.11 | 1.5e6 | .5 is not a number
+_NUM = r"\d{1,3}(?:[,_\u2009\u202f]\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?(?:[eE][+-]?\d+)?"
+_NUM_WORD = "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True))
+_TIME_UNITS = "|".join(sorted((re.escape(u) for u in _TIME), key=len, reverse=True))
+_SIZE_UNITS = "|".join(sorted((re.escape(u) for u in _SIZE), key=len, reverse=True))
+# a unit: rate first (so "pods/s" is not read as a count), then time, size, percent, ratio
+_UNIT = (
+    rf"(?P<rate>(?P<rprefix>[kKMG])?\s?(?P<rnoun>[A-Za-z]+)?/s(?![A-Za-z])|(?:[A-Za-z]+\s)?per\s(?:second|sec)\b)"
+    rf"|(?P<time>(?:{_TIME_UNITS})(?![\w/])(?<!\d[sh])(?<!\dmin)(?<!\dsec))"
+    rf"|(?P<size>(?:{_SIZE_UNITS})(?![\w/]))"
+    r"|(?P<pct>%|\s?percent\b|\s?per cent\b)"
+    r"|(?P<ratio>×|x(?![\w])|\s(?:times)\b)"
+)
+_SEP = r"\s*(?:–|—|-|to|and|or|,|, and|, or)\s*"
+_FIGURE = re.compile(
+    rf"(?<![\w.§/\-^])(?P<nums>(?:{_NUM})(?:{_SEP}(?:{_NUM}))*)(?P<prefix>[kKM](?=\s?[A-Za-z]*/s))?"
+    rf"(?P<space>\s?)(?:{_UNIT})"
+)
+_COUNT = re.compile(
+    rf"(?<![\w.§/\-^])(?P<nums>(?:{_NUM}|{_NUM_WORD})(?:{_SEP}(?:{_NUM}|{_NUM_WORD}))*)"
+    r"\s+(?P<between>(?:[\w\-]+\s+){0,2}?)(?P<noun>[A-Za-z\-]+)\b",
+    re.IGNORECASE,
+)
+_STAT = re.compile(
+    r"\b(?P<stat>" + "|".join(re.escape(s) for s in _STATISTICS) + r")\b\s*(?:of|=|:|is|was|at|around)?\s*"
+    rf"(?P<nums>{_NUM})(?![\w.])(?!\s?(?:{_TIME_UNITS}|{_SIZE_UNITS}|%|×|x\b|/s))",
+    re.IGNORECASE,
+)
+_MAGNITUDE = re.compile(
+    r"\b(?P<mag>" + "|".join(re.escape(m) for m in _MAGNITUDES) + r")\s+"
+    rf"(?P<unit>{_TIME_UNITS}|{_SIZE_UNITS})(?![\w/])"
+)
+_SECTION = re.compile(
+    r"§\s*\d+(?:\.\d+)*|\b(?:section|sections|chapter|chapters|part|§§)\s+[IVX\d]+(?:\.\d+)*", re.IGNORECASE
+)
+_NUMBER_IN_TEXT = re.compile(rf"(?<![\w.])(?:{_NUM})(?![\d])")
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure in prose: `value` in `unit`'s own scale, with the tolerance its writing allows."""
+
+    text: str  # as written, e.g. "19–37 µs"
+    value: float
+    dimension: str  # time | size | rate | pct | ratio | count | stat | magnitude
+    scales: tuple[float, ...]  # the unit's scale(s) to the base unit
+    tolerance: float  # in the figure's own unit
+    bound: str = ""  # "" | "lower" | "upper" | "range" (a magnitude in words: value..upper)
+    upper: float = 0.0
+    number: str = ""  # the one number of `text` this figure is (a range has two)
+
+
+@dataclass
+class ProseProblem:
+    cell: int
+    figure: str
+    sentence: str
+    why: str = "no output shows it and no code cell sets it"
+
+    def __str__(self) -> str:
+        return f"cell {self.cell}: {self.figure!r} — {self.why}; sentence: {self.sentence!r}"
+
+
+@dataclass
+class _Shown:
+    """What a notebook shows: numbers by dimension, in base units, plus every number as written."""
+
+    by_dimension: dict[str, list[float]] = field(default_factory=dict)
+    plain: list[float] = field(default_factory=list)  # every number as written, any unit or none
+    code: list[float] = field(default_factory=list)
+
+
+def _to_float(text: str) -> float:
+    return float(re.sub(r"[,_\u2009\u202f]", "", text))
+
+
+def _decimals(text: str) -> int:
+    mantissa = re.sub(r"[eE].*", "", text)
+    return len(mantissa.split(".", 1)[1]) if "." in mantissa else 0
+
+
+def _rounding(text: str, approximate: bool) -> float:
+    tolerance = 0.5 * 10.0 ** -_decimals(text)
+    if "e" in text.lower():
+        exponent = int(re.sub(r".*[eE]", "", text))
+        tolerance *= 10.0**exponent
+    digits = re.sub(r"[,_\u2009\u202f]", "", text)
+    if approximate and "." not in digits and digits.rstrip("0") and len(digits) > 1:
+        zeros = len(digits) - len(digits.rstrip("0"))
+        tolerance = max(tolerance, 0.5 * 10.0**zeros)
+    return tolerance
+
+
+def _strip_non_prose(markdown: str) -> str:
+    """The markdown with everything that is not a figure of prose blanked out (offsets kept)."""
+
+    def blank(match: re.Match[str]) -> str:
+        return re.sub(r"[^\n]", " ", match.group(0))
+
+    text = re.sub(r"```.*?```|~~~.*?~~~", blank, markdown, flags=re.DOTALL)
+    text = re.sub(r"<!--.*?-->", blank, text, flags=re.DOTALL)
+    text = re.sub(r"`[^`\n]*`", blank, text)
+    text = re.sub(r"\$\$.*?\$\$|\$[^$\n]+\$", blank, text, flags=re.DOTALL)
+    text = re.sub(r"\]\([^)\s]*\)", blank, text)
+    text = re.sub(r"https?://\S+", blank, text)
+    text = re.sub(r"<[^>\n]+>", blank, text)
+    text = QUOTED_TAG.sub(blank, text)
+    text = _SECTION.sub(blank, text)
+    return text
+
+
+_ABBREVIATIONS = re.compile(r"\b(?:e\.g|i\.e|vs|etc|cf|Fig|fig|approx|resp|No|no)\.$")
+
+
+def _sentences(markdown: str) -> list[tuple[int, int]]:
+    """(start, end) offsets of the sentences of `markdown`."""
+    spans: list[tuple[int, int]] = []
+    # blocks: paragraphs, list items, headings, table rows, block quotes' lines that start items
+    block_start = 0
+    boundaries = [m.start() for m in re.finditer(r"\n(?=\s*\n|\s*(?:[-*+]|\d+\.)\s|\s*#|\s*\|)", markdown)]
+    for end in [*boundaries, len(markdown)]:
+        block = markdown[block_start:end]
+        start = 0
+        for m in re.finditer(r"[.!?](?=\s+[^\s\d])", block):
+            if _ABBREVIATIONS.search(block[: m.end()]):
+                continue
+            spans.append((block_start + start, block_start + m.end()))
+            start = m.end()
+        spans.append((block_start + start, end))
+        block_start = end
+    return [(s, e) for s, e in spans if markdown[s:e].strip()]
+
+
+def _quoted_sentences(markdown: str, spans: list[tuple[int, int]]) -> set[int]:
+    """Indexes of the sentences the quoted tag covers."""
+    covered: set[int] = set()
+    for index, (start, end) in enumerate(spans):
+        sentence = markdown[start:end]
+        match = QUOTED_TAG.search(sentence)
+        if not match:
+            continue
+        covered.add(index)
+        if not sentence[: match.start()].strip(" \n\t>*_-") and index > 0:
+            covered.add(index - 1)  # "... 10 µs. *(quoted: the book)*"
+    return covered
+
+
+def _preceding_words(text: str, position: int) -> str:
+    return text[max(0, position - 24) : position].lower().rstrip()
+
+
+def _qualifier(text: str, position: int) -> tuple[bool, str]:
+    before = _preceding_words(text, position)
+    if before.endswith(("between",)):
+        return False, ""
+    approximate = before.endswith(_APPROX)
+    if before.endswith(tuple(b for b in _LOWER_BOUND)):
+        return approximate, "lower"
+    if before.endswith(tuple(b for b in _UPPER_BOUND)):
+        return approximate, "upper"
+    return approximate, ""
+
+
+def _split_numbers(nums: str) -> list[str]:
+    return [
+        part
+        for part in re.split(rf"{_SEP}", nums)
+        if part and (re.fullmatch(_NUM, part) or part.lower() in _NUMBER_WORDS)
+    ]
+
+
+def figures_in(text: str) -> list[tuple[int, Figure]]:
+    """Every figure in `text` (already stripped of non-prose), with its offset."""
+    found: list[tuple[int, Figure]] = []
+    taken: list[tuple[int, int]] = []
+
+    def free(start: int, end: int) -> bool:
+        return all(end <= s or start >= e for s, e in taken)
+
+    for m in _MAGNITUDE.finditer(text):
+        unit = m.group("unit")
+        low, high = _MAGNITUDES[m.group("mag")]
+        dimension, scales = ("time", (_TIME[unit],)) if unit in _TIME else ("size", _SIZE[unit])
+        found.append((m.start(), Figure(m.group(0), low, dimension, scales, 0.0, "range", high)))
+        taken.append(m.span())
+    for m in _FIGURE.finditer(text):
+        if not free(*m.span()):
+            continue
+        approximate, bound = _qualifier(text, m.start())
+        prefix = _PREFIX.get(m.group("prefix") or m.group("rprefix") or "", 1.0)
+        if m.group("rate"):
+            dimension, scales = "rate", (prefix,)
+        elif m.group("time"):
+            dimension, scales = "time", (_TIME[m.group("time")],)
+        elif m.group("size"):
+            dimension, scales = "size", _SIZE[m.group("size")]
+        elif m.group("pct"):
+            dimension, scales = "pct", (1.0,)
+        else:
+            if m.group("ratio").strip() == "x" and m.group("space"):
+                continue  # "3 x 4" is a product, not a ratio
+            dimension, scales = "ratio", (1.0,)
+        figure_text = m.group(0).strip()
+        for part in _split_numbers(m.group("nums")):
+            value = _to_float(part)
+            found.append(
+                (
+                    m.start(),
+                    Figure(
+                        figure_text,
+                        value,
+                        dimension,
+                        scales,
+                        _rounding(part, approximate),
+                        bound,
+                        number=part,
+                    ),
+                )
+            )
+        taken.append(m.span())
+    for m in _STAT.finditer(text):
+        if not free(m.start("nums"), m.end("nums")):
+            continue
+        part = m.group("nums")
+        found.append(
+            (m.start(), Figure(m.group(0).strip(), _to_float(part), "stat", (1.0,), _rounding(part, False)))
+        )
+        taken.append(m.span("nums"))
+    for m in _COUNT.finditer(text):
+        noun = m.group("noun").lower()
+        if noun not in COUNT_NOUNS or not free(m.start("nums"), m.end("nums")):
+            continue
+        if noun not in EVENT_NOUNS and not re.search(r"\d", m.group("nums")):
+            continue  # "three layers": a number word counts only events
+        if re.search(r"[.!?]", m.group("between") or ""):
+            continue
+        approximate, bound = _qualifier(text, m.start())
+        for part in _split_numbers(m.group("nums")):
+            word = _NUMBER_WORDS.get(part.lower())
+            value = float(word) if word is not None else _to_float(part)
+            tolerance = 0.0 if word is not None else _rounding(part, approximate)
+            found.append(
+                (m.start(), Figure(m.group(0).strip(), value, "count", (1.0,), tolerance, bound, number=part))
+            )
+        taken.append(m.span("nums"))
+    return sorted(found, key=lambda item: item[0])
+
+
+# --- what the notebook shows -------------------------------------------------------------------
+
+
+def _output_texts(cell: nbformat.NotebookNode) -> list[str]:
+    texts: list[str] = []
+    for output in cell.get("outputs", []):
+        kind = output.get("output_type")
+        if kind == "stream":
+            texts.append(str(output.get("text", "")))
+        elif kind in ("display_data", "execute_result"):
+            data = output.get("data", {})
+            for mime in ("text/plain", "text/markdown"):
+                if mime in data:
+                    texts.append(str(data[mime]))
+            if "text/html" in data:
+                texts.append(html.unescape(re.sub(r"<[^>]+>", " ", str(data["text/html"]))))
+    return texts
+
+
+_OUTPUT_QUANTITY = re.compile(
+    rf"(?<![\w.])(?P<num>{_NUM})(?P<prefix>[kKM](?=\s?[A-Za-z]*/s))?\s?(?:{_UNIT})?"
+)
+
+
+def _shown(nb: nbformat.NotebookNode) -> _Shown:
+    shown = _Shown()
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        shown.code.extend(_code_numbers(cell.source))
+        for text in _output_texts(cell):
+            for m in _OUTPUT_QUANTITY.finditer(text):
+                value = _to_float(m.group("num"))
+                shown.plain.append(value)
+                prefix = _PREFIX.get(m.group("prefix") or m.group("rprefix") or "", 1.0)
+                if m.group("rate"):
+                    shown.by_dimension.setdefault("rate", []).append(value * prefix)
+                elif m.group("time"):
+                    shown.by_dimension.setdefault("time", []).append(value * _TIME[m.group("time")])
+                elif m.group("size"):
+                    for scale in _SIZE[m.group("size")]:
+                        shown.by_dimension.setdefault("size", []).append(value * scale)
+                elif m.group("pct"):
+                    shown.by_dimension.setdefault("pct", []).append(value)
+                elif m.group("ratio"):
+                    shown.by_dimension.setdefault("ratio", []).append(value)
+    return shown
+
+
+def _code_numbers(source: str) -> list[float]:
+    """Every number in a code cell's text, literals and strings alike ("512Mi", "0.010")."""
+    numbers = [_to_float(m.group(0)) for m in _NUMBER_IN_TEXT.finditer(source)]
+    for base, exponent in re.findall(r"(\d+)\s*\*\*\s*(\d+)", source):
+        if int(exponent) < 20:
+            numbers.append(float(int(base) ** int(exponent)))
+    return numbers
+
+
+def _close(value: float, target: float, tolerance: float) -> bool:
+    return abs(value - target) <= tolerance + 1e-9 * max(1.0, abs(target))
+
+
+def _matches(figure: Figure, candidates: list[float], scale: float) -> bool:
+    """Is one of `candidates` (in base units, divided by `scale` into the figure's unit) the figure?"""
+    for raw in candidates:
+        value = raw / scale
+        if figure.bound == "range":
+            if figure.value <= value < figure.upper:
+                return True
+        elif figure.bound == "lower":
+            if figure.value - figure.tolerance <= value <= figure.value * 10:
+                return True
+        elif figure.bound == "upper":
+            if figure.value / 10 <= value <= figure.value + figure.tolerance:
+                return True
+        elif _close(value, figure.value, figure.tolerance):
+            return True
+    return False
+
+
+def is_shown(figure: Figure, shown: _Shown) -> bool:
+    """Does the notebook show `figure` in an output, or set it in a code cell?"""
+    unitless = shown.plain + shown.code
+    if figure.dimension in ("count", "stat"):
+        return _matches(figure, unitless, 1.0)
+    if figure.dimension == "pct":
+        fraction = Figure(
+            figure.text, figure.value / 100, "ratio", (1.0,), figure.tolerance / 100, figure.bound
+        )
+        return _matches(figure, unitless, 1.0) or _matches(fraction, unitless, 1.0)
+    for scale in figure.scales:
+        if _matches(figure, shown.by_dimension.get(figure.dimension, []), scale):
+            return True
+        if figure.bound == "range":
+            continue  # a magnitude in words is shown by a value with a unit only
+        # a unitless number: in the figure's own unit (a table's header has the unit) or the base unit
+        if _matches(figure, unitless, 1.0) or _matches(figure, unitless, scale):
+            return True
+    return False
+
+
+# --- the check ---------------------------------------------------------------------------------
+
+
+def check_prose(nb: nbformat.NotebookNode) -> list[ProseProblem]:
+    """Every figure of `nb`'s markdown cells that the notebook does not show and is not quoted."""
+    shown = _shown(nb)
+    problems: list[ProseProblem] = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "markdown":
+            continue
+        source = cell.source
+        prose = _strip_non_prose(source)
+        spans = _sentences(source)
+        quoted = _quoted_sentences(source, spans)
+        reported: set[tuple[int, str]] = set()
+        for position, figure in figures_in(prose):
+            sentence_index = next((i for i, (s, e) in enumerate(spans) if s <= position < e), -1)
+            if sentence_index in quoted or is_shown(figure, shown):
+                continue
+            start, end = spans[sentence_index] if sentence_index >= 0 else (position, position + 40)
+            sentence = " ".join(source[start:end].split())
+            if figure.bound == "range":
+                why = f"no output shows a value from {figure.value:g} to {figure.upper:g} in that unit"
+            elif (
+                len(re.findall(_NUM, figure.text))
+                + len(re.findall(rf"\b(?:{_NUM_WORD})\b", figure.text, re.I))
+                > 1
+            ):
+                why = f"its {figure.number}: no output shows it and no code cell sets it"
+                why = f"its {figure.number}: no output shows it and no code cell sets it"
+            else:
+                why = "no output shows it and no code cell sets it"
+            key = (sentence_index, f"{figure.text}|{figure.value}")
+            if key in reported:
+                continue
+            reported.add(key)
+            problems.append(ProseProblem(index, figure.text, sentence, why))
+    return problems
+
+
+def check_prose_file(path: str | Path) -> list[ProseProblem]:
+    return check_prose(nbformat.read(Path(path), as_version=4))
