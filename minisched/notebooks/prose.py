@@ -30,7 +30,11 @@ A figure is *shown* when one of these holds:
    "≈") an integer's trailing zeros are rounding too: "about 1,400" is shown by 1,437.
    After a bound ("over", "more than", "above", "at least", "under", "less than", "below",
    "at most", "up to", "within") a value on the stated side and within a factor of 10 shows it.
-   A magnitude in words is shown by any output value of the same dimension in its range.
+   A magnitude in words is shown by an output value of the same dimension in its range, printed
+   by the code cell just before the markdown cell or the one just after it (the cells it
+   describes: a "tens of µs" elsewhere in the notebook does not make this sentence true).
+   "costs/takes/adds microseconds" (a unit word with no number) means 1 to 100 of it (260 µs is
+   "hundreds of microseconds", not "microseconds").
    Counts compare with any number of any unit in the outputs (they are integers).
 2. a code cell's source holds the number (it is an input the notebook chose: `N = 100_000`,
    `seconds=0.6`, `TickerLateness(0.010)` for "every 10 ms"), compared the same way as a unitless
@@ -122,7 +126,10 @@ _MAGNITUDES = {
 }  # fmt: skip
 _APPROX = ("about", "around", "roughly", "nearly", "almost", "some", "approximately", "~", "≈", "close to")
 _LOWER_BOUND = ("over", "more than", "above", "at least", "exceeds", "beyond")
-_UPPER_BOUND = ("under", "less than", "below", "at most", "up to", "within", "no more than")
+_UPPER_BOUND = (
+    "under", "less than", "below", "at most", "up to", "within", "no more than", "never more than",
+    "not more than", "never over", "never above",
+)  # fmt: skip
 _STATISTICS = (
     "p50",
     "p90",
@@ -168,7 +175,9 @@ _STAT = re.compile(
     re.IGNORECASE,
 )
 _MAGNITUDE = re.compile(
-    r"\b(?P<mag>" + "|".join(re.escape(m) for m in _MAGNITUDES) + r")\s+"
+    r"(?i:\b(?P<mag>"
+    + "|".join(re.escape(m) for m in _MAGNITUDES)
+    + r"|(?P<verb>costs?|takes?|took|adds?|lasts?))\s+)"
     rf"(?P<unit>{_TIME_UNITS}|{_SIZE_UNITS})(?![\w/])"
 )
 _SECTION = re.compile(
@@ -295,19 +304,16 @@ def _qualifier(text: str, position: int) -> tuple[bool, str]:
     if before.endswith(("between",)):
         return False, ""
     approximate = before.endswith(_APPROX)
-    if before.endswith(tuple(b for b in _LOWER_BOUND)):
-        return approximate, "lower"
-    if before.endswith(tuple(b for b in _UPPER_BOUND)):
+    if before.endswith(_UPPER_BOUND):  # first: "never more than" is an upper bound
         return approximate, "upper"
+    if before.endswith(_LOWER_BOUND):
+        return approximate, "lower"
     return approximate, ""
 
 
 def _split_numbers(nums: str) -> list[str]:
-    return [
-        part
-        for part in re.split(rf"{_SEP}", nums)
-        if part and (re.fullmatch(_NUM, part) or part.lower() in _NUMBER_WORDS)
-    ]
+    """The numbers of a range or list ("19–37", "2, 12 and 6", "1,200 to 2,400")."""
+    return re.findall(rf"(?<![\w.])(?:{_NUM})|\b(?:{_NUM_WORD})\b", nums, re.IGNORECASE)
 
 
 def figures_in(text: str) -> list[tuple[int, Figure]]:
@@ -320,7 +326,12 @@ def figures_in(text: str) -> list[tuple[int, Figure]]:
 
     for m in _MAGNITUDE.finditer(text):
         unit = m.group("unit")
-        low, high = _MAGNITUDES[m.group("mag")]
+        if m.group("verb"):
+            if not re.fullmatch(r"\w+seconds|bytes", unit):
+                continue  # "takes 5 ms" is a number; "costs microseconds" is a magnitude
+            low, high = 1.0, 100.0  # "costs microseconds" reads as a few or tens of them
+        else:
+            low, high = _MAGNITUDES[m.group("mag").lower()]
         dimension, scales = ("time", (_TIME[unit],)) if unit in _TIME else ("size", _SIZE[unit])
         found.append((m.start(), Figure(m.group(0), low, dimension, scales, 0.0, "range", high)))
         taken.append(m.span())
@@ -411,9 +422,9 @@ _OUTPUT_QUANTITY = re.compile(
 )
 
 
-def _shown(nb: nbformat.NotebookNode) -> _Shown:
+def _shown(cells: list[nbformat.NotebookNode]) -> _Shown:
     shown = _Shown()
-    for cell in nb.cells:
+    for cell in cells:
         if cell.cell_type != "code":
             continue
         shown.code.extend(_code_numbers(cell.source))
@@ -488,12 +499,19 @@ def is_shown(figure: Figure, shown: _Shown) -> bool:
     return False
 
 
+def _neighbour_code_cells(cells: list[nbformat.NotebookNode], index: int) -> list[nbformat.NotebookNode]:
+    """The last code cell before `index` and the first after it (those a paragraph describes)."""
+    before = next((c for c in reversed(cells[:index]) if c.cell_type == "code"), None)
+    after = next((c for c in cells[index + 1 :] if c.cell_type == "code"), None)
+    return [c for c in (before, after) if c is not None]
+
+
 # --- the check ---------------------------------------------------------------------------------
 
 
 def check_prose(nb: nbformat.NotebookNode) -> list[ProseProblem]:
     """Every figure of `nb`'s markdown cells that the notebook does not show and is not quoted."""
-    shown = _shown(nb)
+    shown = _shown(nb.cells)
     problems: list[ProseProblem] = []
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "markdown":
@@ -503,20 +521,24 @@ def check_prose(nb: nbformat.NotebookNode) -> list[ProseProblem]:
         spans = _sentences(source)
         quoted = _quoted_sentences(source, spans)
         reported: set[tuple[int, str]] = set()
+        # words ("tens of µs") say what the cell beside them showed: any other output would do
+        near = _shown(_neighbour_code_cells(nb.cells, index))
         for position, figure in figures_in(prose):
             sentence_index = next((i for i, (s, e) in enumerate(spans) if s <= position < e), -1)
-            if sentence_index in quoted or is_shown(figure, shown):
+            if sentence_index in quoted or is_shown(figure, near if figure.bound == "range" else shown):
                 continue
             start, end = spans[sentence_index] if sentence_index >= 0 else (position, position + 40)
             sentence = " ".join(source[start:end].split())
             if figure.bound == "range":
-                why = f"no output shows a value from {figure.value:g} to {figure.upper:g} in that unit"
+                why = (
+                    f"no output of the code cells just before and after shows a value from "
+                    f"{figure.value:g} to {figure.upper:g} in that unit"
+                )
             elif (
                 len(re.findall(_NUM, figure.text))
                 + len(re.findall(rf"\b(?:{_NUM_WORD})\b", figure.text, re.I))
                 > 1
             ):
-                why = f"its {figure.number}: no output shows it and no code cell sets it"
                 why = f"its {figure.number}: no output shows it and no code cell sets it"
             else:
                 why = "no output shows it and no code cell sets it"
