@@ -7,9 +7,11 @@ away) and is one of:
   spelled-out units), size (B, bytes, KiB, MiB, GiB, TiB, kB/KB, MB, GB, TB), a rate (anything
   `/s` such as `pods/s`, `ops/s`, `/s`, or "per second", with an optional k/M/G prefix), a
   percentage (`%`, "percent"), a ratio (`×`, `5x`, "times");
-- a count of measured things: a number, or a number word from "two" to "twenty", "thirty"... and
-  "hundred", followed (at most two words later) by a noun of `COUNT_NOUNS` (pods, nodes, lines,
-  layers, edges, changes, ticks, collections, rounds, ...);
+- a count of measured things: a number followed (at most two words later) by a plural noun of
+  `COUNT_NOUNS` (pods, nodes, lines, layers, edges, changes, ticks, collections, rounds, ...); a
+  number word ("two" to "twenty", "thirty", ..., "hundred") only before a noun of `EVENT_NOUNS`,
+  things that happen and get counted ("three changes", "fourteen lines"), not parts of a design
+  ("three layers", "two backends");
 - a number after a statistic's name (p50, p99, median, mean, average, max, min): "p99 of 4.88";
 - a magnitude in words: "a few / several / tens of / dozens of / hundreds of / thousands of"
   followed by a time or size unit ("tens of microseconds" means 10 to 100 µs).
@@ -91,28 +93,22 @@ def _words(text: str) -> list[str]:
     return text.split()
 
 
+# Plural nouns only: "410 relist" and "200 OK" are status codes, "1 pod" is no measurement.
 COUNT_NOUNS = frozenset(
-    _words("""pod pods node nodes line lines layer layers edge edges change changes write writes event events
-    tick ticks collection collections round rounds cycle cycles call calls attempt attempts replica
-    replicas binding bindings decision decisions item items object objects request requests retry
-    retries thread threads worker workers shard shards error errors failure failures conflict
-    conflicts restart restarts sample samples run runs iteration iterations update updates delete
-    deletes deletion deletions element elements entry entries allocation allocations key keys
-    edit edits module modules import imports violation violations cell cells message messages
-    wake-ups wakeups ticker tickers span spans record records transition transitions state states
-    goroutine goroutines task tasks job jobs drop drops dropped evictions eviction preemptions
-    preemption victims victim gang gangs member members bins bin frames frame leases lease
-    handoffs handoff lookups lookup reads read commits commit watches watch relists relist
-    resyncs resync misses miss hits hit bytes objects instances instance plugins plugin""")
+    _words("""pods nodes lines layers edges changes writes events ticks collections rounds cycles calls
+    attempts replicas bindings decisions items objects requests retries threads workers shards errors
+    failures conflicts restarts samples runs iterations updates deletes deletions elements entries
+    allocations keys edits modules imports violations cells messages wake-ups wakeups tickers spans
+    records transitions states goroutines tasks jobs drops evictions preemptions victims gangs members
+    bins frames leases handoffs lookups reads commits watches relists resyncs misses hits instances
+    plugins periods""")
 )
 # A number word ("three") is a figure only before one of these: things that happen and are counted,
 # not parts of a design ("three layers", "two backends").
 EVENT_NOUNS = frozenset(
-    _words("""change changes write writes event events line lines tick ticks collection collections round
-    rounds cycle cycles call calls attempt attempts edit edits edge edges update updates delete deletes
-    retry retries restart restarts error errors failure failures conflict conflicts wake-ups wakeups
-    transition transitions sample samples drop drops eviction evictions preemption preemptions relist
-    relists hit hits miss misses request requests decision decisions bindings""")
+    _words("""changes writes events lines ticks collections rounds cycles calls attempts edits edges
+    updates deletes retries restarts errors failures conflicts wake-ups wakeups transitions samples
+    drops evictions preemptions relists misses hits requests decisions bindings periods""")
 )
 _NUMBER_WORDS = {
     "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
