@@ -17,7 +17,8 @@ away) and is one of:
   followed by a time or size unit ("tens of microseconds" means 10 to 100 µs).
 
 Ranges and lists share their unit and every end is a figure: "19–37 µs", "19 to 37 µs",
-"between 19 and 37 µs", "2, 12 and 6 nodes".
+"between 19 and 37 µs", "2, 12 and 6 nodes". A list of three or more numbers is data even with
+no unit or noun after it ("the shares came out 2, 12 and 6"): each is a count.
 
 A figure is *shown* when one of these holds:
 
@@ -162,12 +163,17 @@ _FIGURE = re.compile(
 )
 _COUNT = re.compile(
     rf"(?<![\w.§/\-^])(?P<nums>(?:{_NUM}|{_NUM_WORD})(?:{_SEP}(?:{_NUM}|{_NUM_WORD}))*)"
-    r"\s+(?P<between>(?:[\w\-]+\s+){0,2}?)(?P<noun>[A-Za-z\-]+)\b",
+    r"\s+(?P<between>(?:[\w\-]+\s+){0,2}?)"
+    r"(?P<noun>" + "|".join(sorted(map(re.escape, COUNT_NOUNS), key=len, reverse=True)) + r")(?![\w\-])",
     re.IGNORECASE,
+)
+# "came out 2, 12 and 6": three or more numbers listed are data even without a noun
+_LIST = re.compile(
+    rf"(?<![\w.§/\-^])(?P<nums>(?:{_NUM})(?:,\s+(?:{_NUM}))+,?\s+(?:and|or)\s+(?:{_NUM}))(?!\w|\.\d)"
 )
 _STAT = re.compile(
     r"\b(?P<stat>" + "|".join(re.escape(s) for s in _STATISTICS) + r")\b\s*(?:of|=|:|is|was|at|around)?\s*"
-    rf"(?P<nums>{_NUM})(?![\w.])(?!\s?(?:{_TIME_UNITS}|{_SIZE_UNITS}|%|×|x\b|/s))",
+    rf"(?P<nums>{_NUM})(?!\w|\.\d)(?!\s?(?:{_TIME_UNITS}|{_SIZE_UNITS}|%|×|x\b|/s))",
     re.IGNORECASE,
 )
 _MAGNITUDE = re.compile(
@@ -376,7 +382,7 @@ def figures_in(text: str) -> list[tuple[int, Figure]]:
         taken.append(m.span("nums"))
     for m in _COUNT.finditer(text):
         noun = m.group("noun").lower()
-        if noun not in COUNT_NOUNS or not free(m.start("nums"), m.end("nums")):
+        if not free(m.start("nums"), m.end("nums")):
             continue
         if noun not in EVENT_NOUNS and not re.search(r"\d", m.group("nums")):
             continue  # "three layers": a number word counts only events
@@ -390,6 +396,12 @@ def figures_in(text: str) -> list[tuple[int, Figure]]:
             found.append(
                 (m.start(), Figure(m.group(0).strip(), value, "count", (1.0,), tolerance, bound, number=part))
             )
+        taken.append(m.span("nums"))
+    for m in _LIST.finditer(text):
+        if not free(*m.span("nums")):
+            continue
+        for part in _split_numbers(m.group("nums")):
+            found.append((m.start(), Figure(m.group(0), _to_float(part), "count", (1.0,), 0.5, number=part)))
         taken.append(m.span("nums"))
     return sorted(found, key=lambda item: item[0])
 

@@ -65,10 +65,20 @@ def test_rounding_units_and_ranges_pass(prose: str) -> None:
         ("The scheduler bound 250 pods.", "250 pods"),
         ("It scheduled 1,200 pods/s.", "1,200 pods/s"),
         ("The p99 of 5.9 is what matters.", "p99 of 5.9"),
+        ("It came out: 7 and then 250 pods.", "250 pods"),
     ],
 )
 def test_a_figure_no_output_shows_fails(prose: str, figure: str) -> None:
     assert _figures(prose) == [figure]
+
+
+def test_a_list_of_numbers_is_data_each_one_checked() -> None:
+    problems = check_prose(_notebook("Twenty nodes over three replicas came out 2, 12 and 6."))
+    assert [(p.figure, p.why.split(":")[0]) for p in problems] == [
+        ("2, 12 and 6", "its 2"),
+        ("2, 12 and 6", "its 6"),
+    ]
+    assert _figures("Twenty nodes came out 2, 12 and 6.", output="shares: [2, 12, 6]\n") == []
 
 
 def test_thousands_separators_rates_percent_and_ratio_in_outputs() -> None:
