@@ -10,6 +10,7 @@ from minisched.notebooks.check import TIME_LIMIT_SECONDS, check_notebook, find_n
 from minisched.notebooks.execute import execute_notebook
 from minisched.notebooks.normalize import normalize_file, normalized_text
 from minisched.notebooks.prose import check_prose_file
+from minisched.notebooks.rules import RULES, check_rules
 
 
 def _existing(paths: list[str]) -> list[Path]:
@@ -51,6 +52,19 @@ def cmd_prose(args: argparse.Namespace) -> int:
         for problem in problems:
             print(f"     {problem}")
         failed += bool(problems)
+    return 1 if failed else 0
+
+
+def cmd_rules(args: argparse.Namespace) -> int:
+    failed = 0
+    for path in _existing(args.paths):
+        found = check_rules(path, args.rule or None)
+        count = sum(len(p) for p in found.values())
+        print(f"{'FAIL' if count else 'ok  '} {path}" + (f"  ({count} problems)" if count else ""))
+        for rule, problems in found.items():
+            for problem in problems:
+                print(f"     [{rule}] {problem}")
+        failed += bool(count)
     return 1 if failed else 0
 
 
@@ -98,6 +112,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     prose.add_argument("paths", nargs="+")
     prose.set_defaults(func=cmd_prose)
+    rules = sub.add_parser(
+        "rules",
+        help="the chapter rules, read from the files (prose, hygiene, banner, namespace, cell-length)",
+    )
+    rules.add_argument("paths", nargs="+")
+    rules.add_argument("--rule", action="append", choices=list(RULES), help="only this rule (repeatable)")
+    rules.set_defaults(func=cmd_rules)
     fix = sub.add_parser("fix", help="normalize notebooks in place")
     fix.add_argument("paths", nargs="+")
     fix.add_argument(

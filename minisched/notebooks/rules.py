@@ -146,9 +146,9 @@ def banner_problems(nb: nbformat.NotebookNode) -> list[str]:
     first = next((c for c in nb.cells if c.cell_type == "markdown"), None)
     if first is not None and SHARED_CLUSTER_BANNER in first.source:
         return []
-    cells = ", ".join(map(str, writers))
+    cells = ("cells " if len(writers) > 1 else "cell ") + ", ".join(map(str, writers))
     return [
-        f"cells {cells} create, taint or cordon nodes, but the first markdown cell lacks the shared-cluster "
+        f"{cells} {'create, taint or cordon' if len(writers) > 1 else 'creates, taints or cordons'} nodes, but the first markdown cell lacks the shared-cluster "
         f"banner (minisched.notebooks.rules.SHARED_CLUSTER_BANNER): {SHARED_CLUSTER_BANNER[:60]}..."
     ]
 
