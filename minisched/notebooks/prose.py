@@ -4,7 +4,8 @@ A *figure* is found in a markdown cell's text (after the parts listed under "not
 away) and is one of:
 
 - a number with a unit: time (ns, µs/μs/us, ms, s, sec, seconds, min, minutes, h, hours and the
-  spelled-out units), size (B, bytes, KiB, MiB, GiB, TiB, kB/KB, MB, GB, TB), a rate (anything
+  spelled-out units; "s", "h", "min" and "sec" only after a space, so "503s" is a status code),
+  size (B, bytes, KiB, MiB, GiB, TiB, kB/KB, MB, GB, TB, and Kubernetes' Ki, Mi, Gi, Ti), a rate (anything
   `/s` such as `pods/s`, `ops/s`, `/s`, or "per second", with an optional k/M/G prefix), a
   percentage (`%`, "percent"), a ratio (`×`, `5x`, "times");
 - a count of measured things: a number followed (at most two words later) by a plural noun of
@@ -86,6 +87,8 @@ _SIZE: dict[str, tuple[float, ...]] = {
     # writers use the decimal names for either meaning
     "kB": (1e3, 1024.0), "KB": (1e3, 1024.0), "MB": (1e6, 1024.0**2), "GB": (1e9, 1024.0**3),
     "TB": (1e12, 1024.0**4),
+    # Kubernetes quantities, as chapters write requests and capacities ("512Mi", "16Gi")
+    "Ki": (1024.0,), "Mi": (1024.0**2,), "Gi": (1024.0**3,), "Ti": (1024.0**4,),
 }  # fmt: skip
 _PREFIX = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}
 

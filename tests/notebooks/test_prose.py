@@ -87,6 +87,8 @@ def test_thousands_separators_rates_percent_and_ratio_in_outputs() -> None:
     assert _figures(prose, output=output) == []
     assert _figures("It held 43.5 MB.", output=output) == []  # 41.5 MiB = 43.5 MB
     assert _figures("It held 45 MB.", output=output) == ["45 MB"]
+    assert _figures("Nodes of 16Gi and 16 GiB.", source='make_node("a", memory="16Gi")') == []
+    assert _figures("Nodes of 32Gi.", source='make_node("a", memory="16Gi")') == ["32Gi"]
 
 
 def test_an_input_set_in_a_code_cell_passes() -> None:
