@@ -8,8 +8,10 @@ runs every rule over every chapter and lab, with the notebooks still to fix list
   `*(quoted: SOURCE)*` (see `minisched.notebooks.prose`).
 - `hygiene`: stored outputs hold no absolute path of the machine that ran them (/work/...,
   /home/..., /root/..., /Users/..., the repository's own path, the interpreter's install path),
-  no kernel temporary names (/tmp/ipykernel_*, <ipython-input-...>), and no progress bar short
-  of its total ("0/5" beside finished results: `normalize` stores a finished bar finished).
+  no kernel temporary names (/tmp/ipykernel_*, <ipython-input-...>), no progress bar short
+  of its total ("0/5" beside finished results: `normalize` stores a finished bar finished), and
+  no stray repr: a cell's last expression echoed as bare text (`99` from `gc.collect()`, `True`,
+  `ShutdownReport(...)`, a widget's `VBox(...)` with no static form) instead of printed on purpose.
 - `banner`: a chapter whose code creates, taints or cordons nodes (nodes are cluster-wide) has
   `SHARED_CLUSTER_BANNER` in its first markdown cell: the README's promise to a class sharing one
   cluster.
@@ -81,6 +83,16 @@ _PROGRESS_BAR = re.compile(
     r"(?P<pct>\d{1,3})%\|[^|\n]*\|\s*(?P<n>\d+(?:\.\d+)?)(?P<nk>[kM]?)/(?P<total>\d+(?:\.\d+)?)(?P<tk>[kM]?)"
 )
 _SCALE = {"": 1.0, "k": 1e3, "M": 1e6}
+# an echoed value: a literal, or an object's repr "Name(...)" (dataclasses, widgets)
+_STRAY_REPR = re.compile(r"(?:True|False|None|-?\d[\d_.e+-]*|[A-Z]\w*\(.*(?:\)|…))", re.DOTALL)
+
+
+def stray_repr(output: nbformat.NotebookNode) -> str | None:
+    """The text of an execute_result that only echoes a value, or None."""
+    if output.get("output_type") != "execute_result" or set(output.get("data", {})) != {"text/plain"}:
+        return None
+    text = str(output["data"]["text/plain"]).strip()
+    return text if _STRAY_REPR.fullmatch(text) else None
 
 
 def _last_frames(text: str) -> str:
@@ -94,6 +106,13 @@ def hygiene_problems(nb: nbformat.NotebookNode, repository: Path = REPOSITORY) -
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
+        for output in cell.get("outputs", []):
+            echoed = stray_repr(output)
+            if echoed is not None:
+                problems.append(
+                    f"cell {index}: stray repr {echoed[:60]!r}: end the line with ';' or assign it, "
+                    "or print what it means (a widget needs a static rendering)"
+                )
         for text in output_texts(cell):
             found = {m.group(0) for m in _MACHINE_PATH.finditer(text)}
             found |= {p for p in own_paths if p in text}

@@ -62,6 +62,24 @@ def test_a_progress_bar_short_of_its_total_fails_a_finished_one_passes() -> None
     assert len(hygiene_problems(_nb(stopped))) == 1
 
 
+def test_a_stray_repr_fails_a_chart_or_a_printed_value_passes() -> None:
+    def echoed(data: dict[str, Any]) -> nbformat.NotebookNode:
+        cell = new_code_cell("x", execution_count=1)
+        cell.outputs = [new_output("execute_result", data=data, execution_count=1)]
+        return cell
+
+    for text in (
+        "99",
+        "True",
+        "ShutdownReport(seconds=0.004, deadline=20.0)",
+        "VBox(children=(HTML(value=1), Tog…",
+    ):
+        assert len(hygiene_problems(_nb(echoed({"text/plain": text})))) == 1, text
+    chart = echoed({"text/plain": "<Chart size 700x320 with 1 Axes>", "image/png": "iVBOR"})
+    table = echoed({"text/plain": "{'alpha': 3, 'bravo': 1}"})
+    assert hygiene_problems(_nb(chart, table, _code("print(99)", "99\n"))) == []
+
+
 def _tqdm_widget_state(value: float, total: float) -> tuple[dict[str, Any], dict[str, Any]]:
     """An executed notebook's widget state for one tqdm bar, as nbclient stores it."""
 
