@@ -11,7 +11,9 @@ A progress bar (tqdm.auto in a kernel) is a widget: its output's text/plain is t
 frame ("0/5"), and only the widget state, dropped here, knows how it ended. So before the state
 goes, each bar's text is rebuilt from its final state ("work: 100%|██████████| 5/5"): a finished
 bar is stored finished, a bar that stopped short is stored where it stopped (and the chapter rules
-flag it). Elapsed time and rate are left out, so the stored text is the same on every run.
+flag it). Elapsed time and rate are left out, so the stored text is the same on every run. Any
+other widget's text is its repr ("VBox(children=(HBox(...") and is dropped with its view: the
+chapter shows a static rendering beside it (AUTHORING.md, "Widgets").
 """
 
 from __future__ import annotations
@@ -103,6 +105,8 @@ def _normalize_outputs(
             data = {k: v for k, v in output.get("data", {}).items() if k != WIDGET_VIEW}
             if bar is not None:
                 data["text/plain"] = bar
+            elif view:
+                data.pop("text/plain", None)  # "VBox(children=(...": a repr, not what the widget shows
             if not data:
                 continue  # a widget with no static form: nothing a reader of the file can see
             output["data"] = nbformat.NotebookNode(data)
