@@ -6,10 +6,12 @@ import argparse
 import sys
 from pathlib import Path
 
+import nbformat
+
 from minisched.notebooks.check import TIME_LIMIT_SECONDS, check_notebook, find_notebooks
 from minisched.notebooks.execute import execute_notebook
 from minisched.notebooks.normalize import normalize_file, normalized_text
-from minisched.notebooks.prose import check_prose_file
+from minisched.notebooks.prose import check_prose_file, judge_prose
 from minisched.notebooks.rules import RULES, check_rules
 
 
@@ -45,6 +47,12 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_prose(args: argparse.Namespace) -> int:
     failed = 0
     for path in _existing(args.paths):
+        if args.explain:
+            for judged in judge_prose(nbformat.read(path, as_version=4)):
+                how = judged.shown_by or "NOT SHOWN"
+                print(
+                    f"{path}: cell {judged.cell}: {judged.figure.text!r} ({judged.figure.number or 'words'}): {how}"
+                )
         problems = check_prose_file(path)
         print(
             f"{'FAIL' if problems else 'ok  '} {path}" + (f"  ({len(problems)} figures)" if problems else "")
@@ -111,6 +119,11 @@ def main(argv: list[str] | None = None) -> int:
         "prose", help="every figure in markdown is in the outputs, set by code, or tagged *(quoted: ...)*"
     )
     prose.add_argument("paths", nargs="+")
+    prose.add_argument(
+        "--explain",
+        action="store_true",
+        help="list every figure found and what shows it (output, code, quoted)",
+    )
     prose.set_defaults(func=cmd_prose)
     rules = sub.add_parser(
         "rules",

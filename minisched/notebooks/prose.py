@@ -357,7 +357,7 @@ def figures_in(text: str) -> list[tuple[int, Figure]]:
             if m.group("ratio").strip() == "x" and m.group("space"):
                 continue  # "3 x 4" is a product, not a ratio
             dimension, scales = "ratio", (1.0,)
-        figure_text = m.group(0).strip()
+        figure_text = " ".join(m.group(0).split())
         for part in _split_numbers(m.group("nums")):
             value = _to_float(part)
             found.append(
@@ -380,7 +380,10 @@ def figures_in(text: str) -> list[tuple[int, Figure]]:
             continue
         part = m.group("nums")
         found.append(
-            (m.start(), Figure(m.group(0).strip(), _to_float(part), "stat", (1.0,), _rounding(part, False)))
+            (
+                m.start(),
+                Figure(" ".join(m.group(0).split()), _to_float(part), "stat", (1.0,), _rounding(part, False)),
+            )
         )
         taken.append(m.span("nums"))
     for m in _COUNT.finditer(text):
@@ -397,7 +400,12 @@ def figures_in(text: str) -> list[tuple[int, Figure]]:
             value = float(word) if word is not None else _to_float(part)
             tolerance = 0.0 if word is not None else _rounding(part, approximate)
             found.append(
-                (m.start(), Figure(m.group(0).strip(), value, "count", (1.0,), tolerance, bound, number=part))
+                (
+                    m.start(),
+                    Figure(
+                        " ".join(m.group(0).split()), value, "count", (1.0,), tolerance, bound, number=part
+                    ),
+                )
             )
         taken.append(m.span("nums"))
     for m in _LIST.finditer(text):
@@ -520,44 +528,71 @@ def _neighbour_code_cells(cells: list[nbformat.NotebookNode], index: int) -> lis
 # --- the check ---------------------------------------------------------------------------------
 
 
-def check_prose(nb: nbformat.NotebookNode) -> list[ProseProblem]:
-    """Every figure of `nb`'s markdown cells that the notebook does not show and is not quoted."""
-    shown = _shown(nb.cells)
-    problems: list[ProseProblem] = []
+@dataclass(frozen=True)
+class Judged:
+    """One figure of a markdown cell and what shows it: "output", "code", "quoted" or "" (nothing)."""
+
+    cell: int
+    figure: Figure
+    sentence: str
+    shown_by: str
+
+
+def judge_prose(nb: nbformat.NotebookNode) -> list[Judged]:
+    """Every figure of `nb`'s markdown cells with what shows it (the check's reasoning, for authors:
+    `python -m minisched.notebooks prose --explain`)."""
+    everywhere = _shown(nb.cells)
+    outputs_only = _Shown(everywhere.by_dimension, everywhere.plain, [])
+    judged: list[Judged] = []
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "markdown":
             continue
         source = cell.source
-        prose = _strip_non_prose(source)
         spans = _sentences(source)
         quoted = _quoted_sentences(source, spans)
-        reported: set[tuple[int, str]] = set()
         # words ("tens of µs") say what the cell beside them showed: any other output would do
         near = _shown(_neighbour_code_cells(nb.cells, index))
-        for position, figure in figures_in(prose):
+        for position, figure in figures_in(_strip_non_prose(source)):
             sentence_index = next((i for i, (s, e) in enumerate(spans) if s <= position < e), -1)
-            if sentence_index in quoted or is_shown(figure, near if figure.bound == "range" else shown):
-                continue
             start, end = spans[sentence_index] if sentence_index >= 0 else (position, position + 40)
             sentence = " ".join(source[start:end].split())
-            if figure.bound == "range":
-                why = (
-                    f"no output of the code cells just before and after shows a value from "
-                    f"{figure.value:g} to {figure.upper:g} in that unit"
-                )
-            elif (
-                len(re.findall(_NUM, figure.text))
-                + len(re.findall(rf"\b(?:{_NUM_WORD})\b", figure.text, re.I))
-                > 1
-            ):
-                why = f"its {figure.number}: no output shows it and no code cell sets it"
+            if sentence_index in quoted:
+                shown_by = "quoted"
+            elif figure.bound == "range":
+                shown_by = "output" if is_shown(figure, near) else ""
+            elif is_shown(figure, outputs_only):
+                shown_by = "output"
             else:
-                why = "no output shows it and no code cell sets it"
-            key = (sentence_index, f"{figure.text}|{figure.value}")
-            if key in reported:
-                continue
-            reported.add(key)
-            problems.append(ProseProblem(index, figure.text, sentence, why))
+                shown_by = "code" if is_shown(figure, everywhere) else ""
+            judged.append(Judged(index, figure, sentence, shown_by))
+    return judged
+
+
+def check_prose(nb: nbformat.NotebookNode) -> list[ProseProblem]:
+    """Every figure of `nb`'s markdown cells that the notebook does not show and is not quoted."""
+    problems: list[ProseProblem] = []
+    reported: set[tuple[int, str, str]] = set()
+    for judged in judge_prose(nb):
+        figure = judged.figure
+        if judged.shown_by:
+            continue
+        if figure.bound == "range":
+            why = (
+                f"no output of the code cells just before and after shows a value from "
+                f"{figure.value:g} to {figure.upper:g} in that unit"
+            )
+        elif (
+            len(re.findall(_NUM, figure.text)) + len(re.findall(rf"\b(?:{_NUM_WORD})\b", figure.text, re.I))
+            > 1
+        ):
+            why = f"its {figure.number}: no output shows it and no code cell sets it"
+        else:
+            why = "no output shows it and no code cell sets it"
+        key = (judged.cell, judged.sentence, f"{figure.text}|{figure.value}")
+        if key in reported:
+            continue
+        reported.add(key)
+        problems.append(ProseProblem(judged.cell, figure.text, judged.sentence, why))
     return problems
 
 

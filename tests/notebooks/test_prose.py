@@ -10,7 +10,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 
 from minisched.notebooks.__main__ import main
 from minisched.notebooks.normalize import normalized_text
-from minisched.notebooks.prose import check_prose, figures_in
+from minisched.notebooks.prose import check_prose, figures_in, judge_prose
 
 LATENCY_OUTPUT = "idle  p50   0.11 ms  p99   4.88 ms\nbusy  p50  12.47 ms  p99  19.22 ms\n"
 
@@ -142,3 +142,20 @@ def test_failures_name_the_cell_figure_and_sentence_on_the_command_line(
     assert main(["prose", str(good), str(bad)]) == 1
     out = capsys.readouterr().out
     assert "cell 2: '0.2 ms'" in out and "sentence: 'Idle p50: 0.2 ms.'" in out
+
+
+def test_explain_lists_every_figure_and_what_shows_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    prose = "Idle p50 0.11 ms. The book's 10 µs *(quoted: the book, §1)*. A tick every 10 ms. Then 3.3 ms."
+    nb = _notebook(prose, source="TickerLateness(0.010)")
+    assert [(j.figure.text, j.shown_by) for j in judge_prose(nb)] == [
+        ("0.11 ms", "output"),
+        ("10 µs", "quoted"),
+        ("10 ms", "code"),
+        ("3.3 ms", ""),
+    ]
+    path = tmp_path / "x.ipynb"
+    path.write_text(normalized_text(nb), encoding="utf-8")
+    assert main(["prose", "--explain", str(path)]) == 1
+    assert "cell 2: '3.3 ms' (3.3): NOT SHOWN" in capsys.readouterr().out
