@@ -140,7 +140,9 @@ def _code_without_comments(source: str) -> str:
 
 
 _NODE_WRITE = re.compile(
-    r"\.\s*(?:create|ensure|apply|update|patch|replace|update_status|patch_status)\s*\(\s*(?:NODES\b|[\"']nodes[\"'])"
+    r"\.\s*(?:create|ensure|apply|update|patch|replace|update_status|patch_status|delete)\s*\(\s*(?:NODES\b|[\"']nodes[\"'])"
+    r"|\bkubectl\s+(?:taint|cordon|uncordon|drain|label\s+nodes?|delete\s+nodes?)\b"
+    r"|\breset\s*\([^)]*cluster_wide\s*=\s*True"
     r"|\bensure\s*\(\s*NODES\b"
     r"|\b(?:cordon|uncordon|drain|taint_node|add_taint|create_fake_nodes|build_cluster|paused_replica_run"
     r"|paused_before_bind_run|paused_replica_live)\s*\("
@@ -149,8 +151,9 @@ _NODE_WRITE = re.compile(
 
 
 def node_writing_cells(nb: nbformat.NotebookNode) -> list[int]:
-    """Indexes of the code cells that create, taint or cordon nodes on the cluster (or call a
-    minisched helper that does), as opposed to building node objects for an in-memory table."""
+    """Indexes of the code cells that create, taint, cordon or delete nodes on the cluster (through
+    the Cluster API, kubectl, `reset(cluster_wide=True)` or a minisched helper that creates nodes),
+    as opposed to building node objects for an in-memory table (`NodeTable.add_node`)."""
     return [
         index
         for index, cell in enumerate(nb.cells)

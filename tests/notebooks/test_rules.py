@@ -147,8 +147,12 @@ def test_node_writing_cells_are_found_and_in_memory_nodes_are_not() -> None:
         _code('cluster.patch(NODES, "a", {"spec": {"unschedulable": True}})'),
         _code("cordon(cluster, 'a')"),
         _code("cluster.create(PODS, make_pod('p', namespace=NS))"),
+        _code("!kubectl taint nodes kind-worker dedicated=db:NoSchedule"),
+        _code('cluster.delete(NODES, "a")'),
+        _code("reset(cluster, cluster_wide=True)"),
+        _code("reset(cluster)"),
     )
-    assert node_writing_cells(nb) == [1, 2, 4, 5]
+    assert node_writing_cells(nb) == [1, 2, 4, 5, 7, 8, 9]
 
 
 def test_a_chapter_writing_nodes_needs_the_banner_at_the_top() -> None:
