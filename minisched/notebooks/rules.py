@@ -102,7 +102,9 @@ def _last_frames(text: str) -> str:
 
 def hygiene_problems(nb: nbformat.NotebookNode, repository: Path = REPOSITORY) -> list[str]:
     problems: list[str] = []
-    own_paths = {str(repository), str(Path.home())} - {"/", ""}
+    own_paths = [
+        re.compile(re.escape(p) + r"(?![\w.-])") for p in {str(repository), str(Path.home())} - {"/", ""}
+    ]
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
@@ -115,7 +117,7 @@ def hygiene_problems(nb: nbformat.NotebookNode, repository: Path = REPOSITORY) -
                 )
         for text in output_texts(cell):
             found = {m.group(0) for m in _MACHINE_PATH.finditer(text)}
-            found |= {p for p in own_paths if p in text}
+            found |= {m.group(0) for pattern in own_paths for m in pattern.finditer(text)}
             for path in sorted(found):
                 problems.append(f"cell {index}: output holds the machine's path {path!r}")
             for name in sorted({m.group(0) for m in _KERNEL_TEMP.finditer(text)}):

@@ -39,7 +39,10 @@ def test_machine_paths_and_kernel_temp_names_in_outputs_fail(tmp_path: Path) -> 
         _code("profile()", "Profile at /work/wt/h5-p2/minisched/observability/profiling.py:37\n"),
         _code("profile()", "  1 0.065 /tmp/ipykernel_30547/471119056.py:1(planted_slow_work)\n"),
         _code("x", f"wrote {tmp_path}/out.json\n"),
-        _code("fine", "minisched/observability/profiling.py:37 and <TMPPATH> and /tmp is a word\n"),
+        _code(
+            "fine",
+            f"minisched/observability/profiling.py:37 and <TMPPATH> and /tmp is a word, {tmp_path}-other\n",
+        ),
     )
     problems = hygiene_problems(nb, repository=tmp_path)
     assert [p.split(":")[0] for p in problems] == ["cell 0", "cell 1", "cell 2"]
