@@ -28,7 +28,9 @@ A figure is *shown* when one of these holds:
    figure's own rounding, unit-aware: "0.11 ms" is shown by `110 µs`, by `0.000110 s`, or by a
    unitless `0.11` (a table with the unit in its header) or a unitless value in the base unit
    (seconds, bytes); a percentage also by the fraction (`0.95` for 95%); thousands separators
-   (`12,400`, `12_400`, thin spaces) are read as one number. Rounding: "12.5" is shown by 12.47
+   (`12,400`, `12_400`, thin spaces) are read as one number. A number printed with a unit of
+   another kind, or with a noun, shows nothing ("5 pods" does not show "5 ms"); counts and
+   statistics compare with every number. Rounding: "12.5" is shown by 12.47
    and 12.54 (half a unit of the last digit written), never by 12.56; "12" is not shown by 12.54.
    After an approximation word ("about", "around", "roughly", "nearly", "almost", "some", "~",
    "≈") an integer's trailing zeros are rounding too: "about 1,400" is shown by 1,437.
@@ -222,6 +224,7 @@ class _Shown:
 
     by_dimension: dict[str, list[float]] = field(default_factory=dict)
     plain: list[float] = field(default_factory=list)  # every number as written, any unit or none
+    unitless: list[float] = field(default_factory=list)  # the numbers printed without a unit
     code: list[float] = field(default_factory=list)
 
 
@@ -441,6 +444,24 @@ _OUTPUT_QUANTITY = re.compile(
 )
 
 
+def _add_quantity(shown: _Shown, value: float, m: re.Match[str], bare: bool) -> None:
+    """Record `value` under the unit `m` (a match with `_UNIT`'s groups) printed it with."""
+    prefix = _PREFIX.get(m.group("prefix") or m.group("rprefix") or "", 1.0)
+    if m.group("rate"):
+        shown.by_dimension.setdefault("rate", []).append(value * prefix)
+    elif m.group("time"):
+        shown.by_dimension.setdefault("time", []).append(value * _TIME[m.group("time")])
+    elif m.group("size"):
+        for scale in _SIZE[m.group("size")]:
+            shown.by_dimension.setdefault("size", []).append(value * scale)
+    elif m.group("pct"):
+        shown.by_dimension.setdefault("pct", []).append(value)
+    elif m.group("ratio"):
+        shown.by_dimension.setdefault("ratio", []).append(value)
+    elif bare:
+        shown.unitless.append(value)
+
+
 def _shown(cells: list[nbformat.NotebookNode]) -> _Shown:
     shown = _Shown()
     for cell in cells:
@@ -448,21 +469,24 @@ def _shown(cells: list[nbformat.NotebookNode]) -> _Shown:
             continue
         shown.code.extend(_code_numbers(cell.source))
         for text in _output_texts(cell):
+            # ranges and lists first ("runs 466 to 740 µs"): every number takes the unit at the end
+            covered: list[tuple[int, int]] = []
+            for m in _FIGURE.finditer(text):
+                numbers = _split_numbers(m.group("nums"))
+                if len(numbers) < 2:
+                    continue
+                covered.append(m.span())
+                for number in numbers:
+                    if number.lower() not in _NUMBER_WORDS:
+                        shown.plain.append(_to_float(number))
+                        _add_quantity(shown, _to_float(number), m, bare=False)
             for m in _OUTPUT_QUANTITY.finditer(text):
+                if any(start <= m.start() < end for start, end in covered):
+                    continue
                 value = _to_float(m.group("num"))
                 shown.plain.append(value)
-                prefix = _PREFIX.get(m.group("prefix") or m.group("rprefix") or "", 1.0)
-                if m.group("rate"):
-                    shown.by_dimension.setdefault("rate", []).append(value * prefix)
-                elif m.group("time"):
-                    shown.by_dimension.setdefault("time", []).append(value * _TIME[m.group("time")])
-                elif m.group("size"):
-                    for scale in _SIZE[m.group("size")]:
-                        shown.by_dimension.setdefault("size", []).append(value * scale)
-                elif m.group("pct"):
-                    shown.by_dimension.setdefault("pct", []).append(value)
-                elif m.group("ratio"):
-                    shown.by_dimension.setdefault("ratio", []).append(value)
+                # bare: not "7 pods" (a count of something else)
+                _add_quantity(shown, value, m, bare=not re.match(r" ?[A-Za-z]", text[m.end() :]))
     return shown
 
 
@@ -499,14 +523,18 @@ def _matches(figure: Figure, candidates: list[float], scale: float) -> bool:
 
 def is_shown(figure: Figure, shown: _Shown) -> bool:
     """Does the notebook show `figure` in an output, or set it in a code cell?"""
-    unitless = shown.plain + shown.code
-    if figure.dimension in ("count", "stat"):
-        return _matches(figure, unitless, 1.0)
+    if figure.dimension in ("count", "stat"):  # any number, whatever it was printed with
+        return _matches(figure, shown.plain + shown.code, 1.0)
+    # a figure with a unit: a number printed with a unit of its kind, or printed (or set) bare; "5 ms"
+    # is not shown by "5 pods"
+    unitless = shown.unitless + shown.code
     if figure.dimension == "pct":
         fraction = Figure(
             figure.text, figure.value / 100, "ratio", (1.0,), figure.tolerance / 100, figure.bound
         )
-        return _matches(figure, unitless, 1.0) or _matches(fraction, unitless, 1.0)
+        return any(
+            _matches(figure, values, 1.0) for values in (shown.by_dimension.get("pct", []), unitless)
+        ) or (_matches(fraction, unitless, 1.0))
     for scale in figure.scales:
         if _matches(figure, shown.by_dimension.get(figure.dimension, []), scale):
             return True
@@ -542,7 +570,7 @@ def judge_prose(nb: nbformat.NotebookNode) -> list[Judged]:
     """Every figure of `nb`'s markdown cells with what shows it (the check's reasoning, for authors:
     `python -m minisched.notebooks prose --explain`)."""
     everywhere = _shown(nb.cells)
-    outputs_only = _Shown(everywhere.by_dimension, everywhere.plain, [])
+    outputs_only = _Shown(everywhere.by_dimension, everywhere.plain, everywhere.unitless, [])
     judged: list[Judged] = []
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "markdown":

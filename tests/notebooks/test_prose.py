@@ -91,6 +91,16 @@ def test_thousands_separators_rates_percent_and_ratio_in_outputs() -> None:
     assert _figures("Nodes of 32Gi.", source='make_node("a", memory="16Gi")') == ["32Gi"]
 
 
+def test_a_number_printed_with_another_unit_shows_nothing() -> None:
+    assert _figures("A tick every 7 ms.", output="scheduled 7 pods in 2.5 s\n") == ["7 ms"]
+    assert _figures("A tick every 7 ms.", output="interval  7\n") == []  # bare: the unit is in the header
+    assert _figures("Scheduled 7 pods.", output="interval 7 ms\n") == []  # a count matches any number
+    assert _figures("A 7% share.", output="took 7 ms\n") == ["7%"]
+    # a range in an output gives its unit to both ends
+    assert _figures("Runs spread from 466 to 740 µs.", output="runs 466 to 740 µs, median 631 µs\n") == []
+    assert _figures("The fastest took 0.47 ms.", output="runs 466–740 µs\n") == []
+
+
 def test_an_input_set_in_a_code_cell_passes() -> None:
     source = "N = 100_000\nticker = TickerLateness(0.010)\nnode = make_node(memory='512Mi')\nx = 10**6"
     prose = "Sum 100,000 ints, a tick every 10 ms, nodes of 512 MiB, and 1,000,000 pods."
