@@ -6,9 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
+import nbformat
+
 from minisched.notebooks.check import TIME_LIMIT_SECONDS, check_notebook, find_notebooks
 from minisched.notebooks.execute import execute_notebook
 from minisched.notebooks.normalize import normalize_file, normalized_text
+from minisched.notebooks.prose import check_prose_file, judge_prose
+from minisched.notebooks.rules import RULES, check_rules
 
 
 def _existing(paths: list[str]) -> list[Path]:
@@ -37,6 +41,38 @@ def cmd_check(args: argparse.Namespace) -> int:
             print("\n".join("     | " + line for line in result.details.splitlines()))
         failed += not result.ok
     print(f"{len(notebooks) - failed}/{len(notebooks)} notebooks passed in {total:.1f} s")
+    return 1 if failed else 0
+
+
+def cmd_prose(args: argparse.Namespace) -> int:
+    failed = 0
+    for path in _existing(args.paths):
+        if args.explain:
+            for judged in judge_prose(nbformat.read(path, as_version=4)):
+                how = judged.shown_by or "NOT SHOWN"
+                print(
+                    f"{path}: cell {judged.cell}: {judged.figure.text!r} ({judged.figure.number or 'words'}): {how}"
+                )
+        problems = check_prose_file(path)
+        print(
+            f"{'FAIL' if problems else 'ok  '} {path}" + (f"  ({len(problems)} figures)" if problems else "")
+        )
+        for problem in problems:
+            print(f"     {problem}")
+        failed += bool(problems)
+    return 1 if failed else 0
+
+
+def cmd_rules(args: argparse.Namespace) -> int:
+    failed = 0
+    for path in _existing(args.paths):
+        found = check_rules(path, args.rule or None)
+        count = sum(len(p) for p in found.values())
+        print(f"{'FAIL' if count else 'ok  '} {path}" + (f"  ({count} problems)" if count else ""))
+        for rule, problems in found.items():
+            for problem in problems:
+                print(f"     [{rule}] {problem}")
+        failed += bool(count)
     return 1 if failed else 0
 
 
@@ -79,6 +115,23 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument("paths", nargs="+")
     check.add_argument("--time-limit", type=float, default=TIME_LIMIT_SECONDS, help="seconds per notebook")
     check.set_defaults(func=cmd_check)
+    prose = sub.add_parser(
+        "prose", help="every figure in markdown is in the outputs, set by code, or tagged *(quoted: ...)*"
+    )
+    prose.add_argument("paths", nargs="+")
+    prose.add_argument(
+        "--explain",
+        action="store_true",
+        help="list every figure found and what shows it (output, code, quoted)",
+    )
+    prose.set_defaults(func=cmd_prose)
+    rules = sub.add_parser(
+        "rules",
+        help="the chapter rules, read from the files (prose, hygiene, banner, namespace, cell-length)",
+    )
+    rules.add_argument("paths", nargs="+")
+    rules.add_argument("--rule", action="append", choices=list(RULES), help="only this rule (repeatable)")
+    rules.set_defaults(func=cmd_rules)
     fix = sub.add_parser("fix", help="normalize notebooks in place")
     fix.add_argument("paths", nargs="+")
     fix.add_argument(

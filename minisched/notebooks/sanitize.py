@@ -17,6 +17,9 @@ SANITIZERS: list[tuple[str, str, str]] = [
     ("address", r"\b0x[0-9a-fA-F]{6,}\b", "0x<ADDR>"),
     ("uuid", r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", "<UUID>"),
     ("tmp-path", r"/tmp/[^\s'\"]+", "<TMPPATH>"),
+    # a tqdm bar: a fresh run's widget text is its first frame ("0%|  | 0/5 [00:00<?, ?it/s]"), the
+    # stored one its last ("100%|███| 5/5", see normalize); whether it finished is the hygiene rule's
+    ("progress-bar", r" *\d{1,3}%\|[^|\n]*\|\s*[\d.]+[kM]?/[\d.]+[kM]?(?:\s*\[[^\]\n]*\])?", "<PROGRESS>"),
     # 12,345.6 ops/s  |  3.2k pods/s  |  1.5e+06 items/s  |  420/s
     ("throughput", r"\d[\d,_]*(?:\.\d+)?(?:[eE][+-]?\d+)?\s?[kKMG]?\s?(?:[A-Za-z]+)?/s\b", "<RATE>"),
     ("subsecond", r"\d[\d,_]*(?:\.\d+)?(?:[eE][+-]?\d+)?\s?(?:ns|µs|μs|us|ms)\b", "<DURATION>"),
