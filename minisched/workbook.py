@@ -253,3 +253,18 @@ def wait_for_nodes_ready(cluster: Cluster, names: Iterable[str], *, timeout: flo
             raise TimeoutError(f"nodes not ready after {timeout:.0f} s ({detail}); on kind, is KWOK running "
                                f"(make cluster-up installs it) and managing nodes labelled {CHAPTER_LABEL}?")
         time.sleep(poll)
+
+
+def join_node_when_ready(cluster: Cluster, node: Object, chapter: str, *, timeout: float = 60.0) -> Object:
+    """Create `node` for chapter `chapter` so that a scheduler scoped to the chapter first sees it
+    Ready and untainted: it is created labelled `<chapter>-joining` (KWOK on kind heartbeats it,
+    the chapter's scheduler does not see it), waited for, then relabelled into the chapter, which its
+    scheduler's node informer sees as the node appearing. On kind a node created straight into
+    scope is seen first with the not-ready taint, and pods waiting for it fail once more on it."""
+    name = node["metadata"]["name"]
+    joining = {**node, "metadata": {**node["metadata"],
+                                    "labels": {**(node["metadata"].get("labels") or {}),
+                                               CHAPTER_LABEL: f"{chapter}-joining"}}}
+    cluster.create(NODES, joining)
+    wait_for_nodes_ready(cluster, [name], timeout=timeout)
+    return cluster.patch(NODES, name, {"metadata": {"labels": {CHAPTER_LABEL: chapter}}})

@@ -168,3 +168,17 @@ def test_unknown_embedded_variant_is_refused() -> None:
     with pytest.raises(ValueError, match="embedded:kind"):
         connect("embedded:kine")
     assert isinstance(connect("embedded"), EmbeddedCluster)
+
+
+def test_a_joining_node_enters_the_scope_only_when_ready(embedded_cluster: Cluster) -> None:
+    from minisched.workbook import join_node_when_ready
+
+    sched = Scheduler(embedded_cluster, node_selector=chapter_selector("ch-j"), seed=0)
+    try:
+        sched.start(loop=False)
+        nodes = sched.factory.informer_for(NODES, label_selector=sched.node_selector).store
+        joined = join_node_when_ready(embedded_cluster, make_node("late", chapter="ignored"), "ch-j")
+        assert joined["metadata"]["labels"][CHAPTER_LABEL] == "ch-j"
+        assert _until(lambda: [n["metadata"]["name"] for n in nodes.list()] == ["late"])
+    finally:
+        sched.stop()
