@@ -864,7 +864,9 @@ class Scheduler:
             return not self._stop.is_set()
         self._started = True
         pods = self.factory.informer_for(PODS)
-        nodes = self.factory.informer_for(NODES, label_selector=self.node_selector)
+        # with no node_selector, the factory's own default (kube's shared node informer)
+        nodes = (self.factory.informer_for(NODES, label_selector=self.node_selector) if self.node_selector
+                 else self.factory.informer_for(NODES))
         self._pod_informer = pods
         self.handle.pod_store = pods.store
         # One handler for both views of the pod informer (kube registers two filtered ones): one
