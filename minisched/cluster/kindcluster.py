@@ -11,7 +11,7 @@ once a pod using them is scheduled (WaitForFirstConsumer).
 
 `populate(cluster)` creates all of it through the Cluster API, so the embedded cluster
 (`MINISCHED_BACKEND=embedded:kind`) and a kind-like test control plane start from the same
-population. tests/workbook/test_kindcluster.py checks the nodes against deploy/kind.yaml.
+population. tests/partone/test_scoping.py checks the nodes against deploy/kind.yaml.
 """
 
 from __future__ import annotations
