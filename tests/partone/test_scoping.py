@@ -182,3 +182,21 @@ def test_a_joining_node_enters_the_scope_only_when_ready(embedded_cluster: Clust
         assert _until(lambda: [n["metadata"]["name"] for n in nodes.list()] == ["late"])
     finally:
         sched.stop()
+
+
+def test_minisched_run_passes_its_node_selector_to_the_scheduler(monkeypatch: pytest.MonkeyPatch) -> None:
+    import minisched.app
+
+    seen: dict[str, object] = {}
+
+    class Stop(Exception):
+        pass
+
+    def fake_app(cluster: Cluster, **options: object) -> None:
+        seen.update(options["scheduler_options"])  # type: ignore[arg-type]
+        raise Stop
+
+    monkeypatch.setattr(minisched.app, "SchedulerApp", fake_app)
+    with pytest.raises(Stop):
+        main(["run", "--embedded", "--node-selector", "minisched.dev/chapter=ch03-3"])
+    assert seen["node_selector"] == "minisched.dev/chapter=ch03-3"
