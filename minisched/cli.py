@@ -1,6 +1,6 @@
 """The `minisched` command.
 
-    minisched run [--kubeconfig PATH] [--context NAME] [--embedded] [--config profile.yaml]
+    minisched run [--kubeconfig PATH] [--context NAME] [--embedded] [--config profile.yaml] [--node-selector SEL]
                   [--plugin-config] [--otlp-endpoint URL [--trace-sample-ratio R] [--trace-profiles DIR]]
                   [--leader-elect ... | --shards [--shard-group NAME] [--shard-lease-duration SECONDS]
                    [--identity ID] [--lease-namespace NS] [--no-capacity-fence]]
@@ -60,6 +60,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--watch-idle-timeout", type=float, default=None,
                      help="seconds a watch may stay silent before its connection is taken for dead and the "
                           "watch restarted (real clusters; default 45, 0: never)")
+    run.add_argument("--node-selector", default=None,
+                     help="schedule only onto nodes this label selector picks (e.g. minisched.dev/chapter=ch03-3): "
+                          "the node informer lists and watches with it, as a chapter on a shared cluster needs")
     run.add_argument("--percentage-of-nodes-to-score", type=int, default=None,
                      help="0 (adaptive, as kube) .. 100; overrides the configuration")
     run.add_argument("--feature-gates", default="",
@@ -215,6 +218,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.bind_workers < 1:
         print("minisched run: --bind-workers must be at least 1", file=sys.stderr)
         return 2
+    if args.node_selector:
+        from minisched.errors import BadRequest
+        from minisched.selectors import parse_label_selector
+
+        try:
+            parse_label_selector(args.node_selector)
+        except BadRequest as err:
+            print(f"minisched run: --node-selector {args.node_selector!r} is not a label selector: {err}",
+                  file=sys.stderr)
+            return 2
     problem = _shard_problem(args)
     if problem:
         print(f"minisched run: {problem}", file=sys.stderr)
@@ -268,6 +281,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         scheduler_options={
             "bind_workers": args.bind_workers,
             "percentage_of_nodes_to_score": args.percentage_of_nodes_to_score,
+            "node_selector": args.node_selector or None,
             "annotate_decisions": args.annotate_decisions,
             "tracer": tracer,
             "feature_gates": feature_gates,

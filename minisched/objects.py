@@ -6,11 +6,20 @@ is what `kubectl get -o json` would show after the server fills in metadata.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 Object = dict[str, Any]
 
 DEFAULT_SCHEDULER_NAME = "minisched"
+# Nodes a chapter creates carry this label (value: the chapter's id, e.g. "ch03-3"): the chapter's
+# scheduler sees only them on a shared cluster, and KWOK on kind keeps nodes with this key alive.
+CHAPTER_LABEL = "minisched.dev/chapter"
+
+
+def chapter_selector(chapter: str) -> str:
+    """The label selector for the nodes chapter `chapter` made (for Scheduler(node_selector=...))."""
+    return f"{CHAPTER_LABEL}={chapter}"
 
 
 def make_node(
@@ -27,8 +36,17 @@ def make_node(
     unschedulable: bool = False,
     ready: bool = True,
     images: list[tuple[str, int]] | None = None,
+    chapter: str | None = None,
 ) -> Object:
-    """A Node with capacity = allocatable, a Ready condition and optional taints and images."""
+    """A Node with capacity = allocatable, a Ready condition and optional taints and images.
+
+    `chapter` puts the label `minisched.dev/chapter=<chapter>` on it (see CHAPTER_LABEL). The Ready
+    condition carries heartbeat and transition times of now, as a kubelet's first status does: a
+    node lifecycle controller (kind's) treats a Ready condition without a heartbeat as stale and
+    marks the node unreachable at once."""
+    if chapter is not None and not chapter:
+        raise ValueError("make_node: chapter must be a non-empty chapter id such as 'ch03-3', or None")
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     resources: dict[str, str] = {"cpu": cpu, "memory": memory, "pods": pods}
     if ephemeral_storage is not None:
         resources["ephemeral-storage"] = ephemeral_storage
@@ -38,14 +56,17 @@ def make_node(
         "kind": "Node",
         "metadata": {
             "name": name,
-            "labels": {"kubernetes.io/hostname": name, **(labels or {})},
+            "labels": {"kubernetes.io/hostname": name, **(labels or {}),
+                       **({CHAPTER_LABEL: chapter} if chapter else {})},
         },
         "spec": {},
         "status": {
             "capacity": dict(resources),
             "allocatable": dict(resources),
             "conditions": [
-                {"type": "Ready", "status": "True" if ready else "False", "reason": "KubeletReady"}
+                {"type": "Ready", "status": "True" if ready else "False",
+                 "reason": "KubeletReady" if ready else "KubeletNotReady",
+                 "lastHeartbeatTime": now, "lastTransitionTime": now}
             ],
         },
     }

@@ -1,7 +1,7 @@
 """Chapter 1: a whole scheduler in about 200 lines, readable in one sitting.
 
     informers (pods, nodes) ──pending pods for us──> rate-limited work queue ──> schedule_one(key)
-        schedule_one: filter (Ready, schedulable, CPU, memory and pod count fit)
+        schedule_one: filter (Ready, schedulable, no untolerated taint, CPU, memory and pod count fit)
                       → score (least allocated, ties by name) → bind (pods/binding)
                       → or, if nothing fits, preempt lower-priority pods, then retry
 
@@ -25,7 +25,7 @@ from typing import Any
 
 from minisched.clock import Clock
 from minisched.cluster.base import Cluster
-from minisched.errors import ApiError, Conflict, NotFound
+from minisched.errors import ApiError, BadRequest, Conflict, NotFound
 from minisched.informer import (
     DeletedFinalStateUnknown,
     ResourceEventHandlerFuncs,
@@ -34,8 +34,10 @@ from minisched.informer import (
 )
 from minisched.meta import key_of, name_of, namespace_of, uid_of
 from minisched.objects import DEFAULT_SCHEDULER_NAME
+from minisched.policy.functions import tolerates_taint
 from minisched.quantity import milli_value, value
 from minisched.resources import NODES, PODS
+from minisched.selectors import parse_label_selector
 from minisched.workqueue import RateLimitingQueue
 
 Object = dict[str, Any]
@@ -68,6 +70,17 @@ def is_ready(node: Object) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
+def untolerated_taint(pod: Object, node: Object) -> Object | None:
+    """The first NoSchedule or NoExecute taint of `node` that no toleration of `pod` matches: such a
+    node is not ready for this pod (kube's TaintToleration filter; PreferNoSchedule only scores)."""
+    tolerations = (pod.get("spec") or {}).get("tolerations") or []
+    for taint in (node.get("spec") or {}).get("taints") or []:
+        if taint.get("effect") in ("NoSchedule", "NoExecute") and not any(
+                tolerates_taint(t, taint) for t in tolerations):
+            return dict(taint)
+    return None
+
+
 def priority(pod: Object) -> int:
     return int((pod.get("spec") or {}).get("priority") or 0)
 
@@ -91,11 +104,18 @@ class Decision:
 
 class TinyScheduler:
     def __init__(self, cluster: Cluster, *, scheduler_name: str = DEFAULT_SCHEDULER_NAME,
-                 clock: Clock | None = None) -> None:  # fmt: skip
+                 clock: Clock | None = None, node_selector: str | None = None) -> None:  # fmt: skip
+        """`node_selector` (a label selector) scopes it to those nodes: its node informer lists and
+        watches only them, as a chapter on a shared cluster needs (see objects.CHAPTER_LABEL)."""
         self.cluster, self.scheduler_name = cluster, scheduler_name
+        if node_selector:
+            try:
+                parse_label_selector(node_selector)
+            except BadRequest as err:  # a typo must not leave a scheduler that sees no nodes
+                raise ValueError(f"node_selector {node_selector!r} is not a label selector: {err}") from None
         self.factory = SharedInformerFactory(cluster, clock=clock)
         self.pods = self.factory.informer_for(PODS)
-        self.nodes = self.factory.informer_for(NODES)
+        self.nodes = self.factory.informer_for(NODES, label_selector=node_selector or None)
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(name="tiny", clock=clock)
         # Binds the cache has not seen yet (pod key → node): counted as used, or we would overcommit.
         self.assumed: dict[str, tuple[str, Object]] = {}
@@ -157,6 +177,8 @@ class TinyScheduler:
             return "not Ready"
         if (node.get("spec") or {}).get("unschedulable"):
             return "unschedulable"
+        if taint := untolerated_taint(pod, node):
+            return f"taint {taint['key']}:{taint['effect']} not tolerated"
         free = {r: a - used.get(r, 0) for r, a in allocatable(node).items()}
         short = [r for r, need in pod_requests(pod).items() if need > free[r]]
         return f"insufficient {', '.join(short)}" if short else None
@@ -216,8 +238,8 @@ class TinyScheduler:
         victims are gone (binding now would overcommit the node while they terminate)."""
         best: tuple[tuple[int, int, str], str, list[Object]] | None = None
         for node in self.nodes.store.list():
-            if not is_ready(node):
-                continue
+            if not is_ready(node) or untolerated_taint(pod, node):
+                continue  # evicting pods would not make room on a node the pod cannot use
             used = dict(usage.get(name_of(node), dict.fromkeys(RESOURCES, 0)))
             lower = sorted((p for p in self.pods.store.list() if is_active(p) and p["spec"]["nodeName"] ==
                             name_of(node) and priority(p) < priority(pod)), key=lambda p: (priority(p), name_of(p)))

@@ -7,7 +7,8 @@
 - `reset(cluster)`: back to the chapters' starting state without recreating the cluster. In a
   namespace: every pod (at once, no grace), lease, event and workbook custom object goes. With
   `cluster_wide=True` (an instructor between chapters): the same in every namespace but the
-  system ones, plus the nodes the chapters created (nodes without a kubelet or KWOK behind them),
+  system ones, plus the nodes the chapters created (those labelled minisched.dev/chapter, and
+  nodes without a kubelet or KWOK behind them),
   the workbook's CustomResourceDefinitions, minisched's leader and shard leases, the shards'
   capacity ledgers, and the kind workers put
   back to deploy/kind.yaml's labels and taints, uncordoned.
@@ -18,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +29,7 @@ import yaml
 
 from minisched.cluster.base import Cluster
 from minisched.errors import AlreadyExists, ApiError, NotFound
+from minisched.objects import CHAPTER_LABEL
 from minisched.resources import CONFIG_MAPS, CRDS, EVENTS, LEASES, NAMESPACES, NODES, PODS, Resource
 from minisched.sharding.fence import LEDGER_LABEL
 
@@ -117,7 +120,10 @@ def _crd_resource(crd: Object) -> Resource:
 
 
 def workbook_made(node: Object) -> bool:
-    """A node the chapters created: no kubelet reports on it and KWOK does not keep it."""
+    """A node the chapters created: it carries the chapter label (KWOK may keep it alive, so it may
+    report a kubelet version), or no kubelet reports on it and KWOK does not keep it."""
+    if CHAPTER_LABEL in (node["metadata"].get("labels") or {}):
+        return True
     info = (node.get("status") or {}).get("nodeInfo") or {}
     annotations = node["metadata"].get("annotations") or {}
     return not info.get("kubeletVersion") and KWOK_NODE_ANNOTATION not in annotations
@@ -204,3 +210,61 @@ def reset(cluster: Cluster, namespace: str | None = None, *, cluster_wide: bool 
 
 def names(objects: Iterable[Object]) -> list[str]:
     return sorted(o["metadata"]["name"] for o in objects)
+
+
+NOT_READY_TAINTS = frozenset({"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"})
+
+
+def nodes_not_ready(cluster: Cluster, names: Iterable[str]) -> dict[str, str]:
+    """{node: why it is not ready yet} for those of `names` that are missing, not Ready=True, or
+    still carry the not-ready/unreachable taint the node lifecycle controller manages."""
+    waiting: dict[str, str] = {}
+    for name in names:
+        try:
+            node = cluster.get(NODES, name)
+        except NotFound:
+            waiting[name] = "not found"
+            continue
+        ready: Object = next((c for c in (node.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"), {})
+        taints = [t["key"] for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") in NOT_READY_TAINTS]
+        if ready.get("status") != "True":
+            waiting[name] = f"Ready={ready.get('status', 'missing')}"
+        elif taints:
+            waiting[name] = "tainted " + ", ".join(taints)
+    return waiting
+
+
+def wait_for_nodes_ready(cluster: Cluster, names: Iterable[str], *, timeout: float = 60.0,
+                         poll: float = 0.2) -> None:
+    """Return once every node in `names` is Ready and free of the not-ready/unreachable taints.
+
+    On kind, TaintNodesByCondition admission taints a new node not-ready until the node lifecycle
+    controller sees KWOK's first heartbeat (about a second); scheduling before then would find the
+    chapter's nodes tainted. The embedded cluster has no such controller: this returns at once.
+    A TimeoutError names each node still waiting and why."""
+    wanted = list(names)
+    deadline = time.monotonic() + timeout
+    while True:
+        waiting = nodes_not_ready(cluster, wanted)
+        if not waiting:
+            return
+        if time.monotonic() >= deadline:
+            detail = "; ".join(f"{n}: {why}" for n, why in sorted(waiting.items()))
+            raise TimeoutError(f"nodes not ready after {timeout:.0f} s ({detail}); on kind, is KWOK running "
+                               f"(make cluster-up installs it) and managing nodes labelled {CHAPTER_LABEL}?")
+        time.sleep(poll)
+
+
+def join_node_when_ready(cluster: Cluster, node: Object, chapter: str, *, timeout: float = 60.0) -> Object:
+    """Create `node` for chapter `chapter` so that a scheduler scoped to the chapter first sees it
+    Ready and untainted: it is created labelled `<chapter>-joining` (KWOK on kind heartbeats it,
+    the chapter's scheduler does not see it), waited for, then relabelled into the chapter, which its
+    scheduler's node informer sees as the node appearing. On kind a node created straight into
+    scope is seen first with the not-ready taint, and pods waiting for it fail once more on it."""
+    name = node["metadata"]["name"]
+    joining = {**node, "metadata": {**node["metadata"],
+                                    "labels": {**(node["metadata"].get("labels") or {}),
+                                               CHAPTER_LABEL: f"{chapter}-joining"}}}
+    cluster.create(NODES, joining)
+    wait_for_nodes_ready(cluster, [name], timeout=timeout)
+    return cluster.patch(NODES, name, {"metadata": {"labels": {CHAPTER_LABEL: chapter}}})

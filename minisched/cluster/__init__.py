@@ -4,6 +4,9 @@ The backend comes from one setting, so a notebook switches from the embedded clu
 changing nothing but that setting:
 
 - `MINISCHED_BACKEND=embedded` (the default): an in-process API server.
+- `MINISCHED_BACKEND=embedded:kind`: the same, started as `make cluster-up` leaves kind (its four
+  nodes, 15 system pods and default StorageClass, minisched.cluster.kindcluster): a fast way to see
+  what a chapter does on a student's kind cluster.
 - `MINISCHED_BACKEND=context:kind-minisched`: a kubeconfig context (`KUBECONFIG` or ~/.kube/config).
 - `MINISCHED_BACKEND=kubeconfig:/path/to/kubeconfig`: that file's current context.
 - `MINISCHED_BACKEND=incluster`: the service account of the pod minisched runs in.
@@ -33,7 +36,14 @@ def connect(setting: str | None = None, **options: Any) -> Cluster:
     if kind == "embedded":
         from minisched.cluster.embedded import EmbeddedCluster
 
-        return EmbeddedCluster(**options)
+        if arg not in ("", "kind"):
+            raise ValueError(f"unknown {BACKEND_ENV} setting {setting!r}: use embedded or embedded:kind")
+        cluster = EmbeddedCluster(**options)
+        if arg == "kind":
+            from minisched.cluster.kindcluster import populate
+
+            populate(cluster)
+        return cluster
     from minisched.cluster.real import RealCluster
 
     if kind == "context":
@@ -47,6 +57,6 @@ def connect(setting: str | None = None, **options: Any) -> Cluster:
 
         return RealCluster.from_kubeconfig(path=str(local_kubeconfig_path()), **options)
     raise ValueError(
-        f"unknown {BACKEND_ENV} setting {setting!r}: use embedded, context:NAME, kubeconfig:PATH, "
+        f"unknown {BACKEND_ENV} setting {setting!r}: use embedded, embedded:kind, context:NAME, kubeconfig:PATH, "
         "incluster or local"
     )

@@ -65,9 +65,12 @@ def checked_cell_count(path: Path) -> int:
 
 
 def check_notebook(
-    path: str | Path, *, time_limit: float = TIME_LIMIT_SECONDS, strict: bool | None = None
+    path: str | Path, *, time_limit: float = TIME_LIMIT_SECONDS, strict: bool | None = None,
+    backend: str = "embedded",
 ) -> NotebookResult:
-    """Check one notebook on the embedded backend (the one its stored outputs come from).
+    """Check one notebook on the embedded backend (the one its stored outputs come from), or on
+    `backend` (a MINISCHED_BACKEND setting, e.g. "embedded:kind"), whose checked outputs must match
+    the same stored ones.
 
     What JupyterLab changes when a student saves a notebook (metadata, execution counts, widget
     state) is normalized away before the check, so a student's `make test` still passes; only
@@ -84,15 +87,15 @@ def check_notebook(
             copy = path.with_name(f".nbcheck-{path.name}")
             copy.write_text(normalized_text(nbformat.read(path, as_version=4)), encoding="utf-8")
             try:
-                checked = _run_nbval(copy, result, time_limit)
+                checked = _run_nbval(copy, result, time_limit, backend)
             finally:
                 copy.unlink(missing_ok=True)
             checked.path = path
             return checked
-    return _run_nbval(path, result, time_limit)
+    return _run_nbval(path, result, time_limit, backend)
 
 
-def _run_nbval(path: Path, result: NotebookResult, time_limit: float) -> NotebookResult:
+def _run_nbval(path: Path, result: NotebookResult, time_limit: float, backend: str = "embedded") -> NotebookResult:
     if checked_cell_count(path) == 0:
         result.warnings.append(f"no cell carries # {CHECK_MARKER}: none of its results are checked")
     with tempfile.TemporaryDirectory(prefix="minisched-nbcheck-") as tmp:
@@ -108,7 +111,7 @@ def _run_nbval(path: Path, result: NotebookResult, time_limit: float) -> Noteboo
         started = time.perf_counter()
         try:
             proc = subprocess.run(
-                command, env=notebook_env("embedded"), cwd=tmp, capture_output=True, text=True,
+                command, env=notebook_env(backend), cwd=tmp, capture_output=True, text=True,
                 timeout=max(time_limit * 3, 180),
             )  # fmt: skip
         except subprocess.TimeoutExpired:

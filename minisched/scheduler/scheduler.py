@@ -62,7 +62,7 @@ from typing import Any, Protocol
 
 from minisched.clock import Clock, RealClock, pause_unless_stopped
 from minisched.cluster.base import Cluster
-from minisched.errors import ApiError, NotFound, Timeout, is_conflict
+from minisched.errors import ApiError, BadRequest, NotFound, Timeout, is_conflict
 from minisched.informer import (
     ResourceEventHandlerFuncs,
     SharedInformerFactory,
@@ -113,6 +113,7 @@ from minisched.scheduler.queue import (
 from minisched.scheduler.shard_hook import ShardHook
 from minisched.scheduler.snapshot import NodeTable
 from minisched.scheduler.tracing import AttemptTrace, CycleTracer
+from minisched.selectors import parse_label_selector
 
 Object = dict[str, Any]
 
@@ -490,6 +491,7 @@ class Scheduler:
         tracer: CycleTracer | None = None,
         shard: ShardHook | None = None,
         feature_gates: Mapping[str, bool] | None = None,
+        node_selector: str | None = None,
     ) -> None:
         if profiles is not None and config is not None:
             raise ValueError("give either profiles or config, not both")
@@ -501,6 +503,10 @@ class Scheduler:
         if config is not None:
             profiles = load_profiles(config)
         self.feature_gates = check_feature_gates(feature_gates or {})
+        # Scope to the nodes this label selector picks (a chapter's own nodes on a shared cluster):
+        # the node informer lists and watches with it, as client-go's WithTweakListOptions does, so
+        # other nodes never reach the cache and a node relabelled out of scope leaves it.
+        self.node_selector = _checked_selector(node_selector)
         profiles = list(profiles or [default_profile()])
         self.cluster = cluster
         self.clock: Clock = clock or RealClock()
@@ -858,7 +864,9 @@ class Scheduler:
             return not self._stop.is_set()
         self._started = True
         pods = self.factory.informer_for(PODS)
-        nodes = self.factory.informer_for(NODES)
+        # with no node_selector, the factory's own default (kube's shared node informer)
+        nodes = (self.factory.informer_for(NODES, label_selector=self.node_selector) if self.node_selector
+                 else self.factory.informer_for(NODES))
         self._pod_informer = pods
         self.handle.pod_store = pods.store
         # One handler for both views of the pod informer (kube registers two filtered ones): one
@@ -1464,3 +1472,15 @@ def _scheduler_name(pod: Object) -> str:
 
 
 __all__ = ["Scheduler", "SchedulerHandle", "SchedulerObserver", "SchedulerStats"]
+
+
+def _checked_selector(selector: str | None) -> str | None:
+    """`selector` if it parses as a label selector (None or "" for every node), else a ValueError
+    naming it: a typo must not leave a scheduler that silently sees no nodes."""
+    if not selector:
+        return None
+    try:
+        parse_label_selector(selector)
+    except BadRequest as err:
+        raise ValueError(f"node_selector {selector!r} is not a label selector: {err}") from None
+    return selector
