@@ -423,7 +423,12 @@ def figures_in(text: str) -> list[tuple[int, Figure]]:
 # --- what the notebook shows -------------------------------------------------------------------
 
 
-def _output_texts(cell: nbformat.NotebookNode) -> list[str]:
+def output_texts(
+    cell: nbformat.NotebookNode, *, strip_html: bool = True, with_errors: bool = False
+) -> list[str]:
+    """Every text a reader of the file sees in `cell`'s outputs: streams, plain/markdown/LaTeX
+    results and HTML (its tags removed with `strip_html`, so figures in table cells read as text),
+    and with `with_errors` the tracebacks too (the hygiene rule looks for paths there)."""
     texts: list[str] = []
     for output in cell.get("outputs", []):
         kind = output.get("output_type")
@@ -431,11 +436,12 @@ def _output_texts(cell: nbformat.NotebookNode) -> list[str]:
             texts.append(str(output.get("text", "")))
         elif kind in ("display_data", "execute_result"):
             data = output.get("data", {})
-            for mime in ("text/plain", "text/markdown"):
-                if mime in data:
-                    texts.append(str(data[mime]))
+            texts.extend(str(data[m]) for m in ("text/plain", "text/markdown", "text/latex") if m in data)
             if "text/html" in data:
-                texts.append(html.unescape(re.sub(r"<[^>]+>", " ", str(data["text/html"]))))
+                markup = str(data["text/html"])
+                texts.append(html.unescape(re.sub(r"<[^>]+>", " ", markup) if strip_html else markup))
+        elif kind == "error" and with_errors:
+            texts.append("\n".join(output.get("traceback", [])) + "\n" + str(output.get("evalue", "")))
     return texts
 
 
@@ -468,7 +474,7 @@ def _shown(cells: list[nbformat.NotebookNode]) -> _Shown:
         if cell.cell_type != "code":
             continue
         shown.code.extend(_code_numbers(cell.source))
-        for text in _output_texts(cell):
+        for text in output_texts(cell):
             # ranges and lists first ("runs 466 to 740 µs"): every number takes the unit at the end
             covered: list[tuple[int, int]] = []
             for m in _FIGURE.finditer(text):

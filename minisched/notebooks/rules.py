@@ -28,7 +28,6 @@ namespace selectors); the others to chapters and labs.
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -36,6 +35,7 @@ from pathlib import Path
 import nbformat
 
 from minisched.notebooks.prose import check_prose
+from minisched.notebooks.prose import output_texts as prose_output_texts
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 MAX_CODE_LINES = 25
@@ -56,20 +56,8 @@ SHARED_CLUSTER_BANNER = (
 
 
 def output_texts(cell: nbformat.NotebookNode) -> list[str]:
-    """Every text a reader of the file sees in `cell`'s outputs (tracebacks included)."""
-    texts: list[str] = []
-    for output in cell.get("outputs", []):
-        kind = output.get("output_type")
-        if kind == "stream":
-            texts.append(str(output.get("text", "")))
-        elif kind in ("display_data", "execute_result"):
-            data = output.get("data", {})
-            texts.extend(str(data[m]) for m in ("text/plain", "text/markdown", "text/latex") if m in data)
-            if "text/html" in data:
-                texts.append(html.unescape(str(data["text/html"])))
-        elif kind == "error":
-            texts.append("\n".join(output.get("traceback", [])) + "\n" + str(output.get("evalue", "")))
-    return texts
+    """Every text a reader of the file sees in `cell`'s outputs, HTML as stored, tracebacks included."""
+    return prose_output_texts(cell, strip_html=False, with_errors=True)
 
 
 _MACHINE_PATH = re.compile(
