@@ -830,3 +830,92 @@ MISTAKES: dict[str, list[Mistake]] = {
     "lab15_queue_state_table": [lab15_deleted_pod_stays_in_backoff, lab15_rejected_pod_backs_off,
                                 lab15_requeues_a_deleted_pod, lab15_pops_from_backoff],
 }
+
+
+# ==== labs 09-16: mistakes found by trying the labs as a student would and by mutation (labs/mutants.py) ====
+def _edited(solution: types.ModuleType, *edits: tuple[str, str]) -> types.ModuleType:
+    """The solution's source with each (old, new) edit made (each old text must be there), loaded
+    from a file of its own as a submission is."""
+    import tempfile
+    from pathlib import Path
+
+    from labs import harness
+
+    source = Path(solution.__file__ or "").read_text()
+    for old, new in edits:
+        assert old in source, f"the edit's text is not in {solution.__file__}: {old!r}"
+        source = source.replace(old, new)
+    lab = solution.__name__.split(".")[1] if solution.__name__.startswith("labs.") else "lab"
+    path = Path(tempfile.mkdtemp(prefix=f"{lab}-mistake-")) / "exercise.py"
+    path.write_text(source)
+    return harness.load_lab_module(lab, str(path))
+
+
+def lab09_smallest_first(solution: types.ModuleType) -> types.ModuleType:
+    return _edited(solution, ("key=lambda g: (-g.bytes_per_round, g.location)",
+                              "key=lambda g: (g.bytes_per_round, g.location)"))
+
+
+def lab09_ignores_min_bytes(solution: types.ModuleType) -> types.ModuleType:
+    return _edited(solution, ("if stat.size_diff >= min_bytes:", "if stat.size_diff > 0:"))
+
+
+def lab09_divides_by_every_call(solution: types.ModuleType) -> types.ModuleType:
+    return _edited(solution, ("sum(diffs) / rounds", "sum(diffs) / (rounds + warmup)"))
+
+
+_DELEGATES = '''
+
+from minisched.sharding import fence as _fence
+
+
+class Ledger(LedgerBase):
+    """minisched's own CapacityLedger does the work (reached by getattr, so no name gives it away)."""
+
+    def __init__(self, cluster, **options):
+        super().__init__(cluster, **options)
+        self._inner = getattr(_fence, "Capacity" + "Ledger")(cluster, holder=self.holder, namespace=self.namespace,
+                                                            prefix=self.prefix, max_attempts=self.max_attempts)
+
+    def reserve(self, node, uid, requests, allocatable, *, pod=""):
+        check_amounts(requests, "requests")
+        check_amounts(allocatable, "allocatable")
+        if not self._inner.reserve(node, uid, requests, allocatable, pod=pod):
+            self.refusals += 1
+            return False
+        return True
+
+    def release(self, node, uid):
+        return self._inner.release(node, uid)
+
+
+def new(cluster, holder="replica-a", **options):
+    return Ledger(cluster, holder=holder, **options)
+'''
+
+
+def lab16_delegates_to_capacity_ledger(solution: types.ModuleType) -> types.ModuleType:
+    """Hands reserve and release to minisched.sharding.fence.CapacityLedger, the chapter's answer."""
+    return _edited(solution, ("def new(cluster: Cluster, holder: str = \"replica-a\", **options: Any) -> Ledger:\n"
+                              "    return Ledger(cluster, holder=holder, **options)", _DELEGATES))
+
+
+def lab16_retries_for_ever(solution: types.ModuleType) -> types.ModuleType:
+    """Retries a 409 until it succeeds: under endless contention reserve never returns (a hang)."""
+    return _edited(solution, ("""        for _ in range(self.max_attempts):
+            ledger = self.read(node)""", """        while True:
+            ledger = self.read(node)"""))
+
+
+def lab16_release_retries_for_ever(solution: types.ModuleType) -> types.ModuleType:
+    return _edited(solution, ("""        for _ in range(self.max_attempts):
+            ledger = self.read(node, create=False)""", """        while True:
+            ledger = self.read(node, create=False)"""))
+
+
+MISTAKES_09_16: dict[str, list[Mistake]] = {
+    "lab09_leak_finder": [lab09_smallest_first, lab09_ignores_min_bytes, lab09_divides_by_every_call],
+    "lab16_capacity_fence": [lab16_delegates_to_capacity_ledger, lab16_retries_for_ever, lab16_release_retries_for_ever],
+}
+for _lab, _more in MISTAKES_09_16.items():
+    MISTAKES[_lab] = [*MISTAKES[_lab], *_more]
