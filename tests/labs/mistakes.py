@@ -913,8 +913,25 @@ def lab16_release_retries_for_ever(solution: types.ModuleType) -> types.ModuleTy
             ledger = self.read(node, create=False)"""))
 
 
+def lab15_copies_through_getattr(solution: types.ModuleType) -> types.ModuleType:
+    """Copies minisched's own table, reached by getattr so that its name is nowhere in the source."""
+    return _edited(solution, ("\nTRANSITIONS: dict[", "\n_WRITTEN: dict["),
+                   ("Q, E = QueueState, QueueEvent",
+                    "Q, E = QueueState, QueueEvent\nimport minisched.scheduler.lifecycle as _lc\n"
+                    "TRANSITIONS = dict(getattr(_lc, 'QUEUE_' + 'TRANSITIONS'))"))
+
+
+def lab15_copies_the_queues_default(solution: types.ModuleType) -> types.ModuleType:
+    """Takes the table a SchedulingQueue uses when given none."""
+    return _edited(solution, ("\nTRANSITIONS: dict[", "\n_WRITTEN: dict["),
+                   ("Q, E = QueueState, QueueEvent",
+                    "Q, E = QueueState, QueueEvent\nfrom minisched.scheduler.queue import SchedulingQueue as _SQ\n"
+                    "TRANSITIONS = dict(_SQ()._transitions)"))
+
+
 MISTAKES_09_16: dict[str, list[Mistake]] = {
     "lab09_leak_finder": [lab09_smallest_first, lab09_ignores_min_bytes, lab09_divides_by_every_call],
+    "lab15_queue_state_table": [lab15_copies_through_getattr, lab15_copies_the_queues_default],
     "lab16_capacity_fence": [lab16_delegates_to_capacity_ledger, lab16_retries_for_ever, lab16_release_retries_for_ever],
 }
 for _lab, _more in MISTAKES_09_16.items():
