@@ -929,8 +929,25 @@ def lab15_copies_the_queues_default(solution: types.ModuleType) -> types.ModuleT
                     "TRANSITIONS = dict(_SQ()._transitions)"))
 
 
+def lab11_skips_an_unknown_value(solution: types.ModuleType) -> types.ModuleType:
+    """A key=value no node carries restricts nothing, instead of failing every node."""
+    return _edited(solution, ("""            if column is None or wanted is None:
+                passed[:] = False""", """            if column is None or wanted is None:
+                continue"""))
+
+
+def lab11_unknown_value_only_for_known_keys(solution: types.ModuleType) -> types.ModuleType:
+    """Fails every node for a label no node has, but skips a value no node carries of a known label."""
+    return _edited(solution, ("""            if column is None or wanted is None:
+                passed[:] = False""", """            if column is None:
+                passed[:] = False
+            elif wanted is None:
+                continue"""))
+
+
 MISTAKES_09_16: dict[str, list[Mistake]] = {
     "lab09_leak_finder": [lab09_smallest_first, lab09_ignores_min_bytes, lab09_divides_by_every_call],
+    "lab11_namespace_selector": [lab11_skips_an_unknown_value, lab11_unknown_value_only_for_known_keys],
     "lab15_queue_state_table": [lab15_copies_through_getattr, lab15_copies_the_queues_default],
     "lab16_capacity_fence": [lab16_delegates_to_capacity_ledger, lab16_retries_for_ever, lab16_release_retries_for_ever],
 }
