@@ -945,9 +945,28 @@ def lab11_unknown_value_only_for_known_keys(solution: types.ModuleType) -> types
                 continue"""))
 
 
+def lab12_lists_every_cycle(solution: types.ModuleType) -> types.ModuleType:
+    """Lists the LabelPreferences from the API server in every Score call instead of following them
+    with the informer: always up to date, and one API call per scheduling cycle."""
+    return _edited(solution, ("""        total = np.zeros(len(rows), np.int64)
+""", """        if self.cluster is not None:
+            self.set_preferences(self.cluster.list(LABEL_PREFERENCES)["items"])
+        total = np.zeros(len(rows), np.int64)
+"""), ("""    plugin = LabelPreferenceScore()
+    factory = getattr(handle, "informer_factory", None)
+    if factory is not None:
+        plugin.follow(factory)
+    return plugin""", """    plugin = LabelPreferenceScore()
+    plugin.cluster = getattr(handle, "cluster", None)
+    return plugin"""), ("""        self.preferences: list[tuple[str, dict[str, int]]] = []""",
+                        """        self.preferences: list[tuple[str, dict[str, int]]] = []
+        self.cluster = None"""))
+
+
 MISTAKES_09_16: dict[str, list[Mistake]] = {
     "lab09_leak_finder": [lab09_smallest_first, lab09_ignores_min_bytes, lab09_divides_by_every_call],
     "lab11_namespace_selector": [lab11_skips_an_unknown_value, lab11_unknown_value_only_for_known_keys],
+    "lab12_crd_label_preference": [lab12_lists_every_cycle],
     "lab15_queue_state_table": [lab15_copies_through_getattr, lab15_copies_the_queues_default],
     "lab16_capacity_fence": [lab16_delegates_to_capacity_ledger, lab16_retries_for_ever, lab16_release_retries_for_ever],
 }
