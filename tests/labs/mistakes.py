@@ -963,10 +963,25 @@ def lab12_lists_every_cycle(solution: types.ModuleType) -> types.ModuleType:
         self.cluster = None"""))
 
 
+def lab13_full_is_no_room(solution: types.ModuleType) -> types.ModuleType:
+    """Scores an exactly full node 0, as if the pod did not fit (`>=` where the rule says `>`)."""
+    return _edited(solution, ("(i64.gt_s (local.get $used) (local.get $alloc))",
+                              "(i64.ge_s (local.get $used) (local.get $alloc))"))
+
+
+def lab13_rounds_the_average_up(solution: types.ModuleType) -> types.ModuleType:
+    """Adds 1 before halving: (cpu part + memory part + 1) / 2, a point too many on odd sums."""
+    return _edited(solution, ("            (i64.const 2)))", "            (i64.const 2)))\n")
+                   , ("(i64.div_s\n            (i64.add\n", "(i64.div_s\n            (i64.add (i64.const 1)\n             (i64.add\n"),
+                   ("                                   (local.get $pod_mem))))\n            (i64.const 2)))",
+                    "                                   (local.get $pod_mem)))))\n            (i64.const 2)))"))
+
+
 MISTAKES_09_16: dict[str, list[Mistake]] = {
     "lab09_leak_finder": [lab09_smallest_first, lab09_ignores_min_bytes, lab09_divides_by_every_call],
     "lab11_namespace_selector": [lab11_skips_an_unknown_value, lab11_unknown_value_only_for_known_keys],
     "lab12_crd_label_preference": [lab12_lists_every_cycle],
+    "lab13_wasm_scorer": [lab13_full_is_no_room, lab13_rounds_the_average_up],
     "lab15_queue_state_table": [lab15_copies_through_getattr, lab15_copies_the_queues_default],
     "lab16_capacity_fence": [lab16_delegates_to_capacity_ledger, lab16_retries_for_ever, lab16_release_retries_for_ever],
 }
