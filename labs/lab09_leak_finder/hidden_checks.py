@@ -104,12 +104,56 @@ def check_order_and_parameters(module: Any) -> None:
     assert planted.rounds == 5, f"warmup=0, rounds=5: expected run_round called 5 times, it was called {planted.rounds}"
 
 
+class CyclesAndCreep:
+    """Garbage held only by reference cycles (freed by a collection, not before), and a line that
+    grows by exactly one byte a round."""
+
+    def __init__(self) -> None:
+        self.creep = b""
+        self.rounds = 0
+
+    def run_round(self) -> None:
+        self.rounds += 1
+        for _ in range(10):
+            cycle: list[Any] = [bytes(5000)]  # garbage in a cycle
+            cycle.append(cycle)
+        self.creep = self.creep + b"x"  # one byte more every round
+
+
+CYCLES = where(CyclesAndCreep.run_round, "# garbage in a cycle")
+CREEP = where(CyclesAndCreep.run_round, "# one byte more")
+
+
+def check_defaults_and_cycles(module: Any) -> None:
+    import gc
+
+    planted = CyclesAndCreep()
+    enabled = gc.isenabled()
+    gc.disable()  # as a busy process may go a while without an automatic collection
+    try:
+        found = [g.location for g in module.growing_lines(planted.run_round)]
+    finally:
+        if enabled:
+            gc.enable()
+    assert planted.rounds == 6, (
+        f"the defaults are rounds=4, warmup=2: expected run_round called 6 times, it was called {planted.rounds}")
+    assert CYCLES not in found, (
+        f"{short(CYCLES)} makes garbage that only reference cycles hold: a full collection (gc.collect()) before "
+        f"each snapshot frees it, so it is not held; it was reported")
+    assert CREEP in found, (
+        f"{short(CREEP)} grows by one byte every round: with the default min_bytes=1 it leaks; "
+        f"got {[short(loc) for loc in found[:6]]}")
+
+
 CHECKS = [
     Check("nothing held, nothing reported; tracemalloc left as found", as_found(check_no_leak),
           "start tracemalloc only if tracemalloc.is_tracing() is False, and stop only what you started."),
     Check("a round that raises", as_found(check_round_raises), "stop tracemalloc in a finally."),
     Check("rounds and warmup are checked by name", as_found(check_arguments),
           "check the arguments before turning tracemalloc on."),
+    Check("the defaults, and garbage held only by cycles", as_found(check_defaults_and_cycles),
+          "defaults rounds=4, warmup=2, min_bytes=1 (a growth of exactly min_bytes counts); gc.collect() before "
+          "every snapshot."),
     Check("several leaks, largest first; rounds, warmup and min_bytes obeyed", as_found(check_order_and_parameters),
           "sort by bytes_per_round, largest first; divide each line's total growth by rounds; report a line only "
           "when its size_diff is at least min_bytes in every round.", points=2),
