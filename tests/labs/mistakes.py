@@ -977,11 +977,18 @@ def lab13_rounds_the_average_up(solution: types.ModuleType) -> types.ModuleType:
                     "                                   (local.get $pod_mem)))))\n            (i64.const 2)))"))
 
 
+def lab14_names_spans_by_class(solution: types.ModuleType) -> types.ModuleType:
+    """Names spans and minisched.plugin by the inner plugin's class, not by the name it was registered under."""
+    return _edited(solution, ("attributes = {PLUGIN: self.inner.name,", "attributes = {PLUGIN: type(self.inner).__name__,"),
+                   ('f"{point}/{self.inner.name}"', 'f"{point}/{type(self.inner).__name__}"'))
+
+
 MISTAKES_09_16: dict[str, list[Mistake]] = {
     "lab09_leak_finder": [lab09_smallest_first, lab09_ignores_min_bytes, lab09_divides_by_every_call],
     "lab11_namespace_selector": [lab11_skips_an_unknown_value, lab11_unknown_value_only_for_known_keys],
     "lab12_crd_label_preference": [lab12_lists_every_cycle],
     "lab13_wasm_scorer": [lab13_full_is_no_room, lab13_rounds_the_average_up],
+    "lab14_plugin_spans": [lab14_names_spans_by_class],
     "lab15_queue_state_table": [lab15_copies_through_getattr, lab15_copies_the_queues_default],
     "lab16_capacity_fence": [lab16_delegates_to_capacity_ledger, lab16_retries_for_ever, lab16_release_retries_for_ever],
 }
