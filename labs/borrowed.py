@@ -19,13 +19,14 @@ from labs import harness
 
 
 @contextmanager
-def replaced(originals: Sequence[object], stand_in: Callable[[object], object]) -> Iterator[None]:
-    """Every global of a loaded minisched module that *is* one of `originals` (the very object,
+def replaced(originals: Sequence[object], stand_in: Callable[[object], object],
+             packages: Sequence[str] = ("minisched",)) -> Iterator[None]:
+    """Every global of a loaded module of `packages` that *is* one of `originals` (the very object,
     however it was imported) replaced by `stand_in(original)` while the block runs."""
     swapped: list[tuple[ModuleType, str, object]] = []
     try:
         for name, mod in list(sys.modules.items()):
-            if not (name == "minisched" or name.startswith("minisched.")) or mod is None:
+            if mod is None or not any(name == p or name.startswith(p + ".") for p in packages):
                 continue
             for attr, value in list(vars(mod).items()):
                 if any(value is original for original in originals):
@@ -80,12 +81,13 @@ class Tripwire:
 
 
 @contextmanager
-def tripwires(lab: str, module: ModuleType, originals: Sequence[object]) -> Iterator[tuple[ModuleType, list[str]]]:
+def tripwires(lab: str, module: ModuleType, originals: Sequence[object],
+              packages: Sequence[str] = ("minisched",)) -> Iterator[tuple[ModuleType, list[str]]]:
     """The submission loaded again with `originals` replaced by tripwires, and the list of touches;
     run it inside the block (a lookup at call time hits the tripwire too). A submission that does
     not load without the originals yields itself, its touches recorded."""
     touched: list[str] = []
-    with replaced(originals, lambda original: Tripwire(original, touched)):
+    with replaced(originals, lambda original: Tripwire(original, touched), packages):
         try:
             again = harness.load_lab_module(lab, str(getattr(module, "__file__", "")))
         except Exception:

@@ -983,8 +983,35 @@ def lab14_names_spans_by_class(solution: types.ModuleType) -> types.ModuleType:
                    ('f"{point}/{self.inner.name}"', 'f"{point}/{type(self.inner).__name__}"'))
 
 
+def lab10_reruns_the_checks_search(solution: types.ModuleType) -> types.ModuleType:
+    """Answers with the public checks' own breadth-first search, reached through importlib."""
+    return _edited(solution, ("def waiting_on(graph: PodGraph, names: Sequence[str]) -> list[str]:\n",
+                              "def waiting_on(graph: PodGraph, names: Sequence[str]) -> list[str]:\n"
+                              "    import importlib\n"
+                              "    return importlib.import_module('labs.lab10_waiting_pods.checks').expected(graph, names)\n"
+                              "\n\ndef _unused(graph: PodGraph, names: Sequence[str]) -> list[str]:\n"))
+
+
+def lab10_scipy_traversal(solution: types.ModuleType) -> types.ModuleType:
+    """Lets scipy's breadth_first_order walk the graph, one source at a time."""
+    return _edited(solution, ("def waiting_on(graph: PodGraph, names: Sequence[str]) -> list[str]:\n",
+                              "def waiting_on(graph: PodGraph, names: Sequence[str]) -> list[str]:\n"
+                              "    from scipy.sparse.csgraph import breadth_first_order\n"
+                              "    sources = [graph.index_of(n) for n in names]\n"
+                              "    reach = np.zeros(graph.n, dtype=bool)\n"
+                              "    for s in sources:\n"
+                              "        order = breadth_first_order(graph.as_csr(), s, directed=True, "
+                              "return_predecessors=False)\n"
+                              "        reach[order[1:]] = True\n"
+                              "        reach[graph.successors(s)] = True\n"
+                              "    reach[sources] = False\n"
+                              "    return [graph.names[i] for i in np.flatnonzero(reach)]\n"
+                              "\n\ndef _unused(graph: PodGraph, names: Sequence[str]) -> list[str]:\n"))
+
+
 MISTAKES_09_16: dict[str, list[Mistake]] = {
     "lab09_leak_finder": [lab09_smallest_first, lab09_ignores_min_bytes, lab09_divides_by_every_call],
+    "lab10_waiting_pods": [lab10_reruns_the_checks_search, lab10_scipy_traversal],
     "lab11_namespace_selector": [lab11_skips_an_unknown_value, lab11_unknown_value_only_for_known_keys],
     "lab12_crd_label_preference": [lab12_lists_every_cycle],
     "lab13_wasm_scorer": [lab13_full_is_no_room, lab13_rounds_the_average_up],
