@@ -13,10 +13,11 @@ from labs.lab11_namespace_selector.checks import (
     passing,
     verdict,
 )
-from minisched.objects import make_pod
+from minisched.objects import make_node, make_pod
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.status import Code
 from minisched.scheduler.framework.types import PodInfo
+from minisched.scheduler.snapshot import NodeTable
 
 
 def check_malformed(module: Any) -> None:
@@ -63,6 +64,13 @@ def check_values_no_node_has(module: Any) -> None:
     assert passing(got) == ["prod-db"], f"selector ' tier = db , env = prod ' (spaces around parts): got {passing(got)}"
     assert result.reasons_at(list(got).index("prod-web")) == (
         "node(s) didn't match the node selector of namespace team-a",), "a failing node's reason"
+    plugin = module.new(None, FakeHandle(autospec_cluster(namespace("team-a", "env=prod"))))
+    table = NodeTable()
+    for name in ("prod-1", "prod-2"):
+        table.add_node(make_node(name, labels={"env": "prod"}))
+    result = plugin.filter(CycleState(), PodInfo.from_pod(make_pod("p", namespace="team-a")), table.snapshot())
+    assert result is not None and list(result.passed) == [True, True], (
+        f"selector 'env=prod' on two nodes that both carry it: every node passes; got {result}")
     got, _ = verdict(module, namespace("team-a", "env=prod,"))
     assert passing(got) == ["prod-db", "prod-web"], f"selector 'env=prod,' (an empty part is skipped): got {passing(got)}"
 

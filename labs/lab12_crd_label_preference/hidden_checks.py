@@ -46,6 +46,7 @@ def check_long_label(module: Any) -> None:
         else:
             raise AssertionError("a 64-character label was accepted; at most 63")
         cluster.create(module.LABEL_PREFERENCES, preference("edge", "x" * 63, {"a": 0, "b": 100}))
+        cluster.create(module.LABEL_PREFERENCES, preference("short", "x", {"a": 1}))  # one character is enough
 
 
 def check_replace(module: Any) -> None:
@@ -57,6 +58,10 @@ def check_replace(module: Any) -> None:
     assert got == want, f"set_preferences replaces the old ones: expected {want}, got {got}"
     plugin.set_preferences([])
     assert set(scores(plugin, nodes()).values()) == {0}, "no preferences: every node scores 0"
+    plugin.set_preferences([preference("gpu", "gpu-model", {"a100": 90}), preference("zone", "zone", {"b": 30})])
+    got = scores(plugin, nodes())
+    assert got == want, (f"a preference for a label no node has (gpu-model) adds nothing, and the other still "
+                         f"counts: expected {want}, got {got}")
 
 
 class CountsReads:
@@ -106,10 +111,12 @@ def check_reads_the_informer(module: Any) -> None:
 CHECKS = [
     Check("a deleted LabelPreference stops counting", check_delete,
           "refresh on delete too: the store no longer holds it."),
-    Check("label length: 63 accepted, 64 refused; weight 0 and 100 accepted", check_long_label,
+    Check("label length: 1 and 63 accepted, 64 refused; weight 0 and 100 accepted", check_long_label,
           "max_length=63; ge=0, le=100."),
     Check("scheduling cycles read the informer, never the API", check_reads_the_informer,
           "score() must not call the cluster: keep the preferences the informer's handler set (follow), and read "
           "only self.preferences in score()."),
-    Check("set_preferences replaces, never adds", check_replace, "build a new list and assign it."),
+    Check("set_preferences replaces, never adds; a label no node has adds nothing", check_replace,
+          "build a new list and assign it; in score(), skip a preference whose label has no column "
+          "(nodes.label_column(label) is None)."),
 ]

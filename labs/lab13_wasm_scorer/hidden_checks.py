@@ -39,6 +39,14 @@ def check_exactly_full(module: Any) -> None:
     assert got == want, (
         f"nodes the pod fills exactly (used == allocatable: it fits, part 100), exactly in cpu only, one millicore "
         f"over, and roomy: expected {want}, got {got}")
+    tiny = NodeTable()
+    tiny.add_node(make_node("one-byte", cpu="2", memory="1"))  # allocatable 1: still divides, 1 * 100 / 1
+    tiny.add_node(make_node("no-memory-odd", cpu="3", memory="0"))  # cpu part 33: memory's 0 must be 0, not 1
+    tiny = tiny.snapshot()
+    speck = PodInfo.from_pod(make_pod("speck", cpu="1", memory="1"))
+    got, want = run(scorer(module), tiny, speck), expected(tiny, speck)
+    assert got == want, (f"a node with 1 byte of memory that a 1-byte pod fills (part 100), and one with no memory "
+                         f"(its part 0, and (33 + 0) / 2 rounds down): expected {want}, got {got}")
 
 
 def check_empty_and_large(module: Any) -> None:

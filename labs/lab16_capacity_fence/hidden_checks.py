@@ -158,7 +158,7 @@ def check_contention(module: Any) -> None:
         within(20, lambda: a.reserve("n7", "uid-a", POD, ALLOCATABLE, pod="default/a"),
                "reserve() with every write answered 409")
     except module.FenceContention as e:
-        assert "n7" in str(e), f"the FenceContention should name the node: {e}"
+        assert "n7" in str(e) and "default/a" in str(e), f"the FenceContention should name the node and the pod: {e}"
     else:
         raise AssertionError("every write answered 409: after max_attempts tries reserve() should raise FenceContention")
     assert a.conflicts == 5, f"max_attempts=5, every write a 409: expected conflicts 5, got {a.conflicts}"
@@ -177,6 +177,16 @@ def check_contention(module: Any) -> None:
         raise AssertionError("release() of a held entry, every write a 409: after max_attempts tries it should "
                              "raise FenceContention")
     assert stuck.conflicts == 4, f"max_attempts=4, every write a 409: expected conflicts 4, got {stuck.conflicts}"
+
+
+def check_fills_an_empty_node(module: Any) -> None:
+    cluster = EmbeddedCluster()
+    a = ledger(module, cluster)
+    whole = dict(ALLOCATABLE)
+    assert a.reserve("n9", "uid-all", whole, ALLOCATABLE, pod="default/all") is True, (
+        f"one pod asking exactly the node's allocatable {whole} on an empty ledger fits: reserve() should answer True")
+    assert a.reserve("n9", "uid-one-more", {"pods": 1}, ALLOCATABLE) is False, "the node is full: then refuse"
+    assert a.used("n9") == whole, f"used(): expected {whole}, got {a.used('n9')}"
 
 
 # what minisched already has that is this lab's answer: the submission must not use it
@@ -211,6 +221,8 @@ CHECKS = [
           "the entry key is self.key(uid): it includes the holder."),
     Check("endless 409s end in FenceContention", check_contention,
           "give up after self.max_attempts tries, in reserve and in release: raise FenceContention naming the node."),
+    Check("one pod can fill an empty node exactly", check_fills_an_empty_node,
+          "a resource nobody has reserved yet is used 0 (used.get(resource, 0)); only going over allocatable refuses."),
     Check("the ledger is written, not delegated to minisched's CapacityLedger", check_written_not_delegated,
           "minisched.sharding.fence.CapacityLedger is the chapter's answer: the lab is writing it; use only "
           "LedgerBase's read, entries, key and entry."),
