@@ -29,6 +29,7 @@ import argparse
 import ast
 import contextlib
 import copy
+import hashlib
 import json
 import os
 import random
@@ -412,11 +413,67 @@ def run_lab(lab: str, limit: int | None, seed: int, timeout: float) -> Iterator[
 
 # ---- equivalent mutants: survivors whose change does not alter what the lab asks for ----
 # lab -> {change text (as printed in the table): why it is equivalent}
-EQUIVALENT: dict[str, dict[str, str]] = {}
+_WORDING = "the wording around what the message must name (the README asks for the names, which are still there)"
+_NON_NEGATIVE = ("every dividend and divisor is non-negative (allocatable <= 0 is handled before): signed and "
+                 "unsigned division agree")
+_GIVEN = "code the starter gives unchanged (not the student's to write); the checks use the module's own value"
+EQUIVALENT: dict[str, dict[str, str]] = {  # lab -> {"line N: change" (as the table prints it): why}
+    "lab09_leak_finder": {
+        "line 29: `'warmup must not be negative, got '` -> `'warmup must not be negative, got X'`": _WORDING,
+    },
+    "lab11_namespace_selector": {
+        "line 46: `return ''` -> `return None`": "the caller tests `not text`: None and '' both restrict nothing",
+        "line 62: `column is None or wanted is None` -> `column is None and wanted is None`":
+            "label_value_id is None whenever label_column is; for an unknown value of a known label, "
+            "`column == None` is False on every row, so every node fails either way",
+    },
+    "lab12_crd_label_preference": {
+        "line 22: `'labelpreferences'` -> `'labelpreferencesX'`": _GIVEN,
+        "line 26: `'The node label whose value is scored.'` -> `'The node label whose value is scored.X'`":
+            "a description in the generated schema: documentation, not behaviour",
+        "line 69: `np.minimum(total, MAX_NODE_SCORE)` -> `np.minimum(MAX_NODE_SCORE, total)`": "np.minimum is symmetric",
+    },
+    "lab13_wasm_scorer": {
+        "line 8: `i32.const 1024` -> `i32.const 1025` (WebAssembly)":
+            "the host writes and reads at input_offset(), whatever it is; WebAssembly allows unaligned i64 access",
+        "line 8: `i32.const 1024` -> `i32.const 0` (WebAssembly)":
+            "the host writes and reads at input_offset(), whatever it is",
+        "line 19: `i64.div_s` -> `i64.div_u` (WebAssembly)": _NON_NEGATIVE,
+        "line 32: `i64.div_s` -> `i64.div_u` (WebAssembly)": _NON_NEGATIVE,
+        "line 30: `i32.ge_u` -> `i32.gt_u` (WebAssembly)":
+            "not observable through the calling convention: one pass more, for row n, writes a value past the n "
+            "scores the host reads, and the fuel per node is unchanged (a host that checked the memory after the "
+            "scores would see it)",
+    },
+    "lab14_plugin_spans": {
+        "line 19: `Factory = Callable[[Any, Any], Any]` -> `(deleted)`":
+            "used only in annotations, which `from __future__ import annotations` never evaluates",
+        "line 49: `': '` -> `': X'`": "the status description's wording: the README asks for status ERROR",
+        "line 78: `1` -> `2`": "the longest-so-far starts below any duration (a span lasts 0 ns or more): -1 or -2 alike",
+        "line 78: `took > longest.get(str(plugin), (-1, ''))[0]` -> `took >= longest.get(str(plugin), (-1, ''))[0]`":
+            "which pod of two equally long spans is the worst: the README does not say",
+        "line 81: `raise ValueError('no plugin spans among these spans')` -> `(deleted)`":
+            "max() of no plugins raises ValueError itself; the README names no message",
+        "line 81: `'no plugin spans among these spans'` -> `'no plugin spans among these spansX'`":
+            "the message of a ValueError the README does not word",
+    },
+    "lab16_capacity_fence": {
+        **{f"line {line}: `{text!r}` -> `{text + 'X'!r}`": _WORDING
+           for line, texts in ((39, ("reserving ", " on node ", ": lost the write race ", " times")),
+                               (50, ("releasing ", " on node ", ": lost the write race ", " times")))
+           for text in texts},
+        "line 59: `return False` -> `return None`": "_write's answer is only tested for truth, and None is false",
+        "line 71: `'replica-a'` -> `'replica-aX'`": _GIVEN + " (the checks always name the holder)",
+    },
+}
 
 
 def _load() -> dict[str, dict[str, object]]:
     return json.loads(RESULTS_JSON.read_text()) if RESULTS_JSON.exists() else {}
+
+
+def equivalent_reason(lab: str, recorded: dict[str, object]) -> str | None:
+    return EQUIVALENT.get(lab, {}).get(f"line {recorded['line']}: {recorded['change']}")
 
 
 def table(kept: dict[str, dict[str, object]]) -> str:
@@ -428,7 +485,7 @@ def table(kept: dict[str, dict[str, object]]) -> str:
         killed = sum(r["status"] == "killed" for r in rows)
         timeouts = sum(r["status"] == "timeout" for r in rows)
         survived = [r for r in rows if r["status"] == "survived"]
-        equivalent = sum(EQUIVALENT.get(lab, {}).get(r["change"]) is not None for r in survived)
+        equivalent = sum(equivalent_reason(lab, r) is not None for r in survived)
         counted = len(rows) - equivalent
         share = f"{(killed + timeouts) / counted:.0%}" if counted else "-"
         run = f"{len(rows)} (sample)" if len(rows) < int(entry["total"]) else str(len(rows))  # type: ignore[call-overload]
@@ -442,7 +499,7 @@ def survivors(kept: dict[str, dict[str, object]]) -> str:
     for lab, entry in sorted(kept.items()):
         for r in entry["mutants"]:  # type: ignore[attr-defined]
             if r["status"] == "survived":
-                reason = EQUIVALENT.get(lab, {}).get(r["change"])
+                reason = equivalent_reason(lab, r)
                 verdict = f"equivalent: {reason}" if reason else "**not killed**"
                 rows.append(f"- {lab} line {r['line']}: {r['change']}: {verdict}")
     return "\n".join(rows) or "(none)"
@@ -455,12 +512,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timeout", type=float, default=20.0, help="seconds a mutant's checks may take")
     parser.add_argument("--write", action="store_true", help="keep the output in labs/MUTANTS.md and mutants.json")
+    parser.add_argument("--rewrite", action="store_true",
+                        help="only write labs/MUTANTS.md again from labs/mutants.json (after editing EQUIVALENT)")
     args = parser.parse_args(argv)
+    if args.rewrite:
+        write(_load())
+        print(table(_load()))
+        return 0
     labs = args.labs or [lab for lab in harness.lab_names() if harness.has_module(lab, "solution")]
     unknown = sorted(set(labs) - set(harness.lab_names()))
     if unknown:
         parser.error(f"no such lab: {', '.join(unknown)}")
     kept = _load() if args.write else {}
+    for entry in kept.values():  # runs recorded before the mutants' own seconds were kept
+        entry.setdefault("solution", "")
     for lab in labs:
         lab_started = time.monotonic()
         results = []
@@ -469,24 +534,46 @@ def main(argv: Sequence[str] | None = None) -> int:
             if result.status in ("survived", "timeout"):
                 print(f"  {lab} line {result.mutant.line}: {result.mutant.change}: {result.status}", flush=True)
         seconds = time.monotonic() - lab_started
-        kept[lab] = {"total": len(mutants(lab)), "seconds": round(seconds, 1),
-                     "mutants": [{**asdict(r.mutant), "status": r.status, "by": r.by} for r in results]}
+        kept[lab] = {"total": len(mutants(lab)), "seconds": round(seconds, 1), "solution": solution_digest(lab),
+                     "mutants": [{**asdict(r.mutant), "status": r.status, "by": r.by, "seconds": round(r.seconds, 2)}
+                                 for r in results]}
         print(f"{lab}: {len(results)} mutants in {seconds:.0f} s", flush=True)
     text = table(kept)
     print(text)
     total = sum(float(e["seconds"]) for e in kept.values())  # type: ignore[arg-type]
     print(f"\n{total:.0f} s in all")
     if args.write:
-        body = (f"# The labs' checks under mutation\n\nWritten by `make lab-mutants` (`python -m labs.mutants "
-                f"--write`, labs one at a time); {total:.0f} s of checks in all on the last runs. A mutant "
-                f"is the instructor's solution with one small change; the lab's public and hidden checks should "
-                f"fail on it. Timed-out mutants count as killed (the run stops there). Equivalent mutants (a change "
-                f"that does not alter what the lab asks for) are listed with why in labs/mutants.py "
-                f"(EQUIVALENT) and left out of the share.\n\n{text}\n\n## Survivors\n\n{survivors(kept)}\n")
-        RESULTS_MD.write_text(body)
-        RESULTS_JSON.write_text(json.dumps(dict(sorted(kept.items())), indent=1) + "\n")
+        write(kept)
     return 0
 
+
+def solution_digest(lab: str) -> str:
+    """Which solution the recorded mutants were made from (their indices mean nothing for another)."""
+    return hashlib.sha256(solution_source(lab).encode()).hexdigest()[:16]
+
+
+def write(kept: dict[str, dict[str, object]]) -> None:
+    """labs/mutants.json and the table in labs/MUTANTS.md, from `kept` (with EQUIVALENT as it is now)."""
+    text = table(kept)
+    total = sum(float(e["seconds"]) for e in kept.values())  # type: ignore[arg-type]
+    body = (f"# The labs' checks under mutation\n\nWritten by `make lab-mutants` (`python -m labs.mutants "
+            f"--write`, labs one at a time); {total:.0f} s of checks in all on the last runs. A mutant "
+            f"is the instructor's solution with one small change; the lab's public and hidden checks should "
+            f"fail on it. Timed-out mutants count as killed (the run stops there). Equivalent mutants (a change "
+            f"that does not alter what the lab asks for) are listed with why in labs/mutants.py "
+            f"(EQUIVALENT) and left out of the share.\n\n{text}\n\n## Survivors\n\n{survivors(kept)}\n")
+    RESULTS_MD.write_text(body)
+    RESULTS_JSON.write_text(_compact_json(kept))
+
+
+def _compact_json(kept: dict[str, dict[str, object]]) -> str:
+    """One line per mutant: a diff after a new run shows which mutants changed status."""
+    labs = []
+    for lab, entry in sorted(kept.items()):
+        head = ", ".join(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in entry.items() if k != "mutants")
+        rows = ",\n".join(f"   {json.dumps(m)}" for m in entry["mutants"])  # type: ignore[attr-defined]
+        labs.append(f" {json.dumps(lab)}: {{{head}, \"mutants\": [\n{rows}\n ]}}")
+    return "{\n" + ",\n".join(labs) + "\n}\n"
 
 if __name__ == "__main__":
     sys.exit(main())
