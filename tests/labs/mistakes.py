@@ -880,13 +880,16 @@ class Ledger(LedgerBase):
     def reserve(self, node, uid, requests, allocatable, *, pod=""):
         check_amounts(requests, "requests")
         check_amounts(allocatable, "allocatable")
-        if not self._inner.reserve(node, uid, requests, allocatable, pod=pod):
-            self.refusals += 1
-            return False
-        return True
+        try:
+            return self._inner.reserve(node, uid, requests, allocatable, pod=pod)
+        finally:
+            self.conflicts, self.refusals = self._inner.conflicts, self._inner.refusals
 
     def release(self, node, uid):
-        return self._inner.release(node, uid)
+        try:
+            return self._inner.release(node, uid)
+        finally:
+            self.conflicts = self._inner.conflicts
 
 
 def new(cluster, holder="replica-a", **options):
