@@ -514,7 +514,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true", help="keep the output in labs/MUTANTS.md and mutants.json")
     parser.add_argument("--rewrite", action="store_true",
                         help="only write labs/MUTANTS.md again from labs/mutants.json (after editing EQUIVALENT)")
+    parser.add_argument("--only", nargs="+", metavar="LAB#INDEX",
+                        help="run just these mutants and print their outcomes as JSON (the sample test's way in: a "
+                             "fresh process to fork from, with no other test's threads in it)")
     args = parser.parse_args(argv)
+    if args.only:
+        outcomes = []
+        with tempfile.TemporaryDirectory(prefix="mutants-only-") as workdir:
+            for key in args.only:
+                lab, _, index = key.partition("#")
+                for module in ("checks", "hidden_checks"):
+                    __import__(f"labs.{lab}.{module}")
+                mutant = mutants(lab)[int(index)]
+                result = run_mutant(mutant, args.timeout, workdir)
+                outcomes.append({**asdict(mutant), "status": result.status, "by": result.by})
+        print(json.dumps(outcomes))
+        return 0
     if args.rewrite:
         write(_load())
         print(table(_load()))
