@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
 .PHONY: lab demo test lint typecheck unit notebooks controlplane browser cluster-local cluster-up cluster-down bench \
-	clean student-copy grade-course
+	clean student-copy grade-course lab-mutants
 
 # The virtual environment is rebuilt only when pyproject.toml changes.
 $(STAMP): pyproject.toml examples/minisched-plugin-example/pyproject.toml
@@ -89,6 +89,11 @@ student-copy: $(STAMP)
 
 grade-course: $(STAMP)
 	$(BIN)/python -m labs.grading course $(COURSE)
+
+# A slow study, not part of `make test`: every lab's checks run on every mutant of its solution
+# (labs/mutants.py), one lab at a time at low priority; the table is kept in labs/MUTANTS.md.
+lab-mutants: $(STAMP)
+	nice -n 10 $(BIN)/python -m labs.mutants --write $(MUTANTS_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

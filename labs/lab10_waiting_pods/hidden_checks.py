@@ -8,8 +8,9 @@ from typing import Any
 import numpy as np
 from scipy.sparse.csgraph import breadth_first_order
 
+from labs.borrowed import describe, holds, tripwires
 from labs.harness import Check
-from labs.lab10_waiting_pods.checks import within
+from labs.lab10_waiting_pods.checks import LAB, TINY, expected, within
 from minisched.graph import PodGraph, random_dag
 
 
@@ -53,9 +54,44 @@ def check_big(module: Any) -> None:
             f" (first expected {want[:3]}, got {list(got)[:3]})"
 
 
+def _searches() -> list[object]:
+    """Searches that already are the answer: the checks' own, and scipy's graph traversals."""
+    from scipy.sparse import csgraph
+
+    from labs.lab10_waiting_pods import checks
+
+    return [checks.expected, *(getattr(csgraph, name) for name in (
+        "breadth_first_order", "depth_first_order", "breadth_first_tree", "depth_first_tree", "shortest_path",
+        "dijkstra", "bellman_ford", "johnson", "floyd_warshall", "connected_components", "reconstruct_path"))]
+
+
+def check_walk_is_written(module: Any) -> None:
+    graph = PodGraph.from_dependencies(TINY)
+    want = expected(graph, ["volume"])
+    searches = _searches()
+    names = holds(module, searches)
+    assert not names, (f"{', '.join(names)} in your exercise is a search that already is the answer "
+                       f"({', '.join(describe(getattr(module, n)) for n in names)}): write the frontier walk")
+    with tripwires(LAB, module, searches, packages=("labs", "scipy")) as (again, touched):
+        problem = ""
+        got: Any = None
+        try:
+            got = again.waiting_on(graph, ["volume"])
+        except Exception as e:  # noqa: BLE001 (a tripwire, or what the walk does without the search)
+            problem = f"{type(e).__name__}: {e}"
+    assert not touched, (f"waiting_on calls a search that already is the answer ({touched[0]}): the lab is the "
+                         f"frontier walk over graph.indptr and graph.indices, written with numpy")
+    assert not problem and list(got) == want, (
+        f"with the checks' own search and scipy's traversals out of reach, waiting_on(['volume']) gave "
+        f"{problem or got}, expected {want}")
+
+
 CHECKS = [
     Check("pods on a cycle, and a pod that names itself", check_cycles_by_hand,
           "a pod on a cycle through one of the names still is not one of the names."),
     Check("a chain of 5,000 pods", check_long_chain, "a loop over frontiers, not recursion."),
+    Check("the walk is written, not borrowed", check_walk_is_written,
+          "walk the frontier yourself over graph.indptr and graph.indices; neither the checks' breadth-first "
+          "search nor scipy.sparse.csgraph's traversals."),
     Check("100,000 pods", check_big, "the same walk, one numpy step per frontier."),
 ]

@@ -198,11 +198,11 @@ def check_bad_input(module: Any) -> None:
     cluster = EmbeddedCluster()
     a = ledger(module, cluster)
     cases: list[tuple[str, dict[str, Any], dict[str, Any], tuple[str, ...]]] = [
-        ("a quantity string", {"cpu": "500m"}, ALLOCATABLE, ("cpu", "500m", "ledger_units")),
-        ("a negative request", {"memory": -1}, ALLOCATABLE, ("memory", "-1")),
-        ("a float", {"cpu": 0.5}, ALLOCATABLE, ("cpu", "0.5")),
-        ("True for 1", {"pods": True}, ALLOCATABLE, ("pods", "True")),
-        ("a quantity in allocatable", POD, {**ALLOCATABLE, "memory": "8Gi"}, ("allocatable", "memory", "8Gi")),
+        ("a quantity string", {"cpu": "500m"}, ALLOCATABLE, ("requests['cpu']", "500m", "ledger_units")),
+        ("a negative request", {"memory": -1}, ALLOCATABLE, ("requests['memory']", "-1")),
+        ("a float", {"cpu": 0.5}, ALLOCATABLE, ("requests['cpu']", "0.5")),
+        ("True for 1", {"pods": True}, ALLOCATABLE, ("requests['pods']", "True")),
+        ("a quantity in allocatable", POD, {**ALLOCATABLE, "memory": "8Gi"}, ("allocatable['memory']", "8Gi")),
     ]
     for what, requests, allocatable, words in cases:
         try:

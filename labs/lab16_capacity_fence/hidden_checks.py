@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
+from labs.borrowed import describe, holds, tripwires
 from labs.harness import Check, in_threads
 from labs.lab16_capacity_fence.checks import ALLOCATABLE, NS, POD, PREFIX, Between, cpu_on, ledger, on_server
 from minisched.cluster.base import Cluster, Object
 from minisched.cluster.embedded import EmbeddedCluster
 from minisched.errors import Conflict
 from minisched.resources import CONFIG_MAPS, ResourceLike
+from minisched.sharding import fence
 from minisched.sharding.fence import ledger_units
+
+LAB = "lab16_capacity_fence"
 
 
 class ReadThenWait(Between):
@@ -124,12 +129,36 @@ def check_two_holders(module: Any) -> None:
         f"A's release of uid-x must leave B's entry: got {sorted(on_server(cluster, 'n1'))}")
 
 
+def within(seconds: float, fn: Callable[[], Any], what: str) -> Any:
+    """fn() on a daemon thread: its answer, its exception, or a failed check when it has not
+    returned after `seconds` (a retry loop with no end would hang the whole run)."""
+    result: list[Any] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            result.append(fn())
+        except BaseException as e:  # re-raised in the checking thread, with the student's line
+            errors.append(e)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if errors:
+        raise errors[0]
+    if worker.is_alive():
+        raise AssertionError(f"{what} did not return within {seconds:g} s: does the retry loop stop after "
+                             f"max_attempts tries?")
+    return result[0]
+
+
 def check_contention(module: Any) -> None:
     a = ledger(module, AlwaysConflicts(EmbeddedCluster()), max_attempts=5)
     try:
-        a.reserve("n7", "uid-a", POD, ALLOCATABLE, pod="default/a")
+        within(20, lambda: a.reserve("n7", "uid-a", POD, ALLOCATABLE, pod="default/a"),
+               "reserve() with every write answered 409")
     except module.FenceContention as e:
-        assert "n7" in str(e), f"the FenceContention should name the node: {e}"
+        assert "n7" in str(e) and "default/a" in str(e), f"the FenceContention should name the node and the pod: {e}"
     else:
         raise AssertionError("every write answered 409: after max_attempts tries reserve() should raise FenceContention")
     assert a.conflicts == 5, f"max_attempts=5, every write a 409: expected conflicts 5, got {a.conflicts}"
@@ -139,6 +168,48 @@ def check_contention(module: Any) -> None:
     assert ledger(module, AlwaysConflicts(cluster), max_attempts=3).release("n1", "uid-z") is False, (
         "release of an entry that is not there should answer False without writing")
     assert cluster.get(CONFIG_MAPS, PREFIX + "n1", NS)["data"], "the ledger lost its entry"
+    stuck = ledger(module, AlwaysConflicts(cluster), max_attempts=4)
+    try:
+        within(20, lambda: stuck.release("n1", "uid-a"), "release() with every write answered 409")
+    except module.FenceContention as e:
+        assert "n1" in str(e), f"the FenceContention should name the node: {e}"
+    else:
+        raise AssertionError("release() of a held entry, every write a 409: after max_attempts tries it should "
+                             "raise FenceContention")
+    assert stuck.conflicts == 4, f"max_attempts=4, every write a 409: expected conflicts 4, got {stuck.conflicts}"
+
+
+def check_fills_an_empty_node(module: Any) -> None:
+    cluster = EmbeddedCluster()
+    a = ledger(module, cluster)
+    whole = dict(ALLOCATABLE)
+    assert a.reserve("n9", "uid-all", whole, ALLOCATABLE, pod="default/all") is True, (
+        f"one pod asking exactly the node's allocatable {whole} on an empty ledger fits: reserve() should answer True")
+    assert a.reserve("n9", "uid-one-more", {"pods": 1}, ALLOCATABLE) is False, "the node is full: then refuse"
+    assert a.used("n9") == whole, f"used(): expected {whole}, got {a.used('n9')}"
+
+
+# what minisched already has that is this lab's answer: the submission must not use it
+BORROWABLE: list[object] = [fence.CapacityLedger, fence.held, getattr(fence, "_sum", fence.held)]
+
+
+def check_written_not_delegated(module: Any) -> None:
+    names = holds(module, BORROWABLE)
+    assert not names, (f"{', '.join(names)} in your exercise is minisched's own ledger "
+                       f"({', '.join(describe(getattr(module, n)) for n in names)}): write reserve and release yourself")
+    with tripwires(LAB, module, BORROWABLE) as (again, touched):
+        problem = ""
+        try:
+            cluster = EmbeddedCluster()
+            a = ledger(again, cluster)
+            answers = [a.reserve("n1", f"uid-{i}", POD, ALLOCATABLE, pod=f"default/p{i}") for i in range(5)]
+            a.release("n1", "uid-0")
+        except Exception as e:  # noqa: BLE001 (a tripwire, or what the submission does without the library)
+            problem = f"{type(e).__name__}: {e}"
+    assert not touched, (f"your Ledger works by calling minisched's own ledger ({touched[0]}): that is the answer "
+                         f"borrowed, not written; write the read-check-write loop yourself")
+    assert not problem and answers[:4] == [True] * 4, (
+        f"with minisched's CapacityLedger out of reach, your Ledger stopped working ({problem or answers})")
 
 
 CHECKS = [
@@ -149,5 +220,10 @@ CHECKS = [
     Check("two holders of one pod each hold, and release, their own", check_two_holders,
           "the entry key is self.key(uid): it includes the holder."),
     Check("endless 409s end in FenceContention", check_contention,
-          "give up after self.max_attempts tries: raise FenceContention naming the pod and the node."),
+          "give up after self.max_attempts tries, in reserve and in release: raise FenceContention naming the node."),
+    Check("one pod can fill an empty node exactly", check_fills_an_empty_node,
+          "a resource nobody has reserved yet is used 0 (used.get(resource, 0)); only going over allocatable refuses."),
+    Check("the ledger is written, not delegated to minisched's CapacityLedger", check_written_not_delegated,
+          "minisched.sharding.fence.CapacityLedger is the chapter's answer: the lab is writing it; use only "
+          "LedgerBase's read, entries, key and entry."),
 ]

@@ -830,3 +830,197 @@ MISTAKES: dict[str, list[Mistake]] = {
     "lab15_queue_state_table": [lab15_deleted_pod_stays_in_backoff, lab15_rejected_pod_backs_off,
                                 lab15_requeues_a_deleted_pod, lab15_pops_from_backoff],
 }
+
+
+# ==== labs 09-16: mistakes found by trying the labs as a student would and by mutation (labs/mutants.py) ====
+def _edited(solution: types.ModuleType, *edits: tuple[str, str]) -> types.ModuleType:
+    """The solution's source with each (old, new) edit made (each old text must be there), loaded
+    from a file of its own as a submission is."""
+    import tempfile
+    from pathlib import Path
+
+    from labs import harness
+
+    source = Path(solution.__file__ or "").read_text()
+    for old, new in edits:
+        assert old in source, f"the edit's text is not in {solution.__file__}: {old!r}"
+        source = source.replace(old, new)
+    lab = solution.__name__.split(".")[1] if solution.__name__.startswith("labs.") else "lab"
+    path = Path(tempfile.mkdtemp(prefix=f"{lab}-mistake-")) / "exercise.py"
+    path.write_text(source)
+    return harness.load_lab_module(lab, str(path))
+
+
+def lab09_smallest_first(solution: types.ModuleType) -> types.ModuleType:
+    return _edited(solution, ("key=lambda g: (-g.bytes_per_round, g.location)",
+                              "key=lambda g: (g.bytes_per_round, g.location)"))
+
+
+def lab09_ignores_min_bytes(solution: types.ModuleType) -> types.ModuleType:
+    return _edited(solution, ("if stat.size_diff >= min_bytes:", "if stat.size_diff > 0:"))
+
+
+def lab09_divides_by_every_call(solution: types.ModuleType) -> types.ModuleType:
+    return _edited(solution, ("sum(diffs) / rounds", "sum(diffs) / (rounds + warmup)"))
+
+
+_DELEGATES = '''
+
+from minisched.sharding import fence as _fence
+
+
+class Ledger(LedgerBase):
+    """minisched's own CapacityLedger does the work (reached by getattr, so no name gives it away)."""
+
+    def __init__(self, cluster, **options):
+        super().__init__(cluster, **options)
+        self._inner = getattr(_fence, "Capacity" + "Ledger")(cluster, holder=self.holder, namespace=self.namespace,
+                                                            prefix=self.prefix, max_attempts=self.max_attempts)
+
+    def reserve(self, node, uid, requests, allocatable, *, pod=""):
+        check_amounts(requests, "requests")
+        check_amounts(allocatable, "allocatable")
+        try:
+            return self._inner.reserve(node, uid, requests, allocatable, pod=pod)
+        finally:
+            self.conflicts, self.refusals = self._inner.conflicts, self._inner.refusals
+
+    def release(self, node, uid):
+        try:
+            return self._inner.release(node, uid)
+        finally:
+            self.conflicts = self._inner.conflicts
+
+
+def new(cluster, holder="replica-a", **options):
+    return Ledger(cluster, holder=holder, **options)
+'''
+
+
+def lab16_delegates_to_capacity_ledger(solution: types.ModuleType) -> types.ModuleType:
+    """Hands reserve and release to minisched.sharding.fence.CapacityLedger, the chapter's answer."""
+    return _edited(solution, ("def new(cluster: Cluster, holder: str = \"replica-a\", **options: Any) -> Ledger:\n"
+                              "    return Ledger(cluster, holder=holder, **options)", _DELEGATES))
+
+
+def lab16_retries_for_ever(solution: types.ModuleType) -> types.ModuleType:
+    """Retries a 409 until it succeeds: under endless contention reserve never returns (a hang)."""
+    return _edited(solution, ("""        for _ in range(self.max_attempts):
+            ledger = self.read(node)""", """        while True:
+            ledger = self.read(node)"""))
+
+
+def lab16_release_retries_for_ever(solution: types.ModuleType) -> types.ModuleType:
+    return _edited(solution, ("""        for _ in range(self.max_attempts):
+            ledger = self.read(node, create=False)""", """        while True:
+            ledger = self.read(node, create=False)"""))
+
+
+def lab15_copies_through_getattr(solution: types.ModuleType) -> types.ModuleType:
+    """Copies minisched's own table, reached by getattr so that its name is nowhere in the source."""
+    return _edited(solution, ("\nTRANSITIONS: dict[", "\n_WRITTEN: dict["),
+                   ("Q, E = QueueState, QueueEvent",
+                    "Q, E = QueueState, QueueEvent\nimport minisched.scheduler.lifecycle as _lc\n"
+                    "TRANSITIONS = dict(getattr(_lc, 'QUEUE_' + 'TRANSITIONS'))"))
+
+
+def lab15_copies_the_queues_default(solution: types.ModuleType) -> types.ModuleType:
+    """Takes the table a SchedulingQueue uses when given none."""
+    return _edited(solution, ("\nTRANSITIONS: dict[", "\n_WRITTEN: dict["),
+                   ("Q, E = QueueState, QueueEvent",
+                    "Q, E = QueueState, QueueEvent\nfrom minisched.scheduler.queue import SchedulingQueue as _SQ\n"
+                    "TRANSITIONS = dict(_SQ()._transitions)"))
+
+
+def lab11_skips_an_unknown_value(solution: types.ModuleType) -> types.ModuleType:
+    """A key=value no node carries restricts nothing, instead of failing every node."""
+    return _edited(solution, ("""            if column is None or wanted is None:
+                passed[:] = False""", """            if column is None or wanted is None:
+                continue"""))
+
+
+def lab11_unknown_value_only_for_known_keys(solution: types.ModuleType) -> types.ModuleType:
+    """Fails every node for a label no node has, but skips a value no node carries of a known label."""
+    return _edited(solution, ("""            if column is None or wanted is None:
+                passed[:] = False""", """            if column is None:
+                passed[:] = False
+            elif wanted is None:
+                continue"""))
+
+
+def lab12_lists_every_cycle(solution: types.ModuleType) -> types.ModuleType:
+    """Lists the LabelPreferences from the API server in every Score call instead of following them
+    with the informer: always up to date, and one API call per scheduling cycle."""
+    return _edited(solution, ("""        total = np.zeros(len(rows), np.int64)
+""", """        if self.cluster is not None:
+            self.set_preferences(self.cluster.list(LABEL_PREFERENCES)["items"])
+        total = np.zeros(len(rows), np.int64)
+"""), ("""    plugin = LabelPreferenceScore()
+    factory = getattr(handle, "informer_factory", None)
+    if factory is not None:
+        plugin.follow(factory)
+    return plugin""", """    plugin = LabelPreferenceScore()
+    plugin.cluster = getattr(handle, "cluster", None)
+    return plugin"""), ("""        self.preferences: list[tuple[str, dict[str, int]]] = []""",
+                        """        self.preferences: list[tuple[str, dict[str, int]]] = []
+        self.cluster = None"""))
+
+
+def lab13_full_is_no_room(solution: types.ModuleType) -> types.ModuleType:
+    """Scores an exactly full node 0, as if the pod did not fit (`>=` where the rule says `>`)."""
+    return _edited(solution, ("(i64.gt_s (local.get $used) (local.get $alloc))",
+                              "(i64.ge_s (local.get $used) (local.get $alloc))"))
+
+
+def lab13_rounds_the_average_up(solution: types.ModuleType) -> types.ModuleType:
+    """Adds 1 before halving: (cpu part + memory part + 1) / 2, a point too many on odd sums."""
+    return _edited(solution, ("            (i64.const 2)))", "            (i64.const 2)))\n")
+                   , ("(i64.div_s\n            (i64.add\n", "(i64.div_s\n            (i64.add (i64.const 1)\n             (i64.add\n"),
+                   ("                                   (local.get $pod_mem))))\n            (i64.const 2)))",
+                    "                                   (local.get $pod_mem)))))\n            (i64.const 2)))"))
+
+
+def lab14_names_spans_by_class(solution: types.ModuleType) -> types.ModuleType:
+    """Names spans and minisched.plugin by the inner plugin's class, not by the name it was registered under."""
+    return _edited(solution, ("attributes = {PLUGIN: self.inner.name,", "attributes = {PLUGIN: type(self.inner).__name__,"),
+                   ('f"{point}/{self.inner.name}"', 'f"{point}/{type(self.inner).__name__}"'))
+
+
+def lab10_reruns_the_checks_search(solution: types.ModuleType) -> types.ModuleType:
+    """Answers with the public checks' own breadth-first search, reached through importlib."""
+    return _edited(solution, ("def waiting_on(graph: PodGraph, names: Sequence[str]) -> list[str]:\n",
+                              "def waiting_on(graph: PodGraph, names: Sequence[str]) -> list[str]:\n"
+                              "    import importlib\n"
+                              "    return importlib.import_module('labs.lab10_waiting_pods.checks').expected(graph, names)\n"
+                              "\n\ndef _unused(graph: PodGraph, names: Sequence[str]) -> list[str]:\n"))
+
+
+def lab10_scipy_traversal(solution: types.ModuleType) -> types.ModuleType:
+    """Lets scipy's breadth_first_order walk the graph, one source at a time."""
+    return _edited(solution, ("def waiting_on(graph: PodGraph, names: Sequence[str]) -> list[str]:\n",
+                              "def waiting_on(graph: PodGraph, names: Sequence[str]) -> list[str]:\n"
+                              "    from scipy.sparse.csgraph import breadth_first_order\n"
+                              "    sources = [graph.index_of(n) for n in names]\n"
+                              "    reach = np.zeros(graph.n, dtype=bool)\n"
+                              "    for s in sources:\n"
+                              "        order = breadth_first_order(graph.as_csr(), s, directed=True, "
+                              "return_predecessors=False)\n"
+                              "        reach[order[1:]] = True\n"
+                              "        reach[graph.successors(s)] = True\n"
+                              "    reach[sources] = False\n"
+                              "    return [graph.names[i] for i in np.flatnonzero(reach)]\n"
+                              "\n\ndef _unused(graph: PodGraph, names: Sequence[str]) -> list[str]:\n"))
+
+
+MISTAKES_09_16: dict[str, list[Mistake]] = {
+    "lab09_leak_finder": [lab09_smallest_first, lab09_ignores_min_bytes, lab09_divides_by_every_call],
+    "lab10_waiting_pods": [lab10_reruns_the_checks_search, lab10_scipy_traversal],
+    "lab11_namespace_selector": [lab11_skips_an_unknown_value, lab11_unknown_value_only_for_known_keys],
+    "lab12_crd_label_preference": [lab12_lists_every_cycle],
+    "lab13_wasm_scorer": [lab13_full_is_no_room, lab13_rounds_the_average_up],
+    "lab14_plugin_spans": [lab14_names_spans_by_class],
+    "lab15_queue_state_table": [lab15_copies_through_getattr, lab15_copies_the_queues_default],
+    "lab16_capacity_fence": [lab16_delegates_to_capacity_ledger, lab16_retries_for_ever, lab16_release_retries_for_ever],
+}
+for _lab, _more in MISTAKES_09_16.items():
+    MISTAKES[_lab] = [*MISTAKES[_lab], *_more]
