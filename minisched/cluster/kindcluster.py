@@ -11,18 +11,20 @@ once a pod using them is scheduled (WaitForFirstConsumer).
 
 `populate(cluster)` creates all of it through the Cluster API, so the embedded cluster
 (`MINISCHED_BACKEND=embedded:kind`) and a kind-like test control plane start from the same
-population. tests/partone/test_scoping.py checks the nodes against deploy/kind.yaml.
+population. The nodes are read from deploy/kind.yaml itself (kind_nodes), so the two cannot drift.
 """
 
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from minisched.cluster.base import Cluster
 from minisched.errors import AlreadyExists
-from minisched.objects import make_node, make_pod, make_storage_class, taint, toleration
+from minisched.objects import make_node, make_pod, make_storage_class, toleration
 from minisched.resources import NAMESPACES, NODES, PODS, STORAGE_CLASSES
 
 Object = dict[str, Any]
@@ -33,36 +35,86 @@ WORKERS = (f"{CLUSTER_NAME}-worker", f"{CLUSTER_NAME}-worker2", f"{CLUSTER_NAME}
 CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"
 DEFAULT_STORAGE_CLASS = "standard"
 SYSTEM_NAMESPACES = ("kube-system", "local-path-storage")
-# a laptop's capacity, as each kind node reports the host's (8 cores, 16 GiB here)
-LAPTOP_CPU, LAPTOP_MEMORY, LAPTOP_PODS = "8", "16Gi", "110"
+KIND_CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "kind.yaml"
 
 
-@dataclass(frozen=True)
-class KindNode:
-    name: str
-    labels: dict[str, str] = field(default_factory=dict)
-    taints: tuple[tuple[str, str, str], ...] = ()  # (key, value, effect)
+# What each kind node reports: a kind node is a container that sees the whole laptop, so all four
+# report the same machine. A laptop-like one: 8 CPUs, 16 GiB.
+KIND_NODE_CAPACITY = {
+    "cpu": "8",
+    "memory": "16Gi",
+    "pods": "110",
+    "ephemeral-storage": "100Gi",
+    "hugepages-1Gi": "0",
+    "hugepages-2Mi": "0",
+}
+KIND_NODES = (CONTROL_PLANE, *WORKERS)
 
 
-KIND_NODES = (
-    KindNode(CONTROL_PLANE, {CONTROL_PLANE_LABEL: ""}, ((CONTROL_PLANE_LABEL, "", "NoSchedule"),)),
-    KindNode(WORKERS[0], {"topology.kubernetes.io/zone": "zone-a", "environment": "prod"}),
-    KindNode(WORKERS[1], {"topology.kubernetes.io/zone": "zone-b", "environment": "staging",
-                          "node.kubernetes.io/lifecycle": "spot"}),
-    KindNode(WORKERS[2], {"topology.kubernetes.io/zone": "zone-b", "environment": "prod",
-                          "node.kubernetes.io/instance-type": "g4dn.xlarge"},
-             (("nvidia.com/gpu", "present", "NoSchedule"),)),
-)
+def kind_config_path() -> Path:
+    return KIND_CONFIG
+
+
+def kind_nodes(config_path: Path | None = None) -> list[Object]:
+    """kind's nodes for deploy/kind.yaml, without status conditions: names as kind gives them
+    (`<cluster>-control-plane`, `<cluster>-worker`, `-worker2`, ...), the labels kind and kubeadm
+    set, the config's own labels and JoinConfiguration taints, and KIND_NODE_CAPACITY. The embedded
+    emulation adds a Ready condition (node_objects); the kind-like control plane lets KWOK report it."""
+    path = config_path or KIND_CONFIG
+    config = yaml.safe_load(path.read_text())
+    cluster = config.get("name") or "kind"
+    nodes: list[Object] = []
+    worker_count = 0
+    for entry in config.get("nodes") or []:
+        role = entry.get("role", "control-plane")
+        if role == "control-plane":
+            name = f"{cluster}-control-plane"
+            extra_labels = {CONTROL_PLANE_LABEL: "", "node.kubernetes.io/exclude-from-external-load-balancers": ""}
+            taints = [{"key": CONTROL_PLANE_LABEL, "effect": "NoSchedule"}]
+        elif role == "worker":
+            worker_count += 1
+            name = f"{cluster}-worker" + (str(worker_count) if worker_count > 1 else "")
+            extra_labels, taints = {}, []
+        else:
+            raise ValueError(f"{path}: node role {role!r} is neither control-plane nor worker")
+        taints += _config_taints(entry)
+        labels = {
+            "beta.kubernetes.io/arch": "amd64",
+            "beta.kubernetes.io/os": "linux",
+            "kubernetes.io/arch": "amd64",
+            "kubernetes.io/hostname": name,
+            "kubernetes.io/os": "linux",
+            **extra_labels,
+            **{k: str(v) for k, v in (entry.get("labels") or {}).items()},
+        }
+        nodes.append({
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": labels},
+            "spec": {"taints": taints} if taints else {},
+            "status": {"capacity": dict(KIND_NODE_CAPACITY), "allocatable": dict(KIND_NODE_CAPACITY)},
+        })
+    if not nodes or not any(CONTROL_PLANE_LABEL in n["metadata"]["labels"] for n in nodes):
+        raise ValueError(f"{path}: a kind config needs a control-plane node")
+    return nodes
+
+
+def _config_taints(entry: Object) -> list[Object]:
+    """Taints from a node's kubeadmConfigPatches (JoinConfiguration/InitConfiguration nodeRegistration)."""
+    taints: list[Object] = []
+    for patch in entry.get("kubeadmConfigPatches") or []:
+        for doc in yaml.safe_load_all(patch):
+            registration = (doc or {}).get("nodeRegistration") or {}
+            taints += [dict(t) for t in registration.get("taints") or []]
+    return taints
 
 
 def node_objects() -> list[Object]:
-    """kind's four nodes: Ready, with the labels and taints kubeadm and deploy/kind.yaml give them."""
-    nodes = []
-    for spec in KIND_NODES:
-        node = make_node(spec.name, cpu=LAPTOP_CPU, memory=LAPTOP_MEMORY, pods=LAPTOP_PODS,
-                         ephemeral_storage="100Gi", labels={"kubernetes.io/os": "linux", **spec.labels},
-                         taints=[taint(k, v, e) for k, v, e in spec.taints] or None)
-        nodes.append(node)
+    """kind's four nodes: Ready (heartbeat now, as make_node's), with the labels and taints kubeadm
+    and deploy/kind.yaml give them."""
+    nodes = kind_nodes()
+    for node in nodes:
+        node["status"]["conditions"] = make_node(node["metadata"]["name"])["status"]["conditions"]
     return nodes
 
 
@@ -91,7 +143,7 @@ def system_pod_objects() -> list[Object]:
         _system_pod("local-path-provisioner-7dc846544d-ql2rx", "local-path-storage", cp,
                     critical="system-cluster-critical", labels={"app": "local-path-provisioner"}),
     ]
-    for i, node in enumerate(n.name for n in KIND_NODES):
+    for i, node in enumerate(KIND_NODES):
         suffix = "abcd"[i] * 5
         pods.append(_system_pod(f"kindnet-{suffix}", "kube-system", node, cpu="100m", memory="50Mi",
                                 labels={"app": "kindnet"}))

@@ -24,9 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from minisched.controlplane.binaries import repo_root
+from minisched.cluster import kindcluster
 from minisched.controlplane.kwok import CHAPTER_NODE_LABEL, KWOK_NODE_ANNOTATION
 from minisched.resources import Resource
 
@@ -36,18 +34,7 @@ Object = dict[str, Any]
 KIND_POD_CIDR = "10.244.0.0/16"
 KIND_SERVICE_CIDR = "10.96.0.0/16"
 KIND_DNS_SERVICE_IP = "10.96.0.10"
-CONTROL_PLANE_ROLE_LABEL = "node-role.kubernetes.io/control-plane"
-CONTROL_PLANE_TAINT = {"key": CONTROL_PLANE_ROLE_LABEL, "effect": "NoSchedule"}
-# What each kind node reports: a kind node is a container that sees the whole laptop, so all four report
-# the same machine. A laptop-like one: 8 CPUs, 16 GiB.
-KIND_NODE_CAPACITY = {
-    "cpu": "8",
-    "memory": "16Gi",
-    "pods": "110",
-    "ephemeral-storage": "100Gi",
-    "hugepages-1Gi": "0",
-    "hugepages-2Mi": "0",
-}
+CONTROL_PLANE_ROLE_LABEL = kindcluster.CONTROL_PLANE_LABEL
 SYSTEM_POD_COUNT = 15  # 4 mirror pods + 4 kindnet + 4 kube-proxy + 2 coredns + 1 local-path-provisioner
 
 DAEMON_SETS = Resource("apps", "v1", "daemonsets", "DaemonSet", True)
@@ -64,65 +51,15 @@ _NOT_ON_CHAPTER_NODES = {
 }
 
 
-def kind_config_path() -> Path:
-    return repo_root() / "deploy" / "kind.yaml"
-
-
 def kind_nodes(config_path: Path | None = None) -> list[Object]:
-    """kind's nodes for deploy/kind.yaml, as KWOK-managed Node objects: names as kind gives them
-    (`<cluster>-control-plane`, `<cluster>-worker`, `-worker2`, ...), the labels kind and kubeadm
-    set, the config's own labels and JoinConfiguration taints, and KIND_NODE_CAPACITY.
+    """kind's nodes (minisched.cluster.kindcluster.kind_nodes) as KWOK-managed Node objects.
 
     They have no conditions yet: KWOK reports them Ready, which lifts the not-ready taint that
     admission puts on every new Node, as a kubelet's first status does on kind."""
-    path = config_path or kind_config_path()
-    config = yaml.safe_load(path.read_text())
-    cluster = config.get("name") or "kind"
-    nodes: list[Object] = []
-    worker_count = 0
-    for entry in config.get("nodes") or []:
-        role = entry.get("role", "control-plane")
-        if role == "control-plane":
-            name = f"{cluster}-control-plane"
-            extra_labels = {CONTROL_PLANE_ROLE_LABEL: "", "node.kubernetes.io/exclude-from-external-load-balancers": ""}
-            taints = [dict(CONTROL_PLANE_TAINT)]
-        elif role == "worker":
-            worker_count += 1
-            name = f"{cluster}-worker" + (str(worker_count) if worker_count > 1 else "")
-            extra_labels, taints = {}, []
-        else:
-            raise ValueError(f"{path}: node role {role!r} is neither control-plane nor worker")
-        taints += _config_taints(entry)
-        labels = {
-            "beta.kubernetes.io/arch": "amd64",
-            "beta.kubernetes.io/os": "linux",
-            "kubernetes.io/arch": "amd64",
-            "kubernetes.io/hostname": name,
-            "kubernetes.io/os": "linux",
-            **extra_labels,
-            **{k: str(v) for k, v in (entry.get("labels") or {}).items()},
-        }
-        node: Object = {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {"name": name, "labels": labels, "annotations": {KWOK_NODE_ANNOTATION: "fake"}},
-            "spec": {"taints": taints} if taints else {},
-            "status": {"capacity": dict(KIND_NODE_CAPACITY), "allocatable": dict(KIND_NODE_CAPACITY)},
-        }
-        nodes.append(node)
-    if not nodes or not any(CONTROL_PLANE_ROLE_LABEL in n["metadata"]["labels"] for n in nodes):
-        raise ValueError(f"{path}: a kind config needs a control-plane node")
+    nodes = kindcluster.kind_nodes(config_path)
+    for node in nodes:
+        node["metadata"]["annotations"] = {KWOK_NODE_ANNOTATION: "fake"}
     return nodes
-
-
-def _config_taints(entry: Object) -> list[Object]:
-    """Taints from a node's kubeadmConfigPatches (JoinConfiguration/InitConfiguration nodeRegistration)."""
-    taints: list[Object] = []
-    for patch in entry.get("kubeadmConfigPatches") or []:
-        for doc in yaml.safe_load_all(patch):
-            registration = (doc or {}).get("nodeRegistration") or {}
-            taints += [dict(t) for t in registration.get("taints") or []]
-    return taints
 
 
 def _container(name: str, image: str, requests: dict[str, str], limits: dict[str, str] | None = None) -> Object:

@@ -154,7 +154,7 @@ def test_embedded_kind_is_populated_as_make_cluster_up_leaves_kind() -> None:
         assert len(pods) == 15 == len(system_pod_objects())
         assert {p["metadata"]["namespace"] for p in pods} == {"kube-system", "local-path-storage"}
         assert all(p["status"]["phase"] == "Running" and p["spec"]["nodeName"] for p in pods)
-        per_node = {n.name: sum(p["spec"]["nodeName"] == n.name for p in pods) for n in KIND_NODES}
+        per_node = {name: sum(p["spec"]["nodeName"] == name for p in pods) for name in KIND_NODES}
         assert per_node == {CONTROL_PLANE: 9, WORKERS[0]: 2, WORKERS[1]: 2, WORKERS[2]: 2}
         (standard,) = cluster.list(STORAGE_CLASSES)["items"]
         assert standard["metadata"]["name"] == "standard"

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+from minisched.cluster.kindcluster import kind_config_path
 from minisched.controlplane import (
     CHAPTER_NODE_LABEL,
     KIND_POD_CIDR,
@@ -27,7 +28,6 @@ from minisched.controlplane import (
 )
 from minisched.controlplane.kindlike import (
     SERVICE_ACCOUNTS,
-    kind_config_path,
     node_is_settled,
     pod_is_running,
     system_pods,
