@@ -14,6 +14,18 @@ What checks share: `running_scheduler` (an embedded cluster and a started Schedu
 student's plugins, closed whatever happens), `placements`, `wait_until` (deadline-based polling,
 generous for loaded machines) and `in_threads` (the student's code on several threads at once,
 its exceptions raised in the checking thread).
+
+Time limits. Every check runs on a worker thread of its own with a deadline (`Check.timeout`,
+`DEFAULT_TIMEOUT` when None); a check still running at its deadline is abandoned and reported as a
+failure that names it, the limit and the student's line it was stuck on, and the run goes on with
+the next check. Why a daemon thread and not a subprocess: checks hand the student's *module
+object* to the check (the mistake catalogue builds modules in memory, which cannot be sent to
+another process), a subprocess per check would re-import numpy and minisched each time (about a
+second, times some 80 checks), and grade_check runs inside a notebook's kernel. The price: Python
+cannot kill a thread, so a stuck check keeps running (and a busy loop keeps a core) until the
+process ends; it holds no shared state, because each check builds its own embedded cluster and
+scheduler (no cluster is shared between checks), and the switch interval a concurrency check may
+have lowered is put back when the check is abandoned.
 """
 
 from __future__ import annotations
@@ -40,12 +52,20 @@ if TYPE_CHECKING:
 LABS_DIR = Path(__file__).resolve().parent
 
 
+DEFAULT_TIMEOUT = 60.0  # seconds: generous for a check that starts a scheduler on a loaded machine
+
+
 @dataclass(frozen=True)
 class Check:
     name: str
     run: Callable[[ModuleType], None]
     hint: str
     points: int = 1
+    timeout: float | None = None  # seconds before the check counts as hung; None: DEFAULT_TIMEOUT
+
+    @property
+    def limit(self) -> float:
+        return DEFAULT_TIMEOUT if self.timeout is None else self.timeout
 
 
 @dataclass(frozen=True)
@@ -103,7 +123,8 @@ def _student_frame(tb: TracebackType | None, student_file: str | None) -> str:
     return found
 
 
-def run_check(check: Check, module: ModuleType) -> Outcome:
+def _outcome_of(check: Check, module: ModuleType) -> Outcome:
+    """Run one check here, in this thread, and turn what happened into an Outcome."""
     student_file = getattr(module, "__file__", None)
     try:
         check.run(module)
@@ -121,8 +142,46 @@ def run_check(check: Check, module: ModuleType) -> Outcome:
     return Outcome(check, True)
 
 
-def run_checks(checks: Sequence[Check], module: ModuleType) -> Report:
-    return Report([run_check(c, module) for c in checks])
+def _stuck_at(thread: threading.Thread, student_file: str | None) -> str:
+    """Where a hung check's thread is now, as 'exercise.py line N: source' (the student's last frame)."""
+    frame = sys._current_frames().get(thread.ident or -1)
+    if frame is None or student_file is None:
+        return ""
+    found = ""
+    for f, lineno in reversed(list(traceback.walk_stack(frame))):  # outermost first, so the last match is deepest
+        if Path(f.f_code.co_filename).resolve() == Path(student_file).resolve():
+            found = f"{Path(f.f_code.co_filename).name} line {lineno}: {linecache.getline(f.f_code.co_filename, lineno).strip()}"
+    return found
+
+
+def run_check(check: Check, module: ModuleType) -> Outcome:
+    """Run one check on a daemon worker thread with its time limit; a check still running then is
+    abandoned (threads cannot be killed: see the module's docstring) and reported as hung."""
+    result: list[Outcome] = []
+    interval = sys.getswitchinterval()
+    worker = threading.Thread(target=lambda: result.append(_outcome_of(check, module)),
+                              name=f"check: {check.name}", daemon=True)
+    worker.start()
+    worker.join(check.limit)
+    if result:
+        return result[0]
+    sys.setswitchinterval(interval)  # in case the abandoned check had lowered it (in_threads)
+    where = _stuck_at(worker, getattr(module, "__file__", None))
+    return Outcome(check, False, f"timed out: the check {check.name!r} was still running after its limit of "
+                                 f"{check.limit:g} s (your code may loop for ever or wait on something that never "
+                                 "comes); the remaining checks go on", where)
+
+
+def run_checks(checks: Sequence[Check], module: ModuleType,
+               on_outcome: Callable[[Outcome], None] | None = None) -> Report:
+    """Run every check in order; `on_outcome` sees each result as soon as its check finishes."""
+    report = Report()
+    for check in checks:
+        outcome = run_check(check, module)
+        report.outcomes.append(outcome)
+        if on_outcome is not None:
+            on_outcome(outcome)
+    return report
 
 
 # ---- where a lab's code and checks come from ----
@@ -181,8 +240,9 @@ def main(lab: str, argv: Sequence[str]) -> int:
     """`python -m labs.<lab>.checks [exercise|solution|path.py] [--hidden]`"""
     args = [a for a in argv if a != "--hidden"]
     which = args[0] if args else "exercise"
-    report = run_checks(lab_checks(lab, hidden="--hidden" in argv), load_lab_module(lab, which))
-    print(report)
+    report = run_checks(lab_checks(lab, hidden="--hidden" in argv), load_lab_module(lab, which),
+                        on_outcome=lambda outcome: print(outcome, flush=True))  # as each check finishes
+    print(f"{len(report.passed)}/{len(report.outcomes)} checks pass", flush=True)
     return 0 if report.ok else 1
 
 
@@ -215,7 +275,6 @@ def in_threads(work: Callable[[int], None], threads: int, *, switch_interval: fl
         sys.setswitchinterval(interval)
     if errors:
         raise errors[0]
-
 
 
 def wait_until(cond: Callable[[], bool], why: str, timeout: float = 10.0) -> None:
@@ -267,6 +326,8 @@ def running_scheduler(
 def placements(cluster: EmbeddedCluster, namespace: str = "default") -> dict[str, str | None]:
     """Pod name -> the node it is bound to (None while pending)."""
     return {p["metadata"]["name"]: p["spec"].get("nodeName") for p in cluster.list("pods", namespace)["items"]}
+
+
 def schedule_pods(nodes: Sequence[dict[str, Any]], pods: Sequence[dict[str, Any]], *, config: dict[str, Any],
                   registry: Any = None, objects: Sequence[tuple[Any, dict[str, Any]]] = (), seed: int = 0,
                   timeout: float = 20.0) -> dict[str, str | None]:
