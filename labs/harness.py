@@ -33,6 +33,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import linecache
+import os
 import sys
 import threading
 import time
@@ -55,17 +56,32 @@ LABS_DIR = Path(__file__).resolve().parent
 DEFAULT_TIMEOUT = 60.0  # seconds: generous for a check that starts a scheduler on a loaded machine
 
 
+def default_timeout() -> float:
+    """DEFAULT_TIMEOUT, or MINISCHED_CHECK_TIMEOUT (seconds) when set: a grader with a large class
+    may want hung submissions to give up sooner."""
+    text = os.environ.get("MINISCHED_CHECK_TIMEOUT")
+    if not text:
+        return DEFAULT_TIMEOUT
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"MINISCHED_CHECK_TIMEOUT must be a number of seconds, got {text!r}") from None
+    if not value > 0:
+        raise ValueError(f"MINISCHED_CHECK_TIMEOUT must be positive, got {text!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class Check:
     name: str
     run: Callable[[ModuleType], None]
     hint: str
     points: int = 1
-    timeout: float | None = None  # seconds before the check counts as hung; None: DEFAULT_TIMEOUT
+    timeout: float | None = None  # seconds before the check counts as hung; None: default_timeout()
 
     @property
     def limit(self) -> float:
-        return DEFAULT_TIMEOUT if self.timeout is None else self.timeout
+        return default_timeout() if self.timeout is None else self.timeout
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,8 @@ import time
 import types
 from pathlib import Path
 
+import pytest
+
 from labs import harness
 
 
@@ -70,9 +72,16 @@ def test_an_abandoned_check_leaves_the_switch_interval_as_it_was() -> None:
     assert not outcome.passed and sys.getswitchinterval() == before
 
 
-def test_the_default_limit_and_a_per_check_override() -> None:
+def test_the_default_limit_and_a_per_check_override(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MINISCHED_CHECK_TIMEOUT", raising=False)
     assert harness.Check("x", lambda m: None, "").limit == harness.DEFAULT_TIMEOUT
     assert harness.Check("x", lambda m: None, "", timeout=3).limit == 3
+    monkeypatch.setenv("MINISCHED_CHECK_TIMEOUT", "7.5")
+    assert harness.Check("x", lambda m: None, "").limit == 7.5
+    assert harness.Check("x", lambda m: None, "", timeout=3).limit == 3
+    monkeypatch.setenv("MINISCHED_CHECK_TIMEOUT", "soon")
+    with pytest.raises(ValueError, match="MINISCHED_CHECK_TIMEOUT"):
+        _ = harness.Check("x", lambda m: None, "").limit
 
 
 def test_the_command_line_prints_each_check_as_it_finishes(tmp_path: Path) -> None:
