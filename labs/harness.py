@@ -30,6 +30,7 @@ have lowered is put back when the check is abandoned.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import linecache
@@ -291,6 +292,71 @@ def in_threads(work: Callable[[int], None], threads: int, *, switch_interval: fl
         sys.setswitchinterval(interval)
     if errors:
         raise errors[0]
+
+
+class Rendezvous:
+    """A point inside the student's code where two threads are made to meet, so that a check forces
+    the interleaving a missing lock loses an update to, every run instead of once in a while.
+
+    A check hands the student's code an object (an item to hash, a number to compare or add) whose
+    hook calls `meet()`. The hook must run *between* the read and the write of a read-modify-write
+    (`at`: which of a thread's calls in a round that is, e.g. 2 for an item's second hash, the one
+    `d[item] = n + 1` makes after `n = d.get(item, 0)`): both threads have then read the old value
+    and, without a lock, one update is lost every time. With a lock the second thread is blocked
+    outside, the first one's wait runs out after `patience` seconds and both go on in turn."""
+
+    def __init__(self, parties: int = 2, *, at: int = 1, patience: float = 0.3) -> None:
+        self.parties, self.at, self.patience = parties, at, patience
+        self._barrier = threading.Barrier(parties)
+        self._calls: dict[int, int] = {}
+        self._guard = threading.Lock()
+        self.armed = False
+
+    def arm(self) -> None:
+        """A new round: every thread's `at`-th call to meet() from now waits for the others."""
+        with self._guard:
+            self._barrier = threading.Barrier(self.parties)
+            self._calls.clear()
+            self.armed = True
+
+    def disarm(self) -> None:
+        with self._guard:
+            self.armed = False
+
+    def meet(self) -> None:
+        with self._guard:
+            if not self.armed:
+                return
+            me = threading.get_ident()
+            self._calls[me] = self._calls.get(me, 0) + 1
+            if self._calls[me] != self.at:
+                return
+            barrier = self._barrier
+        with contextlib.suppress(threading.BrokenBarrierError):  # the other is held outside by a lock: fine
+            barrier.wait(self.patience)
+
+
+def call_within(seconds: float, what: str, call: Callable[[], Any]) -> Any:
+    """`call()` on a daemon thread; AssertionError naming `what` when it has not returned within
+    `seconds` (for calls the README says must never block: the check fails at once with a message
+    saying so, instead of waiting for the check's own time limit). Exceptions are raised here."""
+    result: list[Any] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            result.append(call())
+        except BaseException as e:
+            errors.append(e)
+
+    worker = threading.Thread(target=run, name=what, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if errors:
+        raise errors[0]
+    if worker.is_alive():
+        raise AssertionError(f"{what} did not return within {seconds:g} s: it blocked")
+    return result[0]
 
 
 def wait_until(cond: Callable[[], bool], why: str, timeout: float = 10.0) -> None:
