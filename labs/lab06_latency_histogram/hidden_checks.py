@@ -6,7 +6,7 @@ import random
 import tracemalloc
 from typing import Any
 
-from labs.harness import Check, in_threads, wait_until
+from labs.harness import Check, Rendezvous, in_threads, wait_until
 from labs.lab06_latency_histogram.checks import BOUNDS
 from minisched.observability.runtime import TickerLateness
 
@@ -83,6 +83,63 @@ def check_labels(module: Any) -> None:
     assert list(a.buckets) == list(BOUNDS), f"a child keeps its parent's buckets: got {list(a.buckets)}"
 
 
+def check_label_order(module: Any) -> None:
+    h = module.new(BOUNDS)
+    first = h.labels(result="scheduled", profile="default")
+    second = h.labels(profile="default", result="scheduled")
+    assert first is second, ("labels(result='scheduled', profile='default') and labels(profile='default', "
+                             "result='scheduled') are the same labels in another order: expected the same child")
+    other = h.labels(result="default", profile="scheduled")
+    assert other is not first, "the values swapped between the labels are other labels: expected another child"
+
+
+class MeetingSeconds(float):
+    """A measurement whose addition makes two observing threads meet: `self._sum += seconds` has
+    read the old sum in both, so without a lock one addition is lost every time."""
+
+    rendezvous: Rendezvous
+
+    def __add__(self, other: Any) -> float:
+        self.rendezvous.meet()
+        return float(self) + other
+
+    __radd__ = __add__
+
+    def __float__(self) -> float:
+        self.rendezvous.meet()
+        return float.__float__(self)
+
+
+def check_forced_interleaving(module: Any) -> None:
+    h = module.new(BOUNDS)
+    rendezvous = Rendezvous(2, at=1)
+    MeetingSeconds.rendezvous = rendezvous
+    rounds = 4
+    for _ in range(rounds):
+        rendezvous.arm()
+        in_threads(lambda k: h.observe(MeetingSeconds(0.004)), 2)
+    rendezvous.disarm()
+    assert h.count == 2 * rounds and abs(h.sum - 0.008 * rounds) < 1e-12, (
+        f"two threads observing 0.004 s at the same moment, {rounds} times: expected count {2 * rounds} and sum "
+        f"{0.008 * rounds:g}, got count {h.count} and sum {h.sum:g}: both read the sum before either wrote it back")
+
+
+def check_labels_at_once(module: Any) -> None:
+    h = module.new(BOUNDS)
+    children: dict[int, list[Any]] = {0: [], 1: []}
+    rounds = 300
+
+    def ask(k: int) -> None:
+        for i in range(rounds):
+            children[k].append(h.labels(round=str(i)))
+
+    in_threads(ask, 2, switch_interval=1e-6)  # switch often: a check-then-create without a lock shows
+    split = [i for i in range(rounds) if children[0][i] is not children[1][i]]
+    assert not split, (f"two threads asking labels(round=...) for the same new labels at once: they got different "
+                       f"children for {len(split)} of {rounds} label sets (first: round={split[0]}), so one thread's "
+                       "measurements go to a child nobody reads")
+
+
 CHECKS = [
     Check("memory stays flat over 50,000 measurements", check_memory_flat,
           "a numpy array of counts made in __init__, incremented in observe()."),
@@ -92,4 +149,12 @@ CHECKS = [
           "check the bounds in __init__: at least one, all > 0, each greater than the one before."),
     Check("labels(): one child per set of labels", check_labels,
           "key a dict by tuple(sorted(labels.items())); a child is a LatencyHistogram(self.buckets)."),
+    Check("labels in any order are the same labels", check_label_order,
+          "key the children by tuple(sorted(labels.items())): keyword arguments keep the order they were written in."),
+    Check("two threads observing at the same moment both count", check_forced_interleaving,
+          "add to the counts and the sum under self._lock: the check makes two threads read the sum at the same "
+          "moment, so without the lock one measurement is lost every time."),
+    Check("two threads asking for the same new child get one child", check_labels_at_once,
+          "look the child up and create it under one lock: checked first and created after, two threads both "
+          "find nothing and both create one."),
 ]
