@@ -12,8 +12,10 @@ leave out; `lab_checks(lab, hidden=True)` adds them when present.
 
 What checks share: `running_scheduler` (an embedded cluster and a started Scheduler with the
 student's plugins, closed whatever happens), `placements`, `wait_until` (deadline-based polling,
-generous for loaded machines) and `in_threads` (the student's code on several threads at once,
-its exceptions raised in the checking thread).
+generous for loaded machines), `in_threads` (the student's code on several threads at once,
+its exceptions raised in the checking thread), `Rendezvous` (two threads made to meet inside the
+student's read-modify-write, so a missing lock loses an update every run, not once in a while)
+and `call_within` (a call the README says never blocks, failed in seconds when it does).
 
 Time limits. Every check runs on a worker thread of its own with a deadline (`Check.timeout`,
 `DEFAULT_TIMEOUT` when None); a check still running at its deadline is abandoned and reported as a

@@ -36,6 +36,16 @@ def check_bad_arguments(module: Any) -> None:
             assert name in str(e), f"the ValueError should name {name}: got {e!r}"
         else:
             raise AssertionError(f"new({kwargs}) should raise ValueError naming {name}")
+    for base, cap in ((0.0, 0.0), (0.0, 2.0), (0.5, 0.5)):  # zero and below-one delays are not negative
+        try:
+            limiter = module.new(base, cap, random.Random(0))
+        except ValueError as e:
+            raise AssertionError(f"new(base_delay={base}, max_delay={cap}) has no negative delay, yet raised {e!r}: "
+                                 "refuse only delays below 0") from None
+        delays = [limiter.when("x") for _ in range(3)]
+        assert all(0 <= d <= min(base * 4, cap) for d in delays), (
+            f"new(base_delay={base}, max_delay={cap}): three failures gave {delays}, expected each within "
+            f"[0, min(base_delay * 2**n, max_delay)]")
 
 
 class MeetingItem:
@@ -78,7 +88,8 @@ CHECKS = [
     Check("safe when workers fail at once", check_threads,
           "guard the read-modify-write of the counts with a threading.Lock."),
     Check("negative delays are refused by name", check_bad_arguments,
-          "raise ValueError(f'base_delay must not be negative, got {base_delay}') in the constructor."),
+          "raise ValueError(f'base_delay must not be negative, got {base_delay}') in the constructor when "
+          "base_delay < 0 (zero is a valid delay), and the same for max_delay."),
     Check("two workers failing one item at the same moment both count", check_forced_interleaving,
           "read the count, add one and write it back under one threading.Lock (with self._lock: ...): the check "
           "makes two threads read it at the same moment, so without the lock one failure is lost every time."),

@@ -55,7 +55,7 @@ def check_threads(module: Any) -> None:
 
 
 def check_refusals(module: Any) -> None:
-    for buckets in ((), (0.1, 0.1), (0.2, 0.1), (0.0, 1.0), (-1.0, 1.0)):
+    for buckets in ((), (0.1, 0.1), (0.2, 0.1), (0.1, 0.3, 0.2), (0.0, 1.0), (-1.0, 1.0)):
         try:
             module.new(buckets)
         except ValueError as e:
@@ -81,6 +81,17 @@ def check_labels(module: Any) -> None:
     a.observe(0.5)
     assert (a.count, b.count) == (1, 0), f"one measurement in the 'scheduled' child: got counts {(a.count, b.count)}"
     assert list(a.buckets) == list(BOUNDS), f"a child keeps its parent's buckets: got {list(a.buckets)}"
+
+
+def check_first_bucket(module: Any) -> None:
+    h = module.new(BOUNDS)
+    for v in (0.0002, 0.0004, 0.0006, 0.05):
+        h.observe(v)
+    for q, want in ((0.25, 0.001 / 3), (0.5, 0.002 / 3), (0.75, 0.001)):  # rank q * 4 of the first bucket's 3
+        got = h.quantile(q)
+        assert abs(got - want) < 1e-12, (
+            f"three of four measurements in the first bucket (le={BOUNDS[0]}): quantile({q}) expected {want:g} "
+            f"(interpolated from 0, the first bucket's lower edge, with nothing below it), got {got:g}")
 
 
 def check_label_order(module: Any) -> None:
@@ -149,6 +160,9 @@ CHECKS = [
           "check the bounds in __init__: at least one, all > 0, each greater than the one before."),
     Check("labels(): one child per set of labels", check_labels,
           "key a dict by tuple(sorted(labels.items())); a child is a LatencyHistogram(self.buckets)."),
+    Check("a quantile in the first bucket starts from 0", check_first_bucket,
+          "for the first bucket, lower is 0 and the count below it is 0: buckets[b - 1] with b = 0 is the *last* "
+          "bound."),
     Check("labels in any order are the same labels", check_label_order,
           "key the children by tuple(sorted(labels.items())): keyword arguments keep the order they were written in."),
     Check("two threads observing at the same moment both count", check_forced_interleaving,
