@@ -135,20 +135,37 @@ def check_forced_interleaving(module: Any) -> None:
         f"{0.008 * rounds:g}, got count {h.count} and sum {h.sum:g}: both read the sum before either wrote it back")
 
 
+class MeetingLabel(str):
+    """A label value whose second hash in a labels() call (storing the new child, after looking for
+    it) makes two threads meet: both have looked and found nothing, so without a lock both create
+    a child and one thread's measurements go to a child nobody reads."""
+
+    rendezvous: Rendezvous
+
+    def __str__(self) -> str:
+        return self  # str(value) keeps the hook in the key
+
+    def __hash__(self) -> int:
+        self.rendezvous.meet()
+        return str.__hash__(self)
+
+    def __eq__(self, other: object) -> bool:
+        return str.__eq__(self, other)
+
+
 def check_labels_at_once(module: Any) -> None:
     h = module.new(BOUNDS)
-    children: dict[int, list[Any]] = {0: [], 1: []}
-    rounds = 300
-
-    def ask(k: int) -> None:
-        for i in range(rounds):
-            children[k].append(h.labels(round=str(i)))
-
-    in_threads(ask, 2, switch_interval=1e-6)  # switch often: a check-then-create without a lock shows
-    split = [i for i in range(rounds) if children[0][i] is not children[1][i]]
-    assert not split, (f"two threads asking labels(round=...) for the same new labels at once: they got different "
-                       f"children for {len(split)} of {rounds} label sets (first: round={split[0]}), so one thread's "
-                       "measurements go to a child nobody reads")
+    rendezvous = Rendezvous(2, at=2)
+    MeetingLabel.rendezvous = rendezvous
+    for i in range(3):
+        value = MeetingLabel(f"round-{i}")
+        children: list[Any] = [None, None]
+        rendezvous.arm()
+        in_threads(lambda k, value=value, children=children: children.__setitem__(k, h.labels(round=value)), 2)
+        rendezvous.disarm()
+        assert children[0] is children[1], (
+            f"two threads asking labels(round='round-{i}') at the same moment got two different children: both "
+            "looked for it, found nothing and created one, so one thread's measurements go to a child nobody reads")
 
 
 CHECKS = [
