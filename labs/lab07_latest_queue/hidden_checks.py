@@ -32,6 +32,52 @@ def check_get_waits(module: Any) -> None:
     assert q.get(timeout=0.05) is None, "get(timeout=0.05) on an empty queue should return None when the time is up"
 
 
+def check_get_returns_in_time(module: Any) -> None:
+    """An item that comes before the deadline is returned, and a get() without a timeout waits
+    without spinning and without tripping over a wake-up that found nothing."""
+    offers_without_blocking(module)
+    q = module.new(2)
+    threading.Timer(0.1, q.offer, args=("late",)).start()
+    started = time.monotonic()
+    got = call_within(5.0, "get(timeout=0.9) with an item offered after 0.1 s", lambda: q.get(timeout=0.9))
+    waited = time.monotonic() - started
+    assert got == "late" or (got is None and waited >= 0.85), (  # None at 0.9 s: the machine delayed the offer
+        f"get(timeout=0.9) with an item offered after 0.1 s: expected 'late', got {got!r} after {waited:.2f} s, "
+        "before its timeout was up")
+
+    q = module.new(2)
+    stop = threading.Event()
+    spent: list[float] = []
+
+    def wait_for_ever() -> Any:
+        cpu = time.thread_time()
+        try:
+            return q.get()
+        finally:
+            spent.append(time.thread_time() - cpu)
+
+    def thief() -> None:  # wakes the waiting get() with nothing to take, five times, then offers for real
+        for _ in range(5):
+            q.offer("stolen")
+            q.get(timeout=0)
+            time.sleep(0.05)
+        time.sleep(0.3)
+        q.offer("kept")
+
+    stealing = threading.Thread(target=thief, daemon=True)
+    stealing.start()
+    try:
+        got = call_within(10.0, "get() (no timeout) woken five times with nothing to take, then given an item",
+                          wait_for_ever)
+    finally:
+        stop.set()
+        stealing.join(5)
+    assert got == "kept", f"get() with no timeout: expected the item 'kept', got {got!r}"
+    assert spent and spent[0] < 0.25, (
+        f"get() with no timeout used {spent[0]:.2f} s of CPU waiting about 0.55 s: it spun instead of waiting on the "
+        "condition")
+
+
 def check_threads(module: Any) -> None:
     offers_without_blocking(module)
     q = module.new(10)
@@ -161,4 +207,7 @@ CHECKS = [
     Check("two offers into the last free place at the same moment", check_forced_interleaving,
           "test for room, drop, append and count under one `with self._cond:`: the check makes two threads test "
           "for room at the same moment, so without the lock both append."),
+    Check("get returns an item that comes in time, and waits for ever without spinning", check_get_returns_in_time,
+          "loop while no item waits: with no timeout, self._cond.wait() and look again; with one, wait for what is "
+          "left of the deadline and give up only when nothing is left."),
 ]
