@@ -15,6 +15,15 @@ imports it from the instructor's tree (PYTHONPATH is set to the repository).
     python -m labs.grading course COURSE_DIR     # source/ and release/ for every lab
     # students hand in COURSE_DIR/submitted/<student>/<lab>/{<lab>.ipynb, exercise.py}
     python -m labs.grading grade COURSE_DIR      # autograde, export grades.csv, print the table
+
+Where a released notebook runs. Students put `release/<lab>/` in their class copy's
+`assignments/<lab>/` (any folder inside their copy will do): the notebook's setup cell finds the
+copy above its own folder and imports the checks from it, so it runs without PYTHONPATH or an
+installed `labs` package (the class's `pip install -e .` installs minisched only). When grading,
+MINISCHED_REPO points the same cell at the instructor's tree, which has the hidden checks.
+
+A lab a student did not hand in is *missing*, never a score of 0: the table prints `missing` and
+grades.csv has `status` missing with an empty score (a 0 is a handed-in lab that passed nothing).
 """
 
 from __future__ import annotations
@@ -45,6 +54,24 @@ def _readonly(grade_id: str) -> dict[str, object]:
                          "solution": False, "task": False}}
 
 
+# The graded notebook's first cell. It cannot import anything of minisched's to find minisched.
+SETUP = """\
+# The checks live in your copy of minisched: this folder sits inside it (assignments/<lab>/),
+# or MINISCHED_REPO names it. Import them from there.
+import os
+import sys
+from pathlib import Path
+
+here = Path.cwd().resolve()
+candidates = [Path(os.environ["MINISCHED_REPO"])] if os.environ.get("MINISCHED_REPO") else []
+root = next((p for p in [*candidates, here, *here.parents] if (p / "labs" / "harness.py").is_file()), None)
+if root is None:
+    raise RuntimeError(f"{here} is not inside a copy of minisched: put this lab's folder in your "
+                       "class copy (assignments/<lab>/), or set MINISCHED_REPO to the copy's folder")
+sys.path.insert(0, str(root))
+from labs.harness import grade_check"""
+
+
 def graded_notebook(lab: str) -> nbformat.NotebookNode:
     """The nbgrader source notebook of one lab: its README, then one graded cell per check."""
     readme = (harness.LABS_DIR / lab / "README.md").read_text()
@@ -54,8 +81,7 @@ def graded_notebook(lab: str) -> nbformat.NotebookNode:
         readme + "\n\nWrite your code in `exercise.py` beside this notebook, run every cell to see which "
         "checks pass, and hand in the folder. Some checks are hidden: they run when your work is graded.",
         metadata=_readonly("task")))
-    nb.cells.append(nbformat.v4.new_code_cell(
-        "from labs.harness import grade_check", metadata=_readonly("setup")))
+    nb.cells.append(nbformat.v4.new_code_cell(SETUP, metadata=_readonly("setup")))
     for i, check in enumerate(harness.lab_checks(lab)):
         nb.cells.append(nbformat.v4.new_code_cell(
             f"grade_check({lab!r}, {check.name!r})", metadata=_cell_meta(f"public_{i}", check.points)))
@@ -69,6 +95,7 @@ def graded_notebook(lab: str) -> nbformat.NotebookNode:
 def _env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
+    env["MINISCHED_REPO"] = str(REPO)  # the graded notebook's setup cell imports the checks from here
     # nbgrader runs `alembic` by name to create its gradebook: the venv's bin must come first
     env["PATH"] = os.pathsep.join((str(Path(sys.executable).parent), env.get("PATH", "")))
     return env
@@ -107,20 +134,49 @@ def build_course(course: Path, labs: Sequence[str] | None = None) -> list[str]:
     return labs
 
 
-def grade(course: Path) -> dict[str, dict[str, float]]:
-    """Autograde every submission and export the gradebook; returns {student: {lab: score}}."""
+MISSING = "missing"
+
+
+def grade(course: Path) -> dict[str, dict[str, float | None]]:
+    """Autograde every submission, export the gradebook to grades.csv with a `status` column, and
+    return {student: {lab: score, or None when the student did not hand that lab in}} over every
+    student who handed anything in or is in the gradebook (`nbgrader db student add`), and every lab
+    anyone handed in."""
     submitted = course / "submitted"
+    students = sorted(p.name for p in submitted.iterdir() if p.is_dir()) if submitted.is_dir() else []
     labs = sorted({p.name for p in submitted.glob("*/*") if p.is_dir()})
     for lab in labs:
         nbgrader(course, "autograde", lab, "--force")
     out = course / "grades.csv"
     nbgrader(course, "export", f"--to={out}")
-    scores: dict[str, dict[str, float]] = {}
+    scores: dict[str, dict[str, float | None]] = {s: dict.fromkeys(labs) for s in students}
     with out.open() as f:
-        for row in csv.DictReader(f):
-            if (course / "autograded" / row["student_id"] / row["assignment"]).is_dir():
-                scores.setdefault(row["student_id"], {})[row["assignment"]] = float(row["score"])
+        reader = csv.DictReader(f)
+        fields = [*(reader.fieldnames or []), "status"]
+        rows = list(reader)
+    for row in rows:
+        handed_in = (course / "autograded" / row["student_id"] / row["assignment"]).is_dir()
+        row["status"] = "graded" if handed_in else MISSING
+        per = scores.setdefault(row["student_id"], dict.fromkeys(labs))  # on the roster, nothing handed in
+        if handed_in:
+            per[row["assignment"]] = float(row["score"])
+        else:  # nbgrader writes 0 for a lab never handed in: an empty score says so instead
+            row["score"] = row["raw_score"] = ""
+    with out.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fields)
+        writer.writeheader()
+        writer.writerows(rows)
     return scores
+
+
+def score_table(scores: dict[str, dict[str, float | None]]) -> str:
+    """One row per student, one column per lab: `points/max`, or `missing` for a lab not handed in."""
+    labs = sorted({lab for per in scores.values() for lab in per})
+    lines = ["student".ljust(16) + "".join(lab[:5].ljust(10) for lab in labs)]
+    for student, per in sorted(scores.items()):
+        cells = [MISSING if per.get(lab) is None else f"{per[lab]:g}/{max_points(lab)}" for lab in labs]
+        lines.append(student.ljust(16) + "".join(cell.ljust(10) for cell in cells))
+    return "\n".join(lines)
 
 
 def max_points(lab: str) -> int:
@@ -136,12 +192,7 @@ def main(argv: Sequence[str]) -> int:
         labs = build_course(course)
         print(f"course in {course}: source/ and release/ for {', '.join(labs)}")
         return 0
-    scores = grade(course)
-    labs = sorted({lab for per in scores.values() for lab in per})
-    print("student".ljust(16) + "".join(lab[:5].ljust(10) for lab in labs))
-    for student, per in sorted(scores.items()):
-        cells = "".join(f"{per.get(lab, 0):g}/{max_points(lab)}".ljust(10) for lab in labs)
-        print(student.ljust(16) + cells)
+    print(score_table(grade(course)))
     print(f"gradebook exported to {course / 'grades.csv'}")
     return 0
 

@@ -12,15 +12,31 @@ leave out; `lab_checks(lab, hidden=True)` adds them when present.
 
 What checks share: `running_scheduler` (an embedded cluster and a started Scheduler with the
 student's plugins, closed whatever happens), `placements`, `wait_until` (deadline-based polling,
-generous for loaded machines) and `in_threads` (the student's code on several threads at once,
-its exceptions raised in the checking thread).
+generous for loaded machines), `in_threads` (the student's code on several threads at once,
+its exceptions raised in the checking thread), `Rendezvous` (two threads made to meet inside the
+student's read-modify-write, so a missing lock loses an update every run, not once in a while)
+and `call_within` (a call the README says never blocks, failed in seconds when it does).
+
+Time limits. Every check runs on a worker thread of its own with a deadline (`Check.timeout`,
+`DEFAULT_TIMEOUT` when None); a check still running at its deadline is abandoned and reported as a
+failure that names it, the limit and the student's line it was stuck on, and the run goes on with
+the next check. Why a daemon thread and not a subprocess: checks hand the student's *module
+object* to the check (the mistake catalogue builds modules in memory, which cannot be sent to
+another process), a subprocess per check would re-import numpy and minisched each time (about a
+second, times some 80 checks), and grade_check runs inside a notebook's kernel. The price: Python
+cannot kill a thread, so a stuck check keeps running (and a busy loop keeps a core) until the
+process ends; it holds no shared state, because each check builds its own embedded cluster and
+scheduler (no cluster is shared between checks), and the switch interval a concurrency check may
+have lowered is put back when the check is abandoned.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import linecache
+import os
 import sys
 import threading
 import time
@@ -40,12 +56,35 @@ if TYPE_CHECKING:
 LABS_DIR = Path(__file__).resolve().parent
 
 
+DEFAULT_TIMEOUT = 60.0  # seconds: generous for a check that starts a scheduler on a loaded machine
+
+
+def default_timeout() -> float:
+    """DEFAULT_TIMEOUT, or MINISCHED_CHECK_TIMEOUT (seconds) when set: a grader with a large class
+    may want hung submissions to give up sooner."""
+    text = os.environ.get("MINISCHED_CHECK_TIMEOUT")
+    if not text:
+        return DEFAULT_TIMEOUT
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"MINISCHED_CHECK_TIMEOUT must be a number of seconds, got {text!r}") from None
+    if not value > 0:
+        raise ValueError(f"MINISCHED_CHECK_TIMEOUT must be positive, got {text!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class Check:
     name: str
     run: Callable[[ModuleType], None]
     hint: str
     points: int = 1
+    timeout: float | None = None  # seconds before the check counts as hung; None: default_timeout()
+
+    @property
+    def limit(self) -> float:
+        return default_timeout() if self.timeout is None else self.timeout
 
 
 @dataclass(frozen=True)
@@ -103,7 +142,8 @@ def _student_frame(tb: TracebackType | None, student_file: str | None) -> str:
     return found
 
 
-def run_check(check: Check, module: ModuleType) -> Outcome:
+def _outcome_of(check: Check, module: ModuleType) -> Outcome:
+    """Run one check here, in this thread, and turn what happened into an Outcome."""
     student_file = getattr(module, "__file__", None)
     try:
         check.run(module)
@@ -121,8 +161,46 @@ def run_check(check: Check, module: ModuleType) -> Outcome:
     return Outcome(check, True)
 
 
-def run_checks(checks: Sequence[Check], module: ModuleType) -> Report:
-    return Report([run_check(c, module) for c in checks])
+def _stuck_at(thread: threading.Thread, student_file: str | None) -> str:
+    """Where a hung check's thread is now, as 'exercise.py line N: source' (the student's last frame)."""
+    frame = sys._current_frames().get(thread.ident or -1)
+    if frame is None or student_file is None:
+        return ""
+    found = ""
+    for f, lineno in reversed(list(traceback.walk_stack(frame))):  # outermost first, so the last match is deepest
+        if Path(f.f_code.co_filename).resolve() == Path(student_file).resolve():
+            found = f"{Path(f.f_code.co_filename).name} line {lineno}: {linecache.getline(f.f_code.co_filename, lineno).strip()}"
+    return found
+
+
+def run_check(check: Check, module: ModuleType) -> Outcome:
+    """Run one check on a daemon worker thread with its time limit; a check still running then is
+    abandoned (threads cannot be killed: see the module's docstring) and reported as hung."""
+    result: list[Outcome] = []
+    interval = sys.getswitchinterval()
+    worker = threading.Thread(target=lambda: result.append(_outcome_of(check, module)),
+                              name=f"check: {check.name}", daemon=True)
+    worker.start()
+    worker.join(check.limit)
+    if result:
+        return result[0]
+    sys.setswitchinterval(interval)  # in case the abandoned check had lowered it (in_threads)
+    where = _stuck_at(worker, getattr(module, "__file__", None))
+    return Outcome(check, False, f"timed out: the check {check.name!r} was still running after its limit of "
+                                 f"{check.limit:g} s (your code may loop for ever or wait on something that never "
+                                 "comes); the remaining checks go on", where)
+
+
+def run_checks(checks: Sequence[Check], module: ModuleType,
+               on_outcome: Callable[[Outcome], None] | None = None) -> Report:
+    """Run every check in order; `on_outcome` sees each result as soon as its check finishes."""
+    report = Report()
+    for check in checks:
+        outcome = run_check(check, module)
+        report.outcomes.append(outcome)
+        if on_outcome is not None:
+            on_outcome(outcome)
+    return report
 
 
 # ---- where a lab's code and checks come from ----
@@ -181,8 +259,9 @@ def main(lab: str, argv: Sequence[str]) -> int:
     """`python -m labs.<lab>.checks [exercise|solution|path.py] [--hidden]`"""
     args = [a for a in argv if a != "--hidden"]
     which = args[0] if args else "exercise"
-    report = run_checks(lab_checks(lab, hidden="--hidden" in argv), load_lab_module(lab, which))
-    print(report)
+    report = run_checks(lab_checks(lab, hidden="--hidden" in argv), load_lab_module(lab, which),
+                        on_outcome=lambda outcome: print(outcome, flush=True))  # as each check finishes
+    print(f"{len(report.passed)}/{len(report.outcomes)} checks pass", flush=True)
     return 0 if report.ok else 1
 
 
@@ -216,6 +295,70 @@ def in_threads(work: Callable[[int], None], threads: int, *, switch_interval: fl
     if errors:
         raise errors[0]
 
+
+class Rendezvous:
+    """A point inside the student's code where two threads are made to meet, so that a check forces
+    the interleaving a missing lock loses an update to, every run instead of once in a while.
+
+    A check hands the student's code an object (an item to hash, a number to compare or add) whose
+    hook calls `meet()`. The hook must run *between* the read and the write of a read-modify-write
+    (`at`: which of a thread's calls in a round that is, e.g. 2 for an item's second hash, the one
+    `d[item] = n + 1` makes after `n = d.get(item, 0)`): both threads have then read the old value
+    and, without a lock, one update is lost every time. With a lock the second thread is blocked
+    outside, the first one's wait runs out after `patience` seconds and both go on in turn."""
+
+    def __init__(self, parties: int = 2, *, at: int = 1, patience: float = 0.3) -> None:
+        self.parties, self.at, self.patience = parties, at, patience
+        self._barrier = threading.Barrier(parties)
+        self._calls: dict[int, int] = {}
+        self._guard = threading.Lock()
+        self.armed = False
+
+    def arm(self) -> None:
+        """A new round: every thread's `at`-th call to meet() from now waits for the others."""
+        with self._guard:
+            self._barrier = threading.Barrier(self.parties)
+            self._calls.clear()
+            self.armed = True
+
+    def disarm(self) -> None:
+        with self._guard:
+            self.armed = False
+
+    def meet(self) -> None:
+        with self._guard:
+            if not self.armed:
+                return
+            me = threading.get_ident()
+            self._calls[me] = self._calls.get(me, 0) + 1
+            if self._calls[me] != self.at:
+                return
+            barrier = self._barrier
+        with contextlib.suppress(threading.BrokenBarrierError):  # the other is held outside by a lock: fine
+            barrier.wait(self.patience)
+
+
+def call_within(seconds: float, what: str, call: Callable[[], Any]) -> Any:
+    """`call()` on a daemon thread; AssertionError naming `what` when it has not returned within
+    `seconds` (for calls the README says must never block: the check fails at once with a message
+    saying so, instead of waiting for the check's own time limit). Exceptions are raised here."""
+    result: list[Any] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            result.append(call())
+        except BaseException as e:
+            errors.append(e)
+
+    worker = threading.Thread(target=run, name=what, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if errors:
+        raise errors[0]
+    if worker.is_alive():
+        raise AssertionError(f"{what} did not return within {seconds:g} s: it blocked")
+    return result[0]
 
 
 def wait_until(cond: Callable[[], bool], why: str, timeout: float = 10.0) -> None:
@@ -267,6 +410,8 @@ def running_scheduler(
 def placements(cluster: EmbeddedCluster, namespace: str = "default") -> dict[str, str | None]:
     """Pod name -> the node it is bound to (None while pending)."""
     return {p["metadata"]["name"]: p["spec"].get("nodeName") for p in cluster.list("pods", namespace)["items"]}
+
+
 def schedule_pods(nodes: Sequence[dict[str, Any]], pods: Sequence[dict[str, Any]], *, config: dict[str, Any],
                   registry: Any = None, objects: Sequence[tuple[Any, dict[str, Any]]] = (), seed: int = 0,
                   timeout: float = 20.0) -> dict[str, str | None]:

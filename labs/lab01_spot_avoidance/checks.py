@@ -73,7 +73,17 @@ def check_vectorised(module: Any) -> None:
         want = [expected_score(p, nodes[r]) for r in rows]
         assert got == want, (
             f"trial {trial} ({len(nodes)} nodes, scoring rows {[int(r) for r in rows[:6]]}...): "
-            f"expected {want[:8]}..., your score() returned {got[:8]}...")
+            f"expected {want[:8]}..., your score() returned {got[:8]}...: {vectorised_diagnosis(p, nodes, rows, got)}")
+
+
+def vectorised_diagnosis(p: PodInfo, nodes: list[dict[str, Any]], rows: Any, got: list[int]) -> str:
+    """The mistake a wrong score() most likely made, for the message."""
+    if len(got) != len(rows):
+        return (f"it returned {len(got)} scores for {len(rows)} rows: score only the rows in `rows`, in their order "
+                f"(column[rows]), not every node of the table")
+    if (p.pod["metadata"].get("annotations") or {}).get("minisched.dev/spot-ok") == "true":
+        return "this pod is annotated minisched.dev/spot-ok: \"true\": every node scores 100 for it"
+    return "a node scores 0 exactly when its lifecycle label is \"spot\" (column[rows] == the id of \"spot\")"
 
 
 def scheduler_config(name: str) -> dict[str, Any]:
@@ -104,17 +114,21 @@ def check_scheduler_avoids_spot(module: Any) -> None:
     placed = place(module, pods, nodes)
     web = {name: node for name, node in placed.items() if name.startswith("web")}
     assert all(node == "regular-0" for node in web.values()), f"expected every web pod on regular-0, got {web}"
-    assert placed["batch"] is not None, "expected the spot-ok pod to be placed too, it stayed pending"
+    assert placed["batch"] is not None, (
+        "expected the spot-ok pod to be placed too, it stayed pending: the scheduler leaves a pod pending when a "
+        "Score plugin raises or returns a score array whose length is not len(rows)")
 
 
 CHECKS = [
     Check("the pure rule", check_pure_rule, "node_score reads the node's labels and the pod's annotations: "
           "node['metadata'].get('labels') and pod.pod['metadata'].get('annotations') (either may be missing)."),
     Check("vectorised score follows the rule on random clusters", check_vectorised,
-          "score() gets only some rows: index nodes.label_column(SPOT_LABEL) with `rows`, and compare with "
-          "nodes.label_value_id(SPOT_LABEL, 'spot') (None when no node has that value).", points=2),
+          "score() must agree with node_score on every row in `rows` (and only those): compare "
+          "nodes.label_column(SPOT_LABEL)[rows] with nodes.label_value_id(SPOT_LABEL, 'spot') (None when no node "
+          "has that value), and score 100 everywhere for a spot-ok pod.", points=2),
     Check("a scheduler with the plugin avoids spot nodes", check_scheduler_avoids_spot,
-          "the plugin is scored with weight 10 beside the default plugins: spot nodes must score 0.", points=2),
+          "the scheduler calls score(state, pod, nodes, rows) with weight 10 beside the default plugins: one int "
+          "per row in `rows`, 0 for a spot node unless the pod is spot-ok.", points=2),
 ]
 
 if __name__ == "__main__":

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import numpy as np
 
 from labs.harness import Check
-from labs.lab01_spot_avoidance.checks import SPOT, SPOT_LABEL, pod, table_of
+from labs.lab01_spot_avoidance.checks import SPOT, SPOT_LABEL, expected_score, pod, table_of
 from minisched.objects import make_node
 from minisched.scheduler.framework.cycle_state import CycleState
 
@@ -35,6 +36,30 @@ def check_no_spot_anywhere(module: Any) -> None:
     assert len(empty) == 0, f"no rows to score: expected an empty array, got {list(empty)}"
 
 
+def check_labels_not_names(module: Any) -> None:
+    """Both faces on random clusters whose names say nothing or lie (a spot node called regular-3,
+    an on-demand node called spot-7, an ordinary pod called batch): only labels and annotations count."""
+    rng = random.Random(25)
+    plugin = module.new(None, None)
+    lifecycles = [None, "spot", "on-demand", "preemptible", "Spot"]
+    for trial in range(20):
+        nodes = [make_node(rng.choice(["spot-", "regular-", "n", "batch-"]) + str(i),
+                           labels={} if (v := rng.choice(lifecycles)) is None else {SPOT_LABEL: v})
+                 for i in range(rng.randint(1, 12))]
+        value = rng.choice([None, "true", "false", "True", "yes"])
+        p = pod(rng.choice(["batch", "web", "spot-ok", f"p{trial}"]), None if value is None else
+                {"minisched.dev/spot-ok": value})
+        rows = np.arange(len(nodes), dtype=np.intp)
+        vectorised = [int(s) for s in plugin.score(CycleState(), p, table_of(nodes), rows)]
+        for node, got_vector in zip(nodes, vectorised, strict=True):
+            want, got = expected_score(p, node), module.node_score(p, node)
+            lifecycle = (node["metadata"].get("labels") or {}).get(SPOT_LABEL)
+            what = (f"pod {p.name!r} (spot-ok: {value!r}) on node {node['metadata']['name']!r} "
+                    f"(lifecycle: {lifecycle!r})")
+            assert got == want, f"node_score for {what}: expected {want}, got {got}"
+            assert got_vector == want, f"score() for {what}: expected {want}, got {got_vector}"
+
+
 CHECKS = [
     Check("only spot-ok: \"true\" means spot is fine", check_only_true_means_ok,
           "compare the annotation's value with the string \"true\"."),
@@ -42,4 +67,8 @@ CHECKS = [
           "only the value \"spot\" makes a spot node."),
     Check("clusters without spot nodes, and empty rows", check_no_spot_anywhere,
           "label_value_id returns None when no node carries the value."),
+    Check("the rule reads labels and annotations, never names", check_labels_not_names,
+          "a node is spot only when its lifecycle label is exactly \"spot\" (not when its name starts with spot, "
+          "nor when it merely has the lifecycle label); a pod is spot-ok only by its annotation, whatever its name; "
+          "node_score and score() must agree."),
 ]

@@ -41,8 +41,32 @@ def check_through_a_controller(module: Any) -> None:
             factory.shutdown()
 
 
+def check_leaves_admin_cordon_alone(module: Any) -> None:
+    """An administrator cordoned a node by hand; later someone asks for a drain there too, then takes
+    the request back. The node was never the reconciler's: it must stay cordoned and unmarked."""
+    with cluster_with(node("by-hand", unschedulable=True), node("ours")) as cluster:
+        r = module.new(cluster)
+        for name in ("by-hand", "ours"):
+            cluster.patch("nodes", name, {"metadata": {"annotations": {"minisched.dev/drain": "true"}}})
+            r.reconcile(Request("", name))
+        assert state(cluster, "by-hand") == (True, None), (
+            "a node an administrator cordoned by hand, then asked to drain: expected it left alone (cordoned, "
+            f"no cordoned-by marker: the reconciler did not cordon it), got {state(cluster, 'by-hand')}")
+        assert state(cluster, "ours") == (True, "cordon-reconciler"), "a schedulable node asked to drain is yours"
+        for name in ("by-hand", "ours"):
+            cluster.patch("nodes", name, {"metadata": {"annotations": {"minisched.dev/drain": None}}})
+            r.reconcile(Request("", name))
+        assert state(cluster, "by-hand") == (True, None), (
+            "the drain request on the administrator's node was taken back: the administrator's cordon must stay, "
+            f"got {state(cluster, 'by-hand')}")
+        assert state(cluster, "ours") == (False, None), "the node you cordoned is uncordoned when the request goes"
+
+
 CHECKS = [
     Check("only drain: \"true\" asks for a drain", check_only_true, "compare the annotation's value with \"true\"."),
     Check("converges through a Controller and its informer", check_through_a_controller,
           "reconcile must read the node afresh each time: the controller may merge or repeat requests."),
+    Check("a node an administrator cordoned stays theirs", check_leaves_admin_cordon_alone,
+          "mark a node as yours only when *you* make it unschedulable: a node already unschedulable when the drain "
+          "is asked was cordoned by someone else, so do not add your marker (or you will uncordon it later)."),
 ]

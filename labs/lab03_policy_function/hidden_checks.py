@@ -35,9 +35,27 @@ def check_literal_checked(module: Any) -> None:
         raise AssertionError(f"{source} should be refused when compiled, not at evaluation")
 
 
+def check_numbers_not_text(module: Any) -> None:
+    """Multi-digit, leading zeros and negative values: compared as numbers, never as text."""
+    pod = make_pod("p")
+    cases = [("gpu.count", "2", "10", True), ("gpu.count", "10", "9", False), ("gpu.count", "10", "100", True),
+             ("gpu.count", "9", "010", True), ("gpu.count", "10", "007", False),
+             ("temp", "-5", "-1", True), ("temp", "-1", "-5", False), ("temp", "-2", "-10", False),
+             ("temp", "0", "-0.5", False), ("temp", "-3", "-3", True), ("gpu.count", "2", "-7", False)]
+    for key, minimum, value, want in cases:
+        source = f'labelAtLeast("{key}", "{minimum}")'
+        node = gpu_node(None) | {"metadata": {"name": "n", "labels": {key: value}}}
+        got = compiled(module, source).evaluate(node, pod)
+        assert got is want, (f"{source} on a node labelled {key}={value}: expected {want}, got {got} "
+                             f"({value} {'>=' if want else '<'} {minimum} as numbers)")
+
+
 CHECKS = [
     Check("works on the pod's labels with .pod", check_pod_subject, "Function(..., subject=\"node\")."),
     Check("exact decimal comparison", check_exact, "use decimal.Decimal, never float()."),
     Check("literal arguments checked at compile time", check_literal_checked,
           "give each Param a check function returning what is wrong, or None."),
+    Check("numbers compared as numbers: several digits, leading zeros, negatives", check_numbers_not_text,
+          "compare Decimal(label) with Decimal(minimum): as text \"10\" < \"2\" and \"-1\" < \"-5\"; a label is a "
+          "number when Decimal() parses it (a sign and a dot included), not when str.isdigit() says so."),
 ]

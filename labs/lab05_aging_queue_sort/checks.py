@@ -28,22 +28,34 @@ def check_ages(module: Any) -> None:
     sort = module.new({"agingSeconds": 10}, None)
     old, fresh = Queued("old", 100, 0.0), Queued("fresh", 101, 20.0)
     # effective at any now: old 100 + now/10, fresh 101 + (now-20)/10 = 99 + now/10
-    assert sort.less(old, fresh) and not sort.less(fresh, old), (
-        "priority 100 queued at t=0 against priority 101 queued at t=20 with agingSeconds 10: the old pod is "
-        f"ahead by 1 point and should go first; less(old, fresh)={sort.less(old, fresh)}, "
-        f"less(fresh, old)={sort.less(fresh, old)}")
+    if not (sort.less(old, fresh) and not sort.less(fresh, old)):
+        later = Queued("later", 101, 120.0)  # with agingSeconds 60: 101 - 2 = 99, behind old
+        if sort.less(old, later) and not sort.less(later, old):
+            why = ("your plugin ranks as if agingSeconds were 60 (the default): new(args, handle) must read "
+                   "args['agingSeconds']")
+        else:
+            why = ("waiting earned the old pod nothing: its effective priority is priority - timestamp / "
+                   "agingSeconds (it was queued earlier, so its timestamp is smaller and it is ahead)")
+        raise AssertionError(
+            "priority 100 queued at t=0 against priority 101 queued at t=20 with agingSeconds 10: the old pod is "
+            f"ahead by 1 point and should go first; less(old, fresh)={sort.less(old, fresh)}, "
+            f"less(fresh, old)={sort.less(fresh, old)}: {why}")
     near = Queued("near", 101, 5.0)  # 101 + (now-5)/10 = 100.5 + now/10: ahead of old
-    assert sort.less(near, old), "priority 101 queued at t=5 is still ahead of priority 100 queued at t=0"
+    assert sort.less(near, old), ("priority 101 queued at t=5 is still ahead of priority 100 queued at t=0 "
+                                  "(5 s of age is half a point with agingSeconds 10)")
 
 
 def check_order(module: Any) -> None:
     sort = module.new({"agingSeconds": 10}, None)
     a, b = Queued("a", 5, 10.0), Queued("b", 6, 20.0)  # equal effective priority: a queued first
-    assert sort.less(a, b) and not sort.less(b, a), "equal effective priority: the pod queued earlier goes first"
-    assert not sort.less(a, a), "less(a, a) must be false (a strict order), got true"
+    assert sort.less(a, b) and not sort.less(b, a), (
+        "priority 5 queued at t=10 and priority 6 queued at t=20 (agingSeconds 10) have equal effective priority: "
+        f"the one queued earlier goes first; got less(a, b)={sort.less(a, b)}, less(b, a)={sort.less(b, a)}")
+    assert not sort.less(a, a), "less(a, a) must be false (a strict order: `>`, not `>=`), got true"
     default = module.new(None, None)
     x, y = Queued("x", 0, 0.0), Queued("y", 1, 59.0)  # default 60 s: x = 0 + now/60, y = 1 + (now-59)/60
-    assert default.less(y, x), "with the default agingSeconds of 60, priority 1 at t=59 is still ahead of 0 at t=0"
+    assert default.less(y, x), ("with no args the default agingSeconds is 60, so priority 1 at t=59 is still ahead "
+                                "of priority 0 at t=0: read args.get('agingSeconds', 60)")
 
 
 def config(aging: int) -> dict[str, Any]:
@@ -89,11 +101,14 @@ def check_scheduler(module: Any) -> None:
 
 CHECKS = [
     Check("waiting earns priority", check_ages,
-          "compare priority - timestamp / agingSeconds: now cancels out.", points=2),
+          "effective priority = priority - timestamp / agingSeconds (now cancels out), with agingSeconds read "
+          "from args['agingSeconds'] in new().", points=2),
     Check("a strict order with the earlier pod first on ties", check_order,
-          "less(a, b) is a strict 'goes before': false for equal pods; read args.get('agingSeconds', 60)."),
+          "less(a, b) is true only when a goes strictly first: a higher effective priority, or an equal one and an "
+          "earlier timestamp; so less(a, a) is false."),
     Check("a scheduler with AgingSort serves the old pod first", check_scheduler,
-          "the queue calls your less() to order its heap.", points=2),
+          "the scheduler's queue orders its heap with your less() on pods stamped by the scheduler's clock, and "
+          "builds the plugin with new({'agingSeconds': 10}, handle).", points=2),
 ]
 
 if __name__ == "__main__":

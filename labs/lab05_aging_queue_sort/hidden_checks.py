@@ -19,6 +19,22 @@ def check_bad_args(module: Any) -> None:
             assert "agingSeconds" in str(e), f"the ValueError should name agingSeconds: got {e!r}"
         else:
             raise AssertionError(f"agingSeconds {value} should be refused with a ValueError")
+    try:
+        half = module.new({"agingSeconds": 0.5}, None)
+    except ValueError as e:
+        raise AssertionError(f"agingSeconds 0.5 is positive, yet refused: {e!r}") from None
+    assert half.less(Queued("old", 0, 0.0), Queued("new", 1, 0.6)), (
+        "agingSeconds 0.5: priority 0 queued 0.6 s before priority 1 has aged 1.2 points and goes first")
+
+
+def check_default_exactly_60(module: Any) -> None:
+    default = module.new(None, None)
+    x = Queued("x", 0, 0.0)
+    tie, ahead = Queued("tie", 1, 60.0), Queued("ahead", 1, 59.5)
+    assert default.less(x, tie) and not default.less(tie, x), (
+        "no args: agingSeconds is 60, so priority 1 queued 60 s after priority 0 is exactly level with it, and the "
+        "earlier goes first")
+    assert default.less(ahead, x), "no args: priority 1 queued 59.5 s after priority 0 is still ahead by 1/120 point"
 
 
 def check_heap_order(module: Any) -> None:
@@ -45,7 +61,9 @@ def check_heap_order(module: Any) -> None:
 
 
 CHECKS = [
-    Check("agingSeconds must be positive", check_bad_args, "raise ValueError naming agingSeconds in the constructor."),
+    Check("the default agingSeconds is 60", check_default_exactly_60, "args.get('agingSeconds', 60) when args has none."),
+    Check("agingSeconds must be positive", check_bad_args,
+          "raise ValueError naming agingSeconds when it is not > 0 (0.5 is fine)."),
     Check("a heap of 300 pods comes out in aging order", check_heap_order,
           "less() must be a strict weak order that does not depend on the time it is called."),
 ]

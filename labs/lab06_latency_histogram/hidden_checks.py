@@ -6,7 +6,7 @@ import random
 import tracemalloc
 from typing import Any
 
-from labs.harness import Check, in_threads, wait_until
+from labs.harness import Check, Rendezvous, in_threads, wait_until
 from labs.lab06_latency_histogram.checks import BOUNDS
 from minisched.observability.runtime import TickerLateness
 
@@ -55,7 +55,7 @@ def check_threads(module: Any) -> None:
 
 
 def check_refusals(module: Any) -> None:
-    for buckets in ((), (0.1, 0.1), (0.2, 0.1), (0.0, 1.0), (-1.0, 1.0)):
+    for buckets in ((), (0.1, 0.1), (0.2, 0.1), (0.1, 0.3, 0.2), (0.0, 1.0), (-1.0, 1.0)):
         try:
             module.new(buckets)
         except ValueError as e:
@@ -83,6 +83,91 @@ def check_labels(module: Any) -> None:
     assert list(a.buckets) == list(BOUNDS), f"a child keeps its parent's buckets: got {list(a.buckets)}"
 
 
+def check_first_bucket(module: Any) -> None:
+    h = module.new(BOUNDS)
+    for v in (0.0002, 0.0004, 0.0006, 0.05):
+        h.observe(v)
+    for q, want in ((0.25, 0.001 / 3), (0.5, 0.002 / 3), (0.75, 0.001)):  # rank q * 4 of the first bucket's 3
+        got = h.quantile(q)
+        assert abs(got - want) < 1e-12, (
+            f"three of four measurements in the first bucket (le={BOUNDS[0]}): quantile({q}) expected {want:g} "
+            f"(interpolated from 0, the first bucket's lower edge, with nothing below it), got {got:g}")
+
+
+def check_label_order(module: Any) -> None:
+    h = module.new(BOUNDS)
+    first = h.labels(result="scheduled", profile="default")
+    second = h.labels(profile="default", result="scheduled")
+    assert first is second, ("labels(result='scheduled', profile='default') and labels(profile='default', "
+                             "result='scheduled') are the same labels in another order: expected the same child")
+    other = h.labels(result="default", profile="scheduled")
+    assert other is not first, "the values swapped between the labels are other labels: expected another child"
+
+
+class MeetingSeconds(float):
+    """A measurement whose addition makes two observing threads meet: `self._sum += seconds` has
+    read the old sum in both, so without a lock one addition is lost every time."""
+
+    rendezvous: Rendezvous
+
+    def __add__(self, other: Any) -> float:
+        self.rendezvous.meet()
+        return float(self) + other
+
+    __radd__ = __add__
+
+    def __float__(self) -> float:
+        self.rendezvous.meet()
+        return float.__float__(self)
+
+
+def check_forced_interleaving(module: Any) -> None:
+    h = module.new(BOUNDS)
+    rendezvous = Rendezvous(2, at=1)
+    MeetingSeconds.rendezvous = rendezvous
+    rounds = 4
+    for _ in range(rounds):
+        rendezvous.arm()
+        in_threads(lambda k: h.observe(MeetingSeconds(0.004)), 2)
+    rendezvous.disarm()
+    assert h.count == 2 * rounds and abs(h.sum - 0.008 * rounds) < 1e-12, (
+        f"two threads observing 0.004 s at the same moment, {rounds} times: expected count {2 * rounds} and sum "
+        f"{0.008 * rounds:g}, got count {h.count} and sum {h.sum:g}: both read the sum before either wrote it back")
+
+
+class MeetingLabel(str):
+    """A label value whose second hash in a labels() call (storing the new child, after looking for
+    it) makes two threads meet: both have looked and found nothing, so without a lock both create
+    a child and one thread's measurements go to a child nobody reads."""
+
+    rendezvous: Rendezvous
+
+    def __str__(self) -> str:
+        return self  # str(value) keeps the hook in the key
+
+    def __hash__(self) -> int:
+        self.rendezvous.meet()
+        return str.__hash__(self)
+
+    def __eq__(self, other: object) -> bool:
+        return str.__eq__(self, other)
+
+
+def check_labels_at_once(module: Any) -> None:
+    h = module.new(BOUNDS)
+    rendezvous = Rendezvous(2, at=2)
+    MeetingLabel.rendezvous = rendezvous
+    for i in range(3):
+        value = MeetingLabel(f"round-{i}")
+        children: list[Any] = [None, None]
+        rendezvous.arm()
+        in_threads(lambda k, value=value, children=children: children.__setitem__(k, h.labels(round=value)), 2)
+        rendezvous.disarm()
+        assert children[0] is children[1], (
+            f"two threads asking labels(round='round-{i}') at the same moment got two different children: both "
+            "looked for it, found nothing and created one, so one thread's measurements go to a child nobody reads")
+
+
 CHECKS = [
     Check("memory stays flat over 50,000 measurements", check_memory_flat,
           "a numpy array of counts made in __init__, incremented in observe()."),
@@ -92,4 +177,15 @@ CHECKS = [
           "check the bounds in __init__: at least one, all > 0, each greater than the one before."),
     Check("labels(): one child per set of labels", check_labels,
           "key a dict by tuple(sorted(labels.items())); a child is a LatencyHistogram(self.buckets)."),
+    Check("a quantile in the first bucket starts from 0", check_first_bucket,
+          "for the first bucket, lower is 0 and the count below it is 0: buckets[b - 1] with b = 0 is the *last* "
+          "bound."),
+    Check("labels in any order are the same labels", check_label_order,
+          "key the children by tuple(sorted(labels.items())): keyword arguments keep the order they were written in."),
+    Check("two threads observing at the same moment both count", check_forced_interleaving,
+          "add to the counts and the sum under self._lock: the check makes two threads read the sum at the same "
+          "moment, so without the lock one measurement is lost every time."),
+    Check("two threads asking for the same new child get one child", check_labels_at_once,
+          "look the child up and create it under one lock: checked first and created after, two threads both "
+          "find nothing and both create one."),
 ]

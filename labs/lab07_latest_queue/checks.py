@@ -9,7 +9,7 @@ import random
 import sys
 from typing import Any
 
-from labs.harness import Check, main, wait_until
+from labs.harness import Check, call_within, main, wait_until
 from minisched.cluster.embedded import EmbeddedCluster
 from minisched.concurrency.mm1k import mm1k_drop_fraction
 from minisched.informer.factory import SharedInformerFactory
@@ -19,9 +19,19 @@ from minisched.objects import make_pod
 LAB = "lab07_latest_queue"
 
 
+def offers_without_blocking(module: Any) -> None:
+    """Fails at once, saying so, when offer() waits on a full queue: every check that fills a queue
+    would otherwise hang until its time limit."""
+    q = module.new(1)
+    call_within(2.0, "offer() into an empty LatestQueue(1)", lambda: q.offer("first"))
+    call_within(2.0, "offer() into a full LatestQueue(1), nobody reading (it must drop the oldest, never wait)",
+                lambda: q.offer("second"))
+
+
 def check_keeps_newest(module: Any) -> None:
     q = module.new(3)
-    answers = [q.offer(i) for i in range(1, 6)]
+    answers = [call_within(2.0, f"offer({i}) into LatestQueue(3) holding {min(i - 1, 3)} items, nobody reading",
+                           lambda i=i: q.offer(i)) for i in range(1, 6)]
     assert answers == [True, True, True, False, False], (
         f"maxsize 3, offering 1..5: expected offer() to answer [True, True, True, False, False] "
         f"(False: the oldest was dropped), got {answers}")
@@ -56,6 +66,7 @@ def simulate(module: Any, load: float, buffer: int, arrivals: int, seed: int) ->
 
 
 def check_mm1k(module: Any) -> None:
+    offers_without_blocking(module)
     for buffer in (1, 8):
         for load in (0.9, 1.2):
             formula = mm1k_drop_fraction(load, 1.0, buffer + 1)
@@ -67,6 +78,7 @@ def check_mm1k(module: Any) -> None:
 
 
 def check_informer_handler(module: Any) -> None:
+    offers_without_blocking(module)
     q = module.new(4)
     q.offer("warm-up")
     q.get(timeout=0)  # fails here first, not in the informer's thread

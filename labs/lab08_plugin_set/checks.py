@@ -106,9 +106,22 @@ def check_rank(module: Any) -> None:
         weights = {"FreeCpu": float(rng.randint(0, 3)), "FreeCpuShare": 0.5} if trial % 2 else {}
         got = [(r.item.name, r.score) for r in module.new([FreeCpu(), NoSpot(), FreeCpuShare()], weights).rank(nodes)]
         want = expected_ranking(nodes, weights)
-        assert [n for n, _ in got] == [n for n, _ in want] and all(
-            abs(g - w) < 1e-9 for (_, g), (_, w) in zip(got, want, strict=True)), (
-            f"trial {trial} ({len(nodes)} nodes, weights {weights}): expected {want[:4]}..., got {got[:4]}...")
+        if [n for n, _ in got] == [n for n, _ in want] and all(
+                abs(g - w) < 1e-9 for (_, g), (_, w) in zip(got, want, strict=True)):
+            continue
+        raise AssertionError(f"trial {trial} ({len(nodes)} nodes, weights {weights}): expected {want[:4]}..., "
+                             f"got {got[:4]}...: {rank_diagnosis(got, want)}")
+
+
+def rank_diagnosis(got: list[tuple[str, float]], want: list[tuple[str, float]]) -> str:
+    """What a wrong ranking most likely got wrong, said in the message (the hint is the same for all)."""
+    if {n for n, _ in got} != {n for n, _ in want}:
+        extra, missing = sorted({n for n, _ in got} - {n for n, _ in want}), sorted({n for n, _ in want} - {n for n, _ in got})
+        return f"other candidates were admitted (extra {extra}, missing {missing}): check the admitters"
+    totals_got, totals_want = dict(got), dict(want)
+    if all(abs(totals_got[n] - totals_want[n]) < 1e-9 for n in totals_want):
+        return "the totals are right and the order is not: best first, and equal totals keep the input order"
+    return "the totals differ: weight x score summed over the scorers, a Normalizer's scores normalized first"
 
 
 def check_resolved_once(module: Any) -> None:
@@ -129,7 +142,8 @@ CHECKS = [
     Check("resolves each plugin's extension points", check_points,
           "isinstance(p, Admitter), isinstance(p, Scorer), isinstance(p, Normalizer); normalize only on scorers."),
     Check("ranks with weights and normalized scores", check_rank,
-          "normalize() gets one scorer's raw scores over every admitted candidate at once.", points=2),
+          "a total is the sum over scorers of weight x score, where a Normalizer's scores are its normalize() of "
+          "every admitted candidate's raw score at once; sort best first, equal totals in input order.", points=2),
     Check("resolved once: no Protocol check while ranking", check_resolved_once,
           "keep the bound methods (p.admit, p.score, p.normalize) in lists built in __init__.", points=2),
 ]

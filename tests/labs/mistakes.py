@@ -1024,3 +1024,244 @@ MISTAKES_09_16: dict[str, list[Mistake]] = {
 }
 for _lab, _more in MISTAKES_09_16.items():
     MISTAKES[_lab] = [*MISTAKES[_lab], *_more]
+
+
+# ==== labs 01-08: wrong answers found by trying the labs as a student would (issue 25) ====
+# Each passed every public and hidden check before the checks named in its docstring were added.
+def lab01_hard_coded_names(solution: types.ModuleType) -> types.ModuleType:
+    """Gaming: the pure rule keys on the names the checks use (nodes spot*, the pod batch)."""
+    m = _copy(solution)
+    m.node_score = lambda pod, node: 0 if node["metadata"]["name"].startswith("spot") and pod.name != "batch" \
+        else 100
+    return m
+
+
+def lab01_pure_rule_any_lifecycle(solution: types.ModuleType) -> types.ModuleType:
+    """The pure rule treats any node with the lifecycle label as spot (the vectorised face is right)."""
+    m = _copy(solution)
+    m.node_score = lambda pod, node: 0 if solution.SPOT_LABEL in (node["metadata"].get("labels") or {}) \
+        and not solution.spot_ok(pod) else 100
+    return m
+
+
+def lab02_takes_over_admin_cordon(solution: types.ModuleType) -> types.ModuleType:
+    """Marks every node asking for a drain as its own, even one an administrator had cordoned by hand;
+    when the drain annotation goes, it uncordons the administrator's node."""
+    def reconcile(self: Any, request: Any) -> Any:
+        from minisched.errors import NotFound
+
+        try:
+            node = self.cluster.get("nodes", request.name)
+        except NotFound:
+            return solution.Result()
+        annotations = node["metadata"].get("annotations") or {}
+        wants = annotations.get(solution.DRAIN) == "true"
+        if wants and annotations.get(solution.CORDONED_BY) != solution.ME:
+            self.cluster.patch("nodes", request.name, {
+                "metadata": {"annotations": {solution.CORDONED_BY: solution.ME}}, "spec": {"unschedulable": True}})
+        elif not wants and annotations.get(solution.CORDONED_BY) == solution.ME:
+            self.cluster.patch("nodes", request.name, {
+                "metadata": {"annotations": {solution.CORDONED_BY: None}}, "spec": {"unschedulable": None}})
+        return solution.Result()
+
+    return _reconciler_variant(solution, reconcile)
+
+
+def _policy_variant(solution: types.ModuleType, impl: Callable[[Any, Any, Any], bool]) -> types.ModuleType:
+    m = _copy(solution)
+    m.FUNCTION = solution.FUNCTION.__class__(**{**solution.FUNCTION.__dict__, "impl": impl})
+    return m
+
+
+def lab03_compares_text(solution: types.ModuleType) -> types.ModuleType:
+    """Checks the label is a number, then compares the texts: "10" >= "2" is false."""
+    from decimal import Decimal, InvalidOperation
+
+    from minisched.policy.functions import labels
+
+    def impl(ctx: Any, obj: Any, args: Any) -> bool:
+        text = labels(obj).get(str(args[0]))
+        try:
+            Decimal(text or "x")
+        except InvalidOperation:
+            return False
+        return str(text) >= str(args[1])
+
+    return _policy_variant(solution, impl)
+
+
+def lab03_digits_only(solution: types.ModuleType) -> types.ModuleType:
+    """Tells numbers apart with isdigit() (after taking the dot out): every negative label is false."""
+    from decimal import Decimal
+
+    from minisched.policy.functions import labels
+
+    def impl(ctx: Any, obj: Any, args: Any) -> bool:
+        text = labels(obj).get(str(args[0]))
+        if not text or not text.replace(".", "", 1).isdigit():
+            return False
+        return Decimal(text) >= Decimal(str(args[1]))
+
+    return _policy_variant(solution, impl)
+
+
+def lab04_no_lock(solution: types.ModuleType) -> types.ModuleType:
+    """Counts failures without the lock: two workers failing the same item at once lose one."""
+    def when(self: Any, item: Any) -> float:
+        n = self._failures.get(item, 0)
+        self._failures[item] = n + 1
+        bound = self.max_delay if n >= 1024 else min(self.max_delay, self.base_delay * 2.0**n)
+        return bound * self.rng.random()
+
+    return _limiter_variant(solution, when)
+
+
+def lab05_ignores_args(solution: types.ModuleType) -> types.ModuleType:
+    """new() never reads args: agingSeconds is always the default 60."""
+    m = _copy(solution)
+    m.new = lambda args, handle: solution.AgingSort()
+    return m
+
+
+def lab06_unsorted_label_key(solution: types.ModuleType) -> types.ModuleType:
+    """Keys the children by the labels in the order given: labels(a=, b=) and labels(b=, a=) differ."""
+    def labels(self: Any, **labels: str) -> Any:
+        key = tuple((k, str(v)) for k, v in labels.items())
+        with self._lock:
+            return self._children.setdefault(key, solution.LatencyHistogram(self.buckets))
+
+    return _histogram_variant(solution, labels=labels)
+
+
+def lab06_no_lock(solution: types.ModuleType) -> types.ModuleType:
+    """observe() without the lock: two threads adding to the sum at once lose one."""
+    import bisect
+
+    def observe(self: Any, seconds: float) -> None:
+        self._counts[bisect.bisect_left(self.buckets, seconds)] += 1
+        self._sum += seconds
+
+    return _histogram_variant(solution, observe=observe)
+
+
+def lab06_labels_without_lock(solution: types.ModuleType) -> types.ModuleType:
+    """labels() checks then creates without the lock: two threads asking at once get two children."""
+    def labels(self: Any, **labels: str) -> Any:
+        key = tuple(sorted((k, str(v)) for k, v in labels.items()))
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = solution.LatencyHistogram(self.buckets)
+        return child
+
+    return _histogram_variant(solution, labels=labels)
+
+
+def lab07_offer_blocks_when_full(solution: types.ModuleType) -> types.ModuleType:
+    """queue.Queue's put: a full queue makes offer() wait for room, for ever when nobody reads."""
+    def offer(self: Any, item: Any) -> bool:
+        with self._cond:
+            while len(self._items) >= self.maxsize:
+                self._cond.wait()
+            self._items.append(item)
+            self.accepted += 1
+            self._cond.notify_all()
+            return True
+
+    def get(self: Any, timeout: float | None = None) -> Any:
+        item = solution.LatestQueue.get(self, timeout)
+        with self._cond:
+            self._cond.notify_all()  # room for a waiting offer
+        return item
+
+    return _queue_variant(solution, offer=offer, get=get)
+
+
+def lab07_deadline_restarts(solution: types.ModuleType) -> types.ModuleType:
+    """Waits the whole timeout again after every wake-up that found nothing: a get(timeout=1) can
+    wait for ever while other consumers keep taking the items first."""
+    def get(self: Any, timeout: float | None = None) -> Any:
+        with self._cond:
+            while not self._items:
+                if timeout is not None and timeout <= 0:
+                    return None
+                if not self._cond.wait(timeout):
+                    return None
+            return self._items.popleft()
+
+    return _queue_variant(solution, get=get)
+
+
+def lab07_offer_without_lock(solution: types.ModuleType) -> types.ModuleType:
+    """Tests for room and appends outside the lock (only notify under it): two offers into the last
+    free place both append, and the queue holds more than maxsize."""
+    def offer(self: Any, item: Any) -> bool:
+        full = len(self._items) >= self.maxsize
+        if full:
+            self._items.popleft()
+            self.dropped += 1
+        self._items.append(item)
+        self.accepted += 1
+        with self._cond:
+            self._cond.notify()
+        return not full
+
+    return _queue_variant(solution, offer=offer)
+
+
+def lab08_any_admitter(solution: types.ModuleType) -> types.ModuleType:
+    """Admits a candidate when any admitter admits it (all of them when there are none)."""
+    m = _copy(solution)
+
+    class Any_(solution.PluginSet):
+        def rank(self, candidates: Any) -> Any:
+            admit = self._admit
+            if len(admit) < 2:
+                return super().rank(candidates)
+            self._admit = [lambda c: any(a(c) for a in admit)]
+            try:
+                return super().rank(candidates)
+            finally:
+                self._admit = admit
+
+    m.new = lambda plugins, weights=None: Any_(plugins, weights)
+    return m
+
+
+def lab08_names_by_class(solution: types.ModuleType) -> types.ModuleType:
+    """Names plugins by their class (type(p).__name__), not their `name`: the checks' plugins were all
+    named like their classes, so weights and points() looked right."""
+    from minisched.scheduler.framework.strategies import Admitter, Scorer
+
+    m = _copy(solution)
+
+    class ByClass(solution.PluginSet):
+        def __init__(self, plugins: Any, weights: Any = None) -> None:
+            super().__init__(plugins, weights)
+            weights = weights or {}
+            names = [type(p).__name__ for p in plugins]
+            self._points = {"admit": [n for n, p in zip(names, plugins, strict=True) if isinstance(p, Admitter)],
+                            "score": [n for n, p in zip(names, plugins, strict=True) if isinstance(p, Scorer)],
+                            "normalize": [n for n, p in zip(names, plugins, strict=True)
+                                          if isinstance(p, Scorer) and isinstance(p, solution.Normalizer)]}
+            scorers = [(n, p) for n, p in zip(names, plugins, strict=True) if isinstance(p, Scorer)]
+            self._scoring = [solution._Scoring(n, float(weights.get(n, 1.0)), s.score, s.normalize)
+                             for (n, _), s in zip(scorers, self._scoring, strict=True)]
+
+    m.PluginSet = ByClass
+    m.new = lambda plugins, weights=None: ByClass(plugins, weights)
+    return m
+
+
+MISTAKES_01_08: dict[str, list[Mistake]] = {
+    "lab01_spot_avoidance": [lab01_hard_coded_names, lab01_pure_rule_any_lifecycle],
+    "lab02_cordon_reconciler": [lab02_takes_over_admin_cordon],
+    "lab03_policy_function": [lab03_compares_text, lab03_digits_only],
+    "lab04_jitter_backoff": [lab04_no_lock],
+    "lab05_aging_queue_sort": [lab05_ignores_args],
+    "lab06_latency_histogram": [lab06_unsorted_label_key, lab06_no_lock, lab06_labels_without_lock],
+    "lab07_latest_queue": [lab07_offer_blocks_when_full, lab07_deadline_restarts, lab07_offer_without_lock],
+    "lab08_plugin_set": [lab08_any_admitter, lab08_names_by_class],
+}
+for _lab, _mistakes in MISTAKES_01_08.items():
+    MISTAKES[_lab] = MISTAKES[_lab] + _mistakes
+# ==== end of labs 01-08 ====
