@@ -18,7 +18,16 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-INSTRUCTOR_ONLY = ("labs/*/solution.py", "labs/*/hidden_checks.py", "tests/labs/mistakes.py")
+# The mutation study (labs/mutants.py, its results and their test) quotes the solutions line by line.
+INSTRUCTOR_ONLY = (
+    "labs/*/solution.py",
+    "labs/*/hidden_checks.py",
+    "tests/labs/mistakes.py",
+    "labs/mutants.py",
+    "labs/mutants.json",
+    "labs/MUTANTS.md",
+    "tests/labs/test_mutants.py",
+)
 
 
 def tracked_files(repo: Path = REPO) -> list[str]:

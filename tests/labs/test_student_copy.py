@@ -24,6 +24,9 @@ def test_student_copy_leaves_out_instructor_material_and_its_tests_pass(tmp_path
     if (student_copy.REPO / "tests" / "labs" / "mistakes.py").exists():  # the instructor's tree, not a class copy
         assert "tests/labs/mistakes.py" in left_out
     assert not (dest / "tests" / "labs" / "mistakes.py").exists()
+    # the mutation study quotes solution lines: none of it goes to students
+    for study in ("labs/mutants.py", "labs/mutants.json", "labs/MUTANTS.md", "tests/labs/test_mutants.py"):
+        assert not (dest / study).exists(), f"{study} would show students the solutions"
     assert not any("solution" in p.read_text() and "def " in p.read_text()
                    for p in (dest / "labs").rglob("solution*.py"))
     # the copy's own code, not this tree's, is what its tests import
