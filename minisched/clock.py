@@ -12,6 +12,7 @@ import heapq
 import itertools
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Protocol, runtime_checkable
@@ -164,6 +165,38 @@ def pause_unless_stopped(clock: Clock, wake: threading.Condition, stop: threadin
             if left <= 0:
                 return
             clock.wait(wake, left)
+
+
+def run_for(clock: VirtualClock, seconds: float, *, step: float = 0.25, pause: float = 0.01) -> None:
+    """Move `clock` on by `seconds` in steps of `step`, with `pause` of real time before each step:
+    threads sleeping on the clock (electors, back-offs, resyncs) wake and act between steps, as they
+    would while real time passed. A step that does not divide `seconds` is an error (the clock
+    would end elsewhere than asked)."""
+    if step <= 0 or seconds < 0:
+        raise ValueError(f"run_for needs seconds >= 0 and step > 0, got seconds={seconds}, step={step}")
+    steps = round(seconds / step)
+    if abs(steps * step - seconds) > 1e-9:
+        raise ValueError(f"run_for: step {step} s does not divide {seconds} s")
+    for _ in range(steps):
+        time.sleep(pause)
+        clock.advance(step)
+    time.sleep(2 * pause)  # let the last step's wake-ups finish before the caller looks
+
+
+def wait_until(condition: Callable[[], object], what: str, *, timeout: float = 60.0,
+               clock: VirtualClock | None = None, step: float = 0.0, pause: float = 0.01) -> None:
+    """Return once `condition()` is true; raise TimeoutError naming `what` after `timeout` seconds of
+    real time. With `clock` and `step`, virtual time moves on by `step` each poll, for conditions
+    that need it (a pod backing off on the virtual clock is tried again only when it moves)."""
+    if step and clock is None:
+        raise ValueError("wait_until: step needs the clock to advance")
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"waited {timeout:g} s for {what}")
+        if clock is not None and step:
+            clock.advance(step)
+        time.sleep(pause)
 
 
 def rfc3339(ts: float) -> str:

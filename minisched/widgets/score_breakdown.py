@@ -128,6 +128,8 @@ def score_breakdown_widget(decision: Decision, view: str = "weighted") -> ipywid
     """Toggle between raw, normalized and weighted scores of one decision."""
     import ipywidgets as w
 
+    from minisched.widgets.static import StaticVBox
+
     toggle = w.ToggleButtons(options=list(VIEWS), value=_check_view(view), description="scores")
     table = w.HTML(breakdown_html(decision, view))
 
@@ -136,7 +138,10 @@ def score_breakdown_widget(decision: Decision, view: str = "weighted") -> ipywid
 
     toggle.observe(on_change, names="value")
     title = w.HTML(f"<b>{html.escape(decision.pod)}</b> → {html.escape(str(decision.chosen))}")
-    return w.VBox([title, toggle, table])
+    # a saved notebook shows the view the toggle is on when displayed
+    return StaticVBox([title, toggle, table], lambda: (
+        f"{title.value}<br>scores: <b>{html.escape(str(toggle.value))}</b> "
+        f"(raw / normalized / weighted: a toggle in a live notebook){table.value}"))
 
 
 def plot_breakdown(decision: Decision, ax: Any = None, *, max_nodes: int = 20) -> Any:

@@ -7,6 +7,7 @@ functions that tests sweep over the sliders' whole ranges without a browser.
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,6 +113,8 @@ def build_explorer() -> Any:
     import matplotlib.pyplot as plt
     from IPython.display import display
 
+    from minisched.widgets.static import StaticVBox
+
     alpha_slider = widgets.FloatSlider(
         value=ALPHA.value, min=ALPHA.minimum, max=ALPHA.maximum, step=ALPHA.step, description="α"
     )
@@ -133,7 +136,10 @@ def build_explorer() -> Any:
     alpha_slider.observe(update, names="value")
     beta_slider.observe(update, names="value")
     update()
-    box = widgets.VBox([widgets.HBox([alpha_slider, beta_slider]), text, out])
+    # a saved notebook shows the summary at the sliders' position when displayed (the plots need a kernel)
+    box = StaticVBox([widgets.HBox([alpha_slider, beta_slider]), text, out], lambda: (
+        f"<p>{html.escape(text.value)}<br><i>α and β are sliders in a live notebook; "
+        "the plots are drawn from the same <code>explore(α, β)</code>.</i></p>"))
     box.sliders = (alpha_slider, beta_slider)  # so tests (and readers) can move them
     box.summary_label = text
     return box

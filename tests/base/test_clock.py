@@ -84,3 +84,57 @@ def test_polling_wait_registers_once_per_deadline():
     assert len(clock._waiters) == 1
     clock.advance(30)
     assert not clock.has_waiters()
+
+
+def test_run_for_moves_the_clock_by_exactly_the_time_asked_and_lets_sleepers_act_between_steps():
+    from minisched.clock import run_for
+
+    clock = VirtualClock()
+    start = clock.now()
+    ticks: list[float] = []
+    stop = threading.Event()
+
+    def ticker() -> None:  # wakes every virtual second, as an elector renewing its lease would
+        while not stop.is_set() and len(ticks) < 4:
+            clock.sleep(1.0)
+            ticks.append(clock.now() - start)
+
+    thread = threading.Thread(target=ticker, daemon=True)
+    thread.start()
+    time.sleep(0.05)
+    run_for(clock, 3, step=0.5)
+    assert clock.now() == start + 3
+    assert ticks == [1.0, 2.0, 3.0]
+    stop.set()
+    clock.advance(1)
+    thread.join(1)
+
+
+def test_run_for_refuses_a_step_that_does_not_divide_the_time():
+    from minisched.clock import run_for
+
+    clock = VirtualClock()
+    with pytest.raises(ValueError, match="does not divide"):
+        run_for(clock, 1.0, step=0.3)
+    with pytest.raises(ValueError):
+        run_for(clock, 1.0, step=0)
+
+
+def test_wait_until_returns_once_true_and_moves_virtual_time_only_when_asked():
+    from minisched.clock import wait_until
+
+    clock = VirtualClock()
+    start = clock.now()
+    wait_until(lambda: True, "nothing", clock=clock, step=1.0)
+    assert clock.now() == start
+    wait_until(lambda: clock.now() >= start + 5, "five virtual seconds", clock=clock, step=1.0, timeout=5)
+    assert clock.now() == start + 5
+
+
+def test_wait_until_names_what_it_waited_for_when_it_times_out():
+    from minisched.clock import wait_until
+
+    with pytest.raises(TimeoutError, match="the scheduler to bind"):
+        wait_until(lambda: False, "the scheduler to bind", timeout=0.05)
+    with pytest.raises(ValueError, match="needs the clock"):
+        wait_until(lambda: False, "x", step=1.0)

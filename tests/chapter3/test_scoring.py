@@ -164,3 +164,13 @@ def test_unweighted_views_say_their_total_is_weighted_and_the_legend_leaves_the_
     legend = ax.get_legend().get_window_extent()
     axes = ax.get_window_extent()
     assert legend.x0 >= axes.x1, "the legend must sit outside the bars"
+
+
+def test_a_saved_notebook_shows_the_table_the_toggle_is_on() -> None:
+    d = _decision()
+    box = score_breakdown_widget(d, view="normalized")
+    data = box._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in data
+    assert breakdown_html(d, "normalized") in data["text/html"] and "<b>normalized</b>" in data["text/html"]
+    box.children[1].value = "raw"
+    assert breakdown_html(d, "raw") in box._repr_mimebundle_()["text/html"]

@@ -57,3 +57,13 @@ def test_widget_updates_when_sliders_move() -> None:
     assert box.summary_label.value.startswith("α=3.00 β=0.90") and " stable" in box.summary_label.value
     assert stability.predicted_stable(3.0, 0.9)
     plt.close("all")
+
+
+def test_a_saved_notebook_shows_the_explorers_summary_not_its_repr() -> None:
+    box = ex.build_explorer()
+    box.sliders[0].value = 3.0
+    data = box._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in data  # still live where a kernel draws it
+    assert "α=3.00 β=0.30" in data["text/html"] and "unstable" in data["text/html"]
+    assert "VBox(" not in data["text/html"]
+    plt.close("all")
