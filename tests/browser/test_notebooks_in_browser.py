@@ -214,12 +214,13 @@ def test_the_score_breakdown_toggle_switches_the_table(browser: Any, lab: str) -
     with screenshot_on_failure(page, "ch03_3_scoring"):
         assert_widgets_render(page, "ch03_3_scoring", at_least=1)
         table = page.locator(".minisched-scores").first
-        weighted = table.inner_text()
-        assert "(weighted)" not in weighted and "300" in weighted  # TaintToleration 100 × 3
-        page.locator(".widget-toggle-button", has_text="raw").first.click()
-        raw = wait_for_text(table, lambda t: "total (weighted)" in t, "the table after clicking raw")
-        assert raw != weighted and "300" not in raw.split("\n", 2)[1]
+        # the chapter opens the view on each plugin's normalized score, before its weight
+        normalized = table.inner_text()
+        assert "total (weighted)" in normalized and "300" not in normalized.split("\n", 2)[1]
         page.locator(".widget-toggle-button", has_text="weighted").first.click()
-        wait_for_text(table, lambda t: t == weighted, "the table after clicking weighted again")
+        weighted = wait_for_text(table, lambda t: "(weighted)" not in t, "the table after clicking weighted")
+        assert "300" in weighted  # TaintToleration 100 × 3
+        page.locator(".widget-toggle-button", has_text="normalized").first.click()
+        wait_for_text(table, lambda t: t == normalized, "the table after clicking normalized again")
     page.close()
 
