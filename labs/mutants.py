@@ -417,7 +417,51 @@ _WORDING = "the wording around what the message must name (the README asks for t
 _NON_NEGATIVE = ("every dividend and divisor is non-negative (allocatable <= 0 is handled before): signed and "
                  "unsigned division agree")
 _GIVEN = "code the starter gives unchanged (not the student's to write); the checks use the module's own value"
+_TYPEVAR = "a TypeVar's name shows only in typing's reprs: nothing the README states reads it"
+_UNWORDED = "the message of an error the README asks for without wording it (the error's type is checked)"
+_LAB04_DEFAULTS = (_GIVEN + " (the starter's `new` has the same defaults; the README states none and every check "
+                   "passes both delays)")
+_LAB05_INIT = ("new() always passes agingSeconds to the constructor (60 when args has none, which "
+               "check_default_exactly_60 checks): the constructor's own default, given by the starter, is never "
+               "used; the README states the default of args")
+_LAB08_LENGTH = ("a normalize that returns the wrong number of scores still raises ValueError: the other guard "
+                 "(the explicit length check, or zip(strict=True)) catches it; the README words no such error")
 EQUIVALENT: dict[str, dict[str, str]] = {  # lab -> {"line N: change" (as the table prints it): why}
+    "lab03_policy_function": {
+        "line 20: `' is not a number'` -> `' is not a numberX'`": _WORDING + " (the checks find 'minimum' in it)",
+        "line 24: `'must not be empty'` -> `'must not be emptyX'`": _WORDING + " (the checks find 'key' in it)",
+    },
+    "lab04_jitter_backoff": {
+        "line 13: `'base_delay must not be negative, got '` -> `'base_delay must not be negative, got X'`": _WORDING,
+        "line 15: `'max_delay must not be negative, got '` -> `'max_delay must not be negative, got X'`": _WORDING,
+        "line 25: `min(self.max_delay, self.base_delay * 2.0 ** n)` -> `min(self.base_delay * 2.0 ** n, self.max_delay)`":
+            "min of two numbers is symmetric: they differ only for a NaN delay, which the README does not cover",
+        **{f"line 37: `{old}` -> `{new}`": _LAB04_DEFAULTS
+           for old, new in (("0.005", "1.005"), ("0.005", "-0.995"), ("0.005", "0.0"),
+                            ("1000.0", "1001.0"), ("1000.0", "999.0"), ("1000.0", "0.0"))},
+    },
+    "lab05_aging_queue_sort": {
+        **{f"line 16: `60.0` -> `{new}`": _LAB05_INIT for new in ("61.0", "59.0", "0.0")},
+        "line 18: `'agingSeconds must be positive, got '` -> `'agingSeconds must be positive, got X'`": _WORDING,
+    },
+    "lab06_latency_histogram": {
+        "line 52: `'a quantile q must be in (0, 1], got '` -> `'a quantile q must be in (0, 1], got X'`": _UNWORDED,
+    },
+    "lab07_latest_queue": {
+        "line 10: `'T'` -> `'TX'`": _TYPEVAR,
+        "line 42: `remaining <= 0` -> `remaining < 0`":
+            "differs only when the remainder is exactly 0.0: the mutant then calls wait(0), which returns at once, "
+            "and the next pass finds the time up (or an item offered in that instant, which it may take)",
+    },
+    "lab08_plugin_set": {
+        "line 11: `'T'` -> `'TX'`": _TYPEVAR,
+        "line 59: `'a plugin set needs at least one scorer'` -> `'a plugin set needs at least one scorerX'`": _UNWORDED,
+        "line 72: `raise ValueError(f'plugin {s.name}: normalize returned {len(raw)} s...` -> `(deleted)`":
+            _LAB08_LENGTH,
+        "line 73: `True` -> `False`": _LAB08_LENGTH,
+        **{f"line 72: `{text!r}` -> `{text + 'X'!r}`": "the wording of a ValueError the README does not ask for"
+           for text in ("plugin ", ": normalize returned ", " scores for ")},
+    },
     "lab09_leak_finder": {
         "line 29: `'warmup must not be negative, got '` -> `'warmup must not be negative, got X'`": _WORDING,
     },

@@ -36,6 +36,16 @@ def check_no_spot_anywhere(module: Any) -> None:
     assert len(empty) == 0, f"no rows to score: expected an empty array, got {list(empty)}"
 
 
+def check_plugin_name(module: Any) -> None:
+    """A configuration enables the plugin by the README's name, SpotAvoidance, and that plugin scores."""
+    plugin = module.new(None, None)
+    assert plugin.name == "SpotAvoidance", (
+        f"the plugin is called SpotAvoidance in the README (and in configs), got {plugin.name!r}")
+    got = [int(s) for s in plugin.score(CycleState(), pod("p"), table_of([make_node("s", labels=SPOT)]),
+                                        np.arange(1, dtype=np.intp))]
+    assert got == [0], f"SpotAvoidance on one spot node: expected [0], got {got}"
+
+
 def check_labels_not_names(module: Any) -> None:
     """Both faces on random clusters whose names say nothing or lie (a spot node called regular-3,
     an on-demand node called spot-7, an ordinary pod called batch): only labels and annotations count."""
@@ -67,6 +77,8 @@ CHECKS = [
           "only the value \"spot\" makes a spot node."),
     Check("clusters without spot nodes, and empty rows", check_no_spot_anywhere,
           "label_value_id returns None when no node carries the value."),
+    Check("the plugin is named SpotAvoidance", check_plugin_name,
+          "keep NAME = \"SpotAvoidance\": a scheduler configuration enables the plugin by that name."),
     Check("the rule reads labels and annotations, never names", check_labels_not_names,
           "a node is spot only when its lifecycle label is exactly \"spot\" (not when its name starts with spot, "
           "nor when it merely has the lifecycle label); a pod is spot-ok only by its annotation, whatever its name; "

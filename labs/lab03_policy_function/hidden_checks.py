@@ -35,6 +35,18 @@ def check_literal_checked(module: Any) -> None:
         raise AssertionError(f"{source} should be refused when compiled, not at evaluation")
 
 
+def check_errors_name_the_parameter(module: Any) -> None:
+    """The checker's errors point at the bad argument by the parameter's name, which the README gives."""
+    for source, name in (('labelAtLeast("gpu", true)', "minimum"), ('labelAtLeast("gpu", "lots")', "minimum"),
+                         ('labelAtLeast("", 1)', "key")):
+        try:
+            compiled(module, source)
+        except PolicyTypeError as e:
+            assert repr(name) in str(e), f"{source}: the type error should name the parameter {name!r}, got {e}"
+            continue
+        raise AssertionError(f"{source} should be refused when compiled")
+
+
 def check_numbers_not_text(module: Any) -> None:
     """Multi-digit, leading zeros and negative values: compared as numbers, never as text."""
     pod = make_pod("p")
@@ -55,6 +67,8 @@ CHECKS = [
     Check("exact decimal comparison", check_exact, "use decimal.Decimal, never float()."),
     Check("literal arguments checked at compile time", check_literal_checked,
           "give each Param a check function returning what is wrong, or None."),
+    Check("type errors name the parameter key or minimum", check_errors_name_the_parameter,
+          "name the parameters as the README does: Param(\"key\", ...) and Param(\"minimum\", ...)."),
     Check("numbers compared as numbers: several digits, leading zeros, negatives", check_numbers_not_text,
           "compare Decimal(label) with Decimal(minimum): as text \"10\" < \"2\" and \"-1\" < \"-5\"; a label is a "
           "number when Decimal() parses it (a sign and a dot included), not when str.isdigit() says so."),

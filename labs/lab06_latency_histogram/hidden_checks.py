@@ -11,6 +11,18 @@ from labs.lab06_latency_histogram.checks import BOUNDS
 from minisched.observability.runtime import TickerLateness
 
 
+def check_default_buckets(module: Any) -> None:
+    """new() with no buckets: DEFAULT_BUCKETS, the README's 10 µs to 0.33 s, doubling (16 bounds, then +Inf)."""
+    histogram = module.new()
+    bounds = [1e-5 * 2**i for i in range(16)]  # 10 µs .. 0.32768 s
+    for seconds in [*bounds, 0.33]:
+        histogram.observe(seconds)
+    got = [int(c) for c in histogram.counts()]
+    assert got == [1] * 16 + [1], (
+        f"new() with the default buckets (10 µs doubling to 0.33 s, then +Inf): one measurement at each bound and "
+        f"one at 0.33 s should fill each of the 17 buckets once, got {got}")
+
+
 def check_memory_flat(module: Any) -> None:
     h = module.new()
     rng = random.Random(1)
@@ -169,6 +181,8 @@ def check_labels_at_once(module: Any) -> None:
 
 
 CHECKS = [
+    Check("the default buckets are 10 µs doubling to 0.33 s", check_default_buckets,
+          "new() with no argument uses DEFAULT_BUCKETS = exponential_buckets(1e-5, 2, 16) as the starter gives it."),
     Check("memory stays flat over 50,000 measurements", check_memory_flat,
           "a numpy array of counts made in __init__, incremented in observe()."),
     Check("records a TickerLateness", check_ticker, "observe() must accept any float the ticker measures."),

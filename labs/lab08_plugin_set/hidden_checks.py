@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 from typing import Any
 
 from labs.harness import Check
@@ -54,7 +55,8 @@ def check_unnamed_and_weights(module: Any) -> None:
     try:
         module.new([FreeCpu(), Anonymous()])
     except TypeError as e:
-        assert "Anonymous" in str(e), f"a plugin without a name: the TypeError should name its class, got {e!r}"
+        assert re.search(r"\bAnonymous\b", str(e)), (
+            f"a plugin without a name: the TypeError should name its class, Anonymous, as a word of its own, got {e!r}")
     else:
         raise AssertionError("a plugin without a `name` is no Scorer: it should be refused with a TypeError")
     ranked = module.new([FreeCpu()], {"FreeCpu": 0.25}).rank([Node("n", 8, "a")])
@@ -119,7 +121,8 @@ CHECKS = [
     Check("normalize is called once per rank, with every admitted score", check_normalize_once,
           "first all raw scores of one scorer, then one normalize() over them."),
     Check("plugins without a name, and weights", check_unnamed_and_weights,
-          "name the plugin in the TypeError with getattr(p, 'name', type(p).__name__)."),
+          "name the plugin in the TypeError with getattr(p, 'name', type(p).__name__), set apart by a space or "
+          "quotes (f'plugin {name} implements no extension point'), not glued to other text."),
     Check("a candidate passes every admitter, not any", check_every_admitter,
           "admit a candidate only when all(admit(c) for admit in self._admit): one admitter refusing is enough."),
     Check("plugins are named by their `name`, not their class", check_names_from_plugins,
