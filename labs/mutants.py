@@ -432,11 +432,11 @@ EQUIVALENT: dict[str, dict[str, str]] = {  # lab -> {"line N: change" (as the ta
         "line 24: `'must not be empty'` -> `'must not be emptyX'`": _WORDING + " (the checks find 'key' in it)",
     },
     "lab04_jitter_backoff": {
-        "line 13: `'base_delay must not be negative, got '` -> `'base_delay must not be negative, got X'`": _WORDING,
-        "line 15: `'max_delay must not be negative, got '` -> `'max_delay must not be negative, got X'`": _WORDING,
-        "line 25: `min(self.max_delay, self.base_delay * 2.0 ** n)` -> `min(self.base_delay * 2.0 ** n, self.max_delay)`":
+        "line 14: `'base_delay must not be negative, got '` -> `'base_delay must not be negative, got X'`": _WORDING,
+        "line 16: `'max_delay must not be negative, got '` -> `'max_delay must not be negative, got X'`": _WORDING,
+        "line 29: `min(self.max_delay, grown)` -> `min(grown, self.max_delay)`":
             "min of two numbers is symmetric: they differ only for a NaN delay, which the README does not cover",
-        **{f"line 37: `{old}` -> `{new}`": _LAB04_DEFAULTS
+        **{f"line 41: `{old}` -> `{new}`": _LAB04_DEFAULTS
            for old, new in (("0.005", "1.005"), ("0.005", "-0.995"), ("0.005", "0.0"),
                             ("1000.0", "1001.0"), ("1000.0", "999.0"), ("1000.0", "0.0"))},
     },

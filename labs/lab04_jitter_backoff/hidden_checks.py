@@ -16,9 +16,10 @@ def check_long_failure_runs(module: Any) -> None:
 
 
 def check_zero_base_stays_zero(module: Any) -> None:
-    """base_delay 0 makes every bound min(max_delay, 0 * 2**n) = 0, up to the last n where 2.0**n is finite."""
+    """base_delay 0 makes every bound min(max_delay, 0 * 2**n) = 0, for every n, past the n where 2.0**n
+    overflows a float too (0 * 2**n is 0 however large n is)."""
     limiter = module.new(0.0, 30.0, random.Random(4))
-    for n in range(1024):
+    for n in range(1100):
         delay = limiter.when("instant")
         assert delay == 0.0, (f"base_delay 0: failure {n} should retry at once (bound min(30, 0 * 2**{n}) = 0), "
                               f"got {delay}")
@@ -95,8 +96,9 @@ CHECKS = [
     Check("thousands of failures stay within the cap", check_long_failure_runs,
           "2.0 ** 2000 overflows a float: stop doubling once the bound reaches max_delay."),
     Check("base_delay 0 retries at once, however many failures", check_zero_base_stays_zero,
-          "the bound is min(max_delay, base_delay * 2**n) for every n: do not jump to max_delay before 2.0**n "
-          "actually overflows (n = 1024); with base_delay 0 the bound stays 0."),
+          "the bound is min(max_delay, base_delay * 2**n) for every n: do not jump to max_delay because 2.0**n "
+          "would overflow (n >= 1024); with base_delay 0 the bound stays 0 (math.ldexp computes base * 2**n "
+          "and raises OverflowError only when the product itself overflows)."),
     Check("safe when workers fail at once", check_threads,
           "guard the read-modify-write of the counts with a threading.Lock."),
     Check("negative delays are refused by name", check_bad_arguments,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 import threading
 from collections.abc import Hashable
@@ -21,8 +22,11 @@ class FullJitterRateLimiter:
         with self._lock:
             n = self._failures.get(item, 0)
             self._failures[item] = n + 1
-            # 2.0**n overflows past 1023; the cap was reached long before
-            bound = self.max_delay if n >= 1024 else min(self.max_delay, self.base_delay * 2.0**n)
+            try:  # base·2ⁿ exactly (ldexp); past the float range it overflows, and only the cap is left
+                grown = math.ldexp(self.base_delay, n)
+            except OverflowError:
+                grown = math.inf
+            bound = min(self.max_delay, grown)
             return bound * self.rng.random()
 
     def forget(self, item: Hashable) -> None:
