@@ -43,7 +43,12 @@ def test_a_class_is_graded_end_to_end_from_its_copy(tmp_path: Path, monkeypatch:
     work = {
         "alice": solution,
         # overflows past 1,023 failures: passes every public check, fails a hidden one
-        "bob": solution.replace("bound = self.max_delay if n >= 1024 else min(", "bound = min("),
+        "bob": solution.replace(
+            "            try:  # base·2ⁿ exactly (ldexp); past the float range it overflows, and only the cap is left\n"
+            "                grown = math.ldexp(self.base_delay, n)\n"
+            "            except OverflowError:\n"
+            "                grown = math.inf\n",
+            "            grown = self.base_delay * 2.0**n\n"),
         # takes its own (non-reentrant) lock twice: every call to when() deadlocks
         "carol": solution.replace("            n = self._failures.get(item, 0)\n",
                                   "            n = self.num_requeues(item)\n"),
