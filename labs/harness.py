@@ -24,8 +24,9 @@ the next check. Why a daemon thread and not a subprocess: checks hand the studen
 object* to the check (the mistake catalogue builds modules in memory, which cannot be sent to
 another process), a subprocess per check would re-import numpy and minisched each time (about a
 second, times some 80 checks), and grade_check runs inside a notebook's kernel. The price: Python
-cannot kill a thread, so a stuck check keeps running (and a busy loop keeps a core) until the
-process ends; it holds no shared state, because each check builds its own embedded cluster and
+cannot kill a thread, so an abandoned check is asked to stop instead (CheckAbandoned raised in it
+at its next bytecode: a loop in Python code ends there; a thread blocked in a C call ends when the
+call returns, and costs no CPU meanwhile); it holds no shared state, because each check builds its own embedded cluster and
 scheduler (no cluster is shared between checks), and the switch interval a concurrency check may
 have lowered is put back when the check is abandoned.
 """
@@ -33,6 +34,7 @@ have lowered is put back when the check is abandoned.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import importlib
 import importlib.util
 import linecache
@@ -178,17 +180,37 @@ def run_check(check: Check, module: ModuleType) -> Outcome:
     abandoned (threads cannot be killed: see the module's docstring) and reported as hung."""
     result: list[Outcome] = []
     interval = sys.getswitchinterval()
-    worker = threading.Thread(target=lambda: result.append(_outcome_of(check, module)),
-                              name=f"check: {check.name}", daemon=True)
+    def work() -> None:
+        with contextlib.suppress(CheckAbandoned):  # stopped past its limit: its outcome is already told
+            result.append(_outcome_of(check, module))
+
+    worker = threading.Thread(target=work, name=f"check: {check.name}", daemon=True)
     worker.start()
     worker.join(check.limit)
     if result:
         return result[0]
     sys.setswitchinterval(interval)  # in case the abandoned check had lowered it (in_threads)
     where = _stuck_at(worker, getattr(module, "__file__", None))
+    _stop_abandoned(worker)
     return Outcome(check, False, f"timed out: the check {check.name!r} was still running after its limit of "
                                  f"{check.limit:g} s (your code may loop for ever or wait on something that never "
                                  "comes); the remaining checks go on", where)
+
+
+class CheckAbandoned(BaseException):
+    """Raised inside a check's thread once its time limit has passed. A BaseException, so that a
+    student's `except Exception` in a retry loop does not swallow it."""
+
+
+def _stop_abandoned(worker: threading.Thread) -> None:
+    """Ask an abandoned check's thread to stop: CheckAbandoned is raised in it at its next Python
+    bytecode (CPython's PyThreadState_SetAsyncExc). A thread cannot be killed, but a loop in the
+    student's Python code runs bytecode, so this ends it; one blocked inside a C call (a lock or an
+    event wait without a timeout) stops when the call returns, and costs no CPU meanwhile. Without
+    this, a busy loop kept a core and the interpreter's lock for the rest of the process (the next
+    checks, a grading kernel's other labs, the rest of a test session)."""
+    if worker.ident is not None and worker.is_alive():
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(worker.ident), ctypes.py_object(CheckAbandoned))
 
 
 def run_checks(checks: Sequence[Check], module: ModuleType,
@@ -348,6 +370,8 @@ def call_within(seconds: float, what: str, call: Callable[[], Any]) -> Any:
     def run() -> None:
         try:
             result.append(call())
+        except CheckAbandoned:
+            pass  # stopped past its limit: the failure is already reported
         except BaseException as e:
             errors.append(e)
 
@@ -357,6 +381,7 @@ def call_within(seconds: float, what: str, call: Callable[[], Any]) -> Any:
     if errors:
         raise errors[0]
     if worker.is_alive():
+        _stop_abandoned(worker)  # a blocking call that spins would keep a core for the rest of the process
         raise AssertionError(f"{what} did not return within {seconds:g} s: it blocked")
     return result[0]
 

@@ -74,7 +74,13 @@ def test_a_paused_scheduler_relists_after_compaction_and_binds_no_deleted_pod(
             bound_deleted = [n for n in deleted if (r := obs.record(f"{ns}/{n}")) is not None and r.bindings]
             assert not bound_deleted, f"deleted pods bound: {bound_deleted}"
             check_invariants(obs, before + after, ns)
-        expired = [line for line in proc.log().splitlines() if "expired (410)" in line]
+        # The resumed informers read the events buffered while paused first (the pods bind from
+        # those at once), then meet the ended watch and re-watch into the 410: wait for that line.
+        waited = time.monotonic() + 30
+        while not (expired := [line for line in proc.log().splitlines() if "expired (410)" in line]):
+            if time.monotonic() > waited:
+                break
+            time.sleep(0.1)
         print("\n".join(["[fault suite] minisched after the resume:", *expired]))
         assert expired, f"no informer saw a 410:\n{proc.tail()}"
     finally:
