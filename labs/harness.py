@@ -360,7 +360,7 @@ class Rendezvous:
             barrier.wait(self.patience)
 
 
-def call_within(seconds: float, what: str, call: Callable[[], Any]) -> Any:
+def call_within(seconds: float, what: str, call: Callable[[], Any], advice: str = "it blocked") -> Any:
     """`call()` on a daemon thread; AssertionError naming `what` when it has not returned within
     `seconds` (for calls the README says must never block: the check fails at once with a message
     saying so, instead of waiting for the check's own time limit). Exceptions are raised here."""
@@ -382,7 +382,7 @@ def call_within(seconds: float, what: str, call: Callable[[], Any]) -> Any:
         raise errors[0]
     if worker.is_alive():
         _stop_abandoned(worker)  # a blocking call that spins would keep a core for the rest of the process
-        raise AssertionError(f"{what} did not return within {seconds:g} s: it blocked")
+        raise AssertionError(f"{what} did not return within {seconds:g} s: {advice}")
     return result[0]
 
 

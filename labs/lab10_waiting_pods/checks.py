@@ -8,11 +8,10 @@ from __future__ import annotations
 import collections
 import random
 import sys
-import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from labs.harness import Check, main, running_scheduler, wait_until
+from labs.harness import Check, call_within, main, running_scheduler, wait_until
 from minisched.graph import PodGraph
 from minisched.objects import make_node, make_pod
 from minisched.scheduler.plugins.pod_dependencies import DEPENDS_ON_ANNOTATION, dependencies
@@ -24,23 +23,7 @@ TINY = {"app": ["db", "cache"], "db": ["volume"], "cache": [], "report": ["app"]
 def within(seconds: float, fn: Callable[[], Any], what: str) -> Any:
     """fn() on a thread of its own: an answer, its exception, or a failed check if it never returns
     (a walk without a `seen` array goes round a cycle for ever)."""
-    result: list[Any] = []
-    errors: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            result.append(fn())
-        except BaseException as e:  # re-raised in the checking thread, with the student's line
-            errors.append(e)
-
-    worker = threading.Thread(target=run, daemon=True)
-    worker.start()
-    worker.join(seconds)
-    if errors:
-        raise errors[0]
-    if worker.is_alive():
-        raise AssertionError(f"{what} did not return within {seconds:.0f} s: does the walk go round a cycle?")
-    return result[0]
+    return call_within(seconds, what, fn, advice="does the walk go round a cycle?")
 
 
 def expected(graph: PodGraph, names: Sequence[str]) -> list[str]:

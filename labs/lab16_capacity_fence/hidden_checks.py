@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from labs.borrowed import describe, holds, tripwires
-from labs.harness import Check, in_threads
+from labs.harness import Check, call_within, in_threads
 from labs.lab16_capacity_fence.checks import ALLOCATABLE, NS, POD, PREFIX, Between, cpu_on, ledger, on_server
 from minisched.cluster.base import Cluster, Object
 from minisched.cluster.embedded import EmbeddedCluster
@@ -132,24 +132,7 @@ def check_two_holders(module: Any) -> None:
 def within(seconds: float, fn: Callable[[], Any], what: str) -> Any:
     """fn() on a daemon thread: its answer, its exception, or a failed check when it has not
     returned after `seconds` (a retry loop with no end would hang the whole run)."""
-    result: list[Any] = []
-    errors: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            result.append(fn())
-        except BaseException as e:  # re-raised in the checking thread, with the student's line
-            errors.append(e)
-
-    worker = threading.Thread(target=run, daemon=True)
-    worker.start()
-    worker.join(seconds)
-    if errors:
-        raise errors[0]
-    if worker.is_alive():
-        raise AssertionError(f"{what} did not return within {seconds:g} s: does the retry loop stop after "
-                             f"max_attempts tries?")
-    return result[0]
+    return call_within(seconds, what, fn, advice="does the retry loop stop after max_attempts tries?")
 
 
 def check_contention(module: Any) -> None:
