@@ -14,7 +14,10 @@ What each part does:
   every peer's heartbeat has seen it since); one whose renewals stopped for a lease duration owns
   nothing from that moment and rejoins the same way (`synced`, `lease_fresh`).
 - Ownership (ring.py): a pending pod belongs to the member with the highest rendezvous score for
-  "namespace/name". Nodes are partitioned among the members (rendezvous with bounded loads,
+  "namespace/name", a member of a PodGroup (the scheduling.x-k8s.io/pod-group label) to the owner
+  of its group (`owner_of`): a gang split over replicas would wait at Permit for members no one
+  lets through. A pod another replica owns still counts here if it is nominated to a node
+  (status.nominatedNodeName, its preemption's): our filters keep its room, as kube's do. Nodes are partitioned among the members (rendezvous with bounded loads,
   `Ring.partition`); a node's partition owner also cleans its ledger (a node gone from the cache,
   in no partition, goes by its rendezvous owner for "node:<name>"). When the ring changes, `tick()` asks the
   scheduler to queue the pods it now owns and to drop from its queue those it no longer owns. That
@@ -45,6 +48,19 @@ What each part does:
   ledgers of deleted nodes are deleted (`delete_orphans`; on a real cluster also by the garbage
   collector, through their ownerReference to the Node).
 
+- What the fences do not cover. The ledger sums requests (CPU, memory, pods, extended resources)
+  and nothing else. Two replicas deciding at once, each before its informer shows the other's pod,
+  can still break a constraint that depends on *which* pods are where: two pods asking for one
+  host port on one node, required inter-pod anti-affinity (two pods that must not share a zone or
+  node placed into it together), topology-spread skew (each replica counts the spread without the
+  other's in-flight pod, so maxSkew can be exceeded by one per replica), and a ReadWriteOncePod
+  claim used by two pods at once. One kube-scheduler serialises these decisions; separate
+  kube-schedulers have the same gaps; here they are narrowed, not closed: node partitions keep
+  the node-local ones (host ports, RWOP on one node) to fallbacks, and a PodGroup's members are all
+  one replica's. The kubelet refuses a host-port clash at admission; the others stand until the
+  pods are moved. Fencing them would need a ledger entry per port, per topology domain and per
+  claim, written in the same conditional update as the resources.
+
 `capacity_fence=False` (`minisched run --no-capacity-fence`) skips the ledger: replicas then share
 nodes as separate kube-schedulers do, and over-commit them. `bind_fence=False` keeps the ledger but
 binds without the resourceVersion precondition: a holder paused past its lease between its lease
@@ -70,8 +86,9 @@ from minisched.scheduler.scheduler import Scheduler
 from minisched.sharding.fence import CapacityLedger, Reservation
 from minisched.sharding.membership import Membership
 from minisched.sharding.ring import Ring
+from minisched.validation.podgroup import pod_group_of
 
-__all__ = ["DEFAULT_GROUP", "Shard", "ShardStats"]
+__all__ = ["DEFAULT_GROUP", "Shard", "ShardStats", "owner_of"]
 
 log = logging.getLogger(__name__)
 
@@ -184,8 +201,7 @@ class Shard:
         ring = self._ring
         if not ring.members or not self.lease_fresh():
             return False
-        meta = pod.get("metadata") or {}
-        return ring.owner_of_pod(str(meta.get("namespace") or "default"), str(meta.get("name") or "")) == self.identity
+        return owner_of(ring, pod) == self.identity
 
     def partition(self) -> frozenset[str] | None:
         """The nodes the ring gives this replica (None: alone, every node is ours)."""
@@ -694,6 +710,18 @@ class Shard:
 
     def __repr__(self) -> str:
         return f"Shard({self.identity!r}, group={self.group!r}, ring={list(self._ring.members)})"
+
+
+def owner_of(ring: Ring, pod: Object) -> str:
+    """The replica that schedules `pod` under `ring`: the owner of its PodGroup (the
+    scheduling.x-k8s.io/pod-group label) if it has one, so a gang's members are all decided by one
+    replica; else the owner of its "namespace/name"."""
+    meta = pod.get("metadata") or {}
+    namespace = str(meta.get("namespace") or "default")
+    group = pod_group_of(pod)
+    if group:
+        return ring.owner_of_group(namespace, group)
+    return ring.owner_of_pod(namespace, str(meta.get("name") or ""))
 
 
 def _uid(uid: str, key: str) -> str:
