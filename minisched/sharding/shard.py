@@ -78,6 +78,7 @@ from dataclasses import dataclass
 from minisched.clock import Clock, RealClock, pause_unless_stopped
 from minisched.cluster.base import Cluster, Object
 from minisched.errors import ApiError, NotFound
+from minisched.informer.shared_informer import SharedIndexInformer
 from minisched.meta import key_of
 from minisched.resources import NODES, PODS
 from minisched.scheduler.pod_info import PodInfo
@@ -169,6 +170,7 @@ class Shard:
         self._renewed_at: float | None = None  # monotonic start of the last renewal that succeeded
         self._joined_at: float | None = None  # monotonic end of the renewal that (re)joined the ring
         self.scheduler: Scheduler | None = None
+        self._pods: SharedIndexInformer | None = None  # the scheduler's pod informer (attach)
         self._lock = threading.Lock()
         self._ring = Ring([])
         self._partition: frozenset[str] | None = frozenset()
@@ -292,8 +294,7 @@ class Shard:
         """The pods our informer shows bound to `node` (not finished), as ledger entries of holder
         "bound": the ledger counts them even without an entry of their own (pods bound by
         kube-scheduler, by a replica without the fence, or whose entry was pruned)."""
-        sched = self.scheduler
-        informer = sched._pod_informer if sched is not None else None
+        informer = self._pods
         if informer is None:
             return []
         out = []
@@ -347,8 +348,9 @@ class Shard:
             raise ValueError("attach the Shard the Scheduler was built with (Scheduler(..., shard=shard))")
         self.scheduler = scheduler
         # the bound pods of a node, for the ledger's view of it (bound_on): an index on the pod
-        # informer the scheduler starts
-        scheduler.factory.informer_for(PODS, indexers={NODE_INDEX: _node_of})
+        # informer the scheduler starts (the factory's one pod informer, shared: our own reference
+        # to it, rather than the scheduler's private field)
+        self._pods = scheduler.factory.informer_for(PODS, indexers={NODE_INDEX: _node_of})
 
     def tick(self) -> bool:
         """`heartbeat()`, then release the reservations of pods gone since. True if the ring changed."""
@@ -468,10 +470,10 @@ class Shard:
         that are gone (checked with a GET, not only the informer, which may lag), finished, or bound
         to another node, and duplicates of a pod bound here. Returns how many were removed."""
         ledger, sched = self.ledger, self.scheduler
-        if ledger is None or sched is None or sched._pod_informer is None:
+        if ledger is None or sched is None or self._pods is None:
             return 0
         by_uid: dict[str, Object] = {}
-        for pod in sched._pod_informer.store.list():
+        for pod in self._pods.store.list():
             uid = (pod.get("metadata") or {}).get("uid")
             if uid:
                 by_uid[str(uid)] = pod
@@ -520,9 +522,9 @@ class Shard:
     def _prune_stale(self, node: str) -> int:
         """Remove the stale entries on `node`'s ledger, whoever owns the node; how many went."""
         ledger, sched = self.ledger, self.scheduler
-        if ledger is None or sched is None or sched._pod_informer is None:
+        if ledger is None or sched is None or self._pods is None:
             return 0
-        store = sched._pod_informer.store
+        store = self._pods.store
         try:
             entries = ledger.reservations(node)
             by_uid: dict[str, Object] = {}
@@ -683,10 +685,9 @@ class Shard:
 
     def owned_pods(self) -> int:
         sched = self.scheduler
-        if sched is None or sched._pod_informer is None:
+        if sched is None or self._pods is None:
             return 0
-        return sum(1 for pod in sched._pod_informer.store.list()
-                   if sched._is_pending_for_profiles(pod) and self.owns(pod))
+        return sum(1 for pod in self._pods.store.list() if _pending_for(sched, pod) and self.owns(pod))
 
     def stats(self) -> ShardStats:
         sched = self.scheduler
@@ -734,6 +735,12 @@ NODE_INDEX = "minisched.io/shard-node"
 # Written on a pending pod by a replica about to remove another holder's reservation for it: the
 # write fences off that holder's binding (see Shard._revoke).
 REVOKED_ANNOTATION = "minisched.io/reservation-revoked"
+
+
+def _pending_for(sched: Scheduler, pod: Object) -> bool:
+    """Pending (no node, not finished) and for one of `sched`'s profiles, whichever replica owns it."""
+    return (not (pod.get("spec") or {}).get("nodeName") and sched.responsible_for(pod)
+            and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
 
 
 def _node_of(pod: Object) -> list[str]:
