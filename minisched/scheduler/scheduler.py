@@ -24,7 +24,9 @@ step 3's bind, releasing it if the bind fails; a refused reservation sends the p
 queue with nothing sent. If the hook says so (`fence_bindings`) the bind carries the pod's
 resourceVersion as the cycle decided on it, as a precondition: a write to the pod since (an update,
 or another replica revoking this one's reservation) makes it a 409, and the pod is tried again.
-`resync_ownership()` follows a change of the ring.
+`resync_ownership()` follows a change of the ring. A pending pod another replica owns is not
+queued, but its status.nominatedNodeName is counted as a nomination, so this replica's filters keep
+the room that replica's preemption freed for it, as one kube-scheduler would.
 
 The loop is deliberately lean: a pod's JSON is never copied, its PodInfo is parsed once per
 version when it is queued (as kube does), and the per-cycle snapshot is copy-on-write.
@@ -700,6 +702,7 @@ class Scheduler:
                     added += 1
             elif key in queued:
                 self.queue.delete(pod)
+                self._foreign_nomination(pod)  # its nomination, if any, still holds room
                 dropped += 1
         if added or dropped:
             log.info("ring changed: %d pods newly ours queued, %d no longer ours dropped", added, dropped)
@@ -760,6 +763,8 @@ class Scheduler:
     def _on_pod_add(self, pod: Object, _initial: bool = False) -> None:
         if self._is_pending_for_us(pod):
             self.queue.add(pod, self._parsed(pod))
+        elif self._is_pending_for_profiles(pod):
+            self._foreign_nomination(pod)
         elif self._is_assigned_live(pod):
             self.cache.add_pod(pod)
             self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_ADD)  # a spread count rose; an affinity target came
@@ -774,6 +779,10 @@ class Scheduler:
             self.queue.add(new, self._parsed(new))
         elif was_pending:
             self._pending_gone(old)
+        if not now_pending and self._is_pending_for_profiles(new):
+            self._foreign_nomination(new)
+        elif not now_pending and self._is_pending_for_profiles(old):
+            self.queue.delete_nominated(old)  # another replica's pod, bound or finished: its room is taken
         was_assigned, now_assigned = self._is_assigned_live(old), self._is_assigned_live(new)
         if was_assigned and now_assigned:
             self.cache.update_pod(old, new)
@@ -794,6 +803,14 @@ class Scheduler:
             self._pending_gone(pod)
         elif self._is_assigned_live(pod):
             self._assigned_gone(pod)
+
+    def _foreign_nomination(self, pod: Object) -> None:
+        """A pending pod another replica owns (sharded): its status.nominatedNodeName (written by
+        that replica's preemption) still holds room on the node, and this replica's filters count
+        it as kube's do a nominated pod, so that our pods do not take the room its victims freed."""
+        node = str((pod.get("status") or {}).get("nominatedNodeName") or "")
+        info = self._parsed(pod) if node else None
+        self.queue.nominate(pod, node if info is not None else "", info)
 
     def _pending_gone(self, pod: Object) -> None:
         self.queue.delete(pod)

@@ -58,6 +58,14 @@ class Ring:
             raise ValueError(f"a pod key needs a namespace and a name, got {namespace!r}/{name!r}")
         return hrw_owner(f"{namespace}/{name}", self.members)
 
+    def owner_of_group(self, namespace: str, group: str) -> str:
+        """The owner of every pod of PodGroup `namespace/group`: a gang is decided by one replica, or
+        its members, split over several, each wait at Permit for siblings no one else lets through."""
+        if not namespace or not group:
+            raise ValueError(f"a pod group key needs a namespace and a name, got {namespace!r}/{group!r}")
+        # ":" cannot occur in a pod's name, so no pod's key equals a group's
+        return hrw_owner(f"{namespace}/pod-group:{group}", self.members)
+
     def owner_of_node(self, node: str) -> str:
         if not node:
             raise ValueError("a node key needs a name")

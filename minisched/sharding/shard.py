@@ -14,7 +14,10 @@ What each part does:
   every peer's heartbeat has seen it since); one whose renewals stopped for a lease duration owns
   nothing from that moment and rejoins the same way (`synced`, `lease_fresh`).
 - Ownership (ring.py): a pending pod belongs to the member with the highest rendezvous score for
-  "namespace/name". Nodes are partitioned among the members (rendezvous with bounded loads,
+  "namespace/name", a member of a PodGroup (the scheduling.x-k8s.io/pod-group label) to the owner
+  of its group (`owner_of`): a gang split over replicas would wait at Permit for members no one
+  lets through. A pod another replica owns still counts here if it is nominated to a node
+  (status.nominatedNodeName, its preemption's): our filters keep its room, as kube's do. Nodes are partitioned among the members (rendezvous with bounded loads,
   `Ring.partition`); a node's partition owner also cleans its ledger (a node gone from the cache,
   in no partition, goes by its rendezvous owner for "node:<name>"). When the ring changes, `tick()` asks the
   scheduler to queue the pods it now owns and to drop from its queue those it no longer owns. That
@@ -45,6 +48,19 @@ What each part does:
   ledgers of deleted nodes are deleted (`delete_orphans`; on a real cluster also by the garbage
   collector, through their ownerReference to the Node).
 
+- What the fences do not cover. The ledger sums requests (CPU, memory, pods, extended resources)
+  and nothing else. Two replicas deciding at once, each before its informer shows the other's pod,
+  can still break a constraint that depends on *which* pods are where: two pods asking for one
+  host port on one node, required inter-pod anti-affinity (two pods that must not share a zone or
+  node placed into it together), topology-spread skew (each replica counts the spread without the
+  other's in-flight pod, so maxSkew can be exceeded by one per replica), and a ReadWriteOncePod
+  claim used by two pods at once. One kube-scheduler serialises these decisions; separate
+  kube-schedulers have the same gaps; here they are narrowed, not closed: node partitions keep
+  the node-local ones (host ports, RWOP on one node) to fallbacks, and a PodGroup's members are all
+  one replica's. The kubelet refuses a host-port clash at admission; the others stand until the
+  pods are moved. Fencing them would need a ledger entry per port, per topology domain and per
+  claim, written in the same conditional update as the resources.
+
 `capacity_fence=False` (`minisched run --no-capacity-fence`) skips the ledger: replicas then share
 nodes as separate kube-schedulers do, and over-commit them. `bind_fence=False` keeps the ledger but
 binds without the resourceVersion precondition: a holder paused past its lease between its lease
@@ -62,6 +78,7 @@ from dataclasses import dataclass
 from minisched.clock import Clock, RealClock, pause_unless_stopped
 from minisched.cluster.base import Cluster, Object
 from minisched.errors import ApiError, NotFound
+from minisched.informer.shared_informer import SharedIndexInformer
 from minisched.meta import key_of
 from minisched.resources import NODES, PODS
 from minisched.scheduler.pod_info import PodInfo
@@ -70,8 +87,9 @@ from minisched.scheduler.scheduler import Scheduler
 from minisched.sharding.fence import CapacityLedger, Reservation
 from minisched.sharding.membership import Membership
 from minisched.sharding.ring import Ring
+from minisched.validation.podgroup import pod_group_of
 
-__all__ = ["DEFAULT_GROUP", "Shard", "ShardStats"]
+__all__ = ["DEFAULT_GROUP", "Shard", "ShardStats", "owner_of"]
 
 log = logging.getLogger(__name__)
 
@@ -152,6 +170,7 @@ class Shard:
         self._renewed_at: float | None = None  # monotonic start of the last renewal that succeeded
         self._joined_at: float | None = None  # monotonic end of the renewal that (re)joined the ring
         self.scheduler: Scheduler | None = None
+        self._pods: SharedIndexInformer | None = None  # the scheduler's pod informer (attach)
         self._lock = threading.Lock()
         self._ring = Ring([])
         self._partition: frozenset[str] | None = frozenset()
@@ -184,8 +203,7 @@ class Shard:
         ring = self._ring
         if not ring.members or not self.lease_fresh():
             return False
-        meta = pod.get("metadata") or {}
-        return ring.owner_of_pod(str(meta.get("namespace") or "default"), str(meta.get("name") or "")) == self.identity
+        return owner_of(ring, pod) == self.identity
 
     def partition(self) -> frozenset[str] | None:
         """The nodes the ring gives this replica (None: alone, every node is ours)."""
@@ -276,8 +294,7 @@ class Shard:
         """The pods our informer shows bound to `node` (not finished), as ledger entries of holder
         "bound": the ledger counts them even without an entry of their own (pods bound by
         kube-scheduler, by a replica without the fence, or whose entry was pruned)."""
-        sched = self.scheduler
-        informer = sched._pod_informer if sched is not None else None
+        informer = self._pods
         if informer is None:
             return []
         out = []
@@ -331,8 +348,9 @@ class Shard:
             raise ValueError("attach the Shard the Scheduler was built with (Scheduler(..., shard=shard))")
         self.scheduler = scheduler
         # the bound pods of a node, for the ledger's view of it (bound_on): an index on the pod
-        # informer the scheduler starts
-        scheduler.factory.informer_for(PODS, indexers={NODE_INDEX: _node_of})
+        # informer the scheduler starts (the factory's one pod informer, shared: our own reference
+        # to it, rather than the scheduler's private field)
+        self._pods = scheduler.factory.informer_for(PODS, indexers={NODE_INDEX: _node_of})
 
     def tick(self) -> bool:
         """`heartbeat()`, then release the reservations of pods gone since. True if the ring changed."""
@@ -452,10 +470,10 @@ class Shard:
         that are gone (checked with a GET, not only the informer, which may lag), finished, or bound
         to another node, and duplicates of a pod bound here. Returns how many were removed."""
         ledger, sched = self.ledger, self.scheduler
-        if ledger is None or sched is None or sched._pod_informer is None:
+        if ledger is None or sched is None or self._pods is None:
             return 0
         by_uid: dict[str, Object] = {}
-        for pod in sched._pod_informer.store.list():
+        for pod in self._pods.store.list():
             uid = (pod.get("metadata") or {}).get("uid")
             if uid:
                 by_uid[str(uid)] = pod
@@ -504,9 +522,9 @@ class Shard:
     def _prune_stale(self, node: str) -> int:
         """Remove the stale entries on `node`'s ledger, whoever owns the node; how many went."""
         ledger, sched = self.ledger, self.scheduler
-        if ledger is None or sched is None or sched._pod_informer is None:
+        if ledger is None or sched is None or self._pods is None:
             return 0
-        store = sched._pod_informer.store
+        store = self._pods.store
         try:
             entries = ledger.reservations(node)
             by_uid: dict[str, Object] = {}
@@ -667,10 +685,9 @@ class Shard:
 
     def owned_pods(self) -> int:
         sched = self.scheduler
-        if sched is None or sched._pod_informer is None:
+        if sched is None or self._pods is None:
             return 0
-        return sum(1 for pod in sched._pod_informer.store.list()
-                   if sched._is_pending_for_profiles(pod) and self.owns(pod))
+        return sum(1 for pod in self._pods.store.list() if _pending_for(sched, pod) and self.owns(pod))
 
     def stats(self) -> ShardStats:
         sched = self.scheduler
@@ -696,6 +713,18 @@ class Shard:
         return f"Shard({self.identity!r}, group={self.group!r}, ring={list(self._ring.members)})"
 
 
+def owner_of(ring: Ring, pod: Object) -> str:
+    """The replica that schedules `pod` under `ring`: the owner of its PodGroup (the
+    scheduling.x-k8s.io/pod-group label) if it has one, so a gang's members are all decided by one
+    replica; else the owner of its "namespace/name"."""
+    meta = pod.get("metadata") or {}
+    namespace = str(meta.get("namespace") or "default")
+    group = pod_group_of(pod)
+    if group:
+        return ring.owner_of_group(namespace, group)
+    return ring.owner_of_pod(namespace, str(meta.get("name") or ""))
+
+
 def _uid(uid: str, key: str) -> str:
     """The ledger key of a pod: its UID; a pod without one (made by hand, never on an API server)
     falls back to its "namespace/name" spelled as a key."""
@@ -706,6 +735,12 @@ NODE_INDEX = "minisched.io/shard-node"
 # Written on a pending pod by a replica about to remove another holder's reservation for it: the
 # write fences off that holder's binding (see Shard._revoke).
 REVOKED_ANNOTATION = "minisched.io/reservation-revoked"
+
+
+def _pending_for(sched: Scheduler, pod: Object) -> bool:
+    """Pending (no node, not finished) and for one of `sched`'s profiles, whichever replica owns it."""
+    return (not (pod.get("spec") or {}).get("nodeName") and sched.responsible_for(pod)
+            and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
 
 
 def _node_of(pod: Object) -> list[str]:

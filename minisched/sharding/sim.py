@@ -21,7 +21,7 @@ import contextlib
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -431,6 +431,7 @@ def paused_before_bind_run(
     names: tuple[str, str] = ("sched-a", "sched-b"),
     timeout: float = 60.0,
     node_labels: dict[str, str] | None = None,
+    add_node: Callable[[Object], Any] | None = None,
 ) -> BindFenceRun:
     """The gap the lease check after `reserve` leaves: the holder reserves n1 for pod p, checks its
     lease, and pauses before its bind; its lease lapses, the peer takes p over, removes the
@@ -444,11 +445,15 @@ def paused_before_bind_run(
     and a VirtualClock, the same steps on it (nodes `<group>-n1/-n2`, pods `<group>-p/-q`, all
     deleted at the end; the pods are `scheduler_name`'s, which no other scheduler serves). The
     peer's scheduling loop is driven by hand (one cycle at a time), the holder's runs by itself.
-    `node_labels` label its nodes and become its pods' nodeSelector (a chapter's own nodes only)."""
+    `node_labels` label its nodes, become its pods' nodeSelector and scope its replicas' node
+    informers (a chapter's own nodes only). `add_node` creates a node (default: a plain create);
+    on kind give one that returns once the node is Ready and untainted (the workbook's
+    `join_node_when_ready`): a node re-created under a name kind's node lifecycle controller still
+    remembers starts tainted not-ready, and on the VirtualClock the pod it rejects would sit in
+    backoff for good."""
     from minisched.clock import VirtualClock
     from minisched.objects import make_node, make_pod, make_priority_class
     from minisched.resources import PRIORITY_CLASSES
-    from minisched.scheduler.framework.profile import default_profile
     from minisched.sharding.ring import Ring
 
     own_cluster = cluster is None
@@ -465,10 +470,11 @@ def paused_before_bind_run(
     p = next(f"{group}-p{i}" for i in range(1000) if ring.owner_of_pod(namespace, f"{group}-p{i}") == holder_name)
     q = next(f"{group}-q{i}" for i in range(1000) if ring.owner_of_pod(namespace, f"{group}-q{i}") == peer_name)
     n1, n2, high = f"{group}-n1", f"{group}-n2", f"{group}-high"
-    cluster.create(NODES, make_node(n1, cpu="4", memory="16Gi", labels=node_labels))
+    create_node = add_node or (lambda node: cluster.create(NODES, node))
+    create_node(make_node(n1, cpu="4", memory="16Gi", labels=node_labels))
     cluster.create(PRIORITY_CLASSES, make_priority_class(high, 1000))
     sim = ShardedSim(cluster, clock, names, bind_fence=bind_fence, lease_duration=lease_duration, group=group,
-                     namespace=lease_namespace, scheduler_options={"profiles": [default_profile(scheduler_name)]})
+                     namespace=lease_namespace, scheduler_options=_scoped(scheduler_name, node_labels))
     holder, peer = sim[holder_name], sim[peer_name]
     try:
         paused = threading.Event()
@@ -516,7 +522,7 @@ def paused_before_bind_run(
         if not holder.link.bound:
             answer = holder.link.errors[-1] if holder.link.errors else "failed"
         # room for p elsewhere; time passes: the holder rejoins, the ring gives p back to it
-        cluster.create(NODES, make_node(n2, cpu="4", memory="16Gi", labels=node_labels))
+        create_node(make_node(n2, cpu="4", memory="16Gi", labels=node_labels))
         sim.advance(holder.shard.membership.renew_period + holder.shard.join_settle + 1)
         deadline = time.monotonic() + timeout
         while not cluster.get(PODS, p, namespace)["spec"].get("nodeName") and time.monotonic() < deadline:
@@ -648,24 +654,26 @@ def paused_replica_live(
     paused: str = "sched-c",
     timeout: float = 120.0,
     node_labels: dict[str, str] | None = None,
+    add_node: Callable[[Object], Any] | None = None,
 ) -> LiveRun:
     """The paused-replica run on any cluster (a real API server too), on the real clock: each
     replica's Shard renews its lease on its own thread, so the paused one's lease really expires.
-    Creates its nodes (`<group>-node-NN`, labelled `node_labels`, which its pods select) and pods,
+    Creates its nodes (`<group>-node-NN`, labelled `node_labels`, which its pods select and its
+    replicas' node informers are scoped to; `add_node` as in `paused_before_bind_run`) and pods,
     and deletes them, the leases and the ledgers at the end."""
     from minisched.clock import RealClock
     from minisched.objects import make_node, make_pod
-    from minisched.scheduler.framework.profile import default_profile
     from minisched.sharding.ring import Ring
 
     clock = RealClock()
     node_names = [f"{group}-node-{i:02d}" for i in range(nodes)]
     pod_names = [f"{group}-pod-{i:04d}" for i in range(pods)]
+    create_node = add_node or (lambda node: cluster.create(NODES, node))
     for name in node_names:
-        cluster.create(NODES, make_node(name, cpu=str(node_cpu), memory=f"{node_cpu * 8}Gi", labels=node_labels))
+        create_node(make_node(name, cpu=str(node_cpu), memory=f"{node_cpu * 8}Gi", labels=node_labels))
     sim = ShardedSim(cluster, clock, names, lease_duration=lease_duration, group=group,
                      namespace=lease_namespace, threads=True,
-                     scheduler_options={"profiles": [default_profile(scheduler_name)]})
+                     scheduler_options=_scoped(scheduler_name, node_labels))
     try:
         sim.start()
         _wait(lambda: all(set(node_names) <= set(r.scheduler.cache.node_names()) for r in sim.replicas.values()),
@@ -711,6 +719,18 @@ def _wait(predicate: Any, timeout: float, what: str) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError(f"waited {timeout} s for {what}")
         time.sleep(0.05)
+
+
+def _scoped(scheduler_name: str, node_labels: dict[str, str] | None) -> dict[str, Any]:
+    """Scheduler options for the replicas of a run: one profile for `scheduler_name`, and with
+    `node_labels` a node selector, so the replicas see (partition, reserve on, count) only the run's
+    own nodes, not the cluster's others (kind's workers)."""
+    from minisched.scheduler.framework.profile import default_profile
+
+    options: dict[str, Any] = {"profiles": [default_profile(scheduler_name)]}
+    if node_labels:
+        options["node_selector"] = ",".join(f"{k}={v}" for k, v in sorted(node_labels.items()))
+    return options
 
 
 def _clean_up(cluster: Cluster, namespace: str, pods: list[str], nodes: list[str], group: str,
