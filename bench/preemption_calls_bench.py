@@ -6,7 +6,7 @@ On a fresh local control plane (etcd + kube-apiserver, no KWOK): `--victims` pod
 name that no kubelet serves (so a DELETE leaves them terminating, as in scheduler_perf), each with
 two conditions; then the victims are marked and deleted from one thread, in batches of `--batch`,
 the two forms alternating batch by batch so that both see the same machine. The marking calls are
-DefaultPreemption's own (`_mark_disruption_target`) for the new form, and the code it replaced for
+DefaultPreemption's own (`Executor.mark_disruption_target`) for the new form, and the code it replaced for
 the old one.
 
     .venv/bin/python bench/preemption_calls_bench.py [--victims 600] [--batch 50]
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
                     if form == "old":
                         _old_mark(cluster, victim, "minisched")
                     else:
-                        plugin._mark_disruption_target(cluster, victim)
+                        plugin.executor.mark_disruption_target(cluster, victim)
                     cluster.delete(PODS, victim.name, victim.namespace)
                 t = totals[form]
                 t[0] += time.process_time() - cpu0

@@ -11,8 +11,8 @@ from hypothesis.stateful import run_state_machine_as_test
 from labs.borrowed import reloaded_with
 from labs.harness import Check
 from labs.lab15_queue_state_table.checks import LAB, E, Q, table
+from minisched.exhibits.queue_machine import queue_machine
 from minisched.scheduler.lifecycle import IGNORE, QUEUE_TRANSITIONS, REFUSE
-from minisched.scheduler.queue_machine import queue_machine
 
 MUST_REFUSE = [(Q.ABSENT, E.POP), (Q.ABSENT, E.MOVE_READY), (Q.ACTIVE, E.DONE), (Q.ACTIVE, E.MOVE_READY),
                (Q.BACKOFF, E.POP), (Q.BACKOFF, E.MOVE_READY), (Q.UNSCHEDULABLE, E.POP),
@@ -91,7 +91,7 @@ CHECKS = [
           "read each state's rule in the README again for the pair named: what it allows, and that everything "
           "else is REFUSE."),
     Check("hypothesis finds no wrong turn in random operations", check_hypothesis,
-          "run minisched.scheduler.queue_machine with your table, as chapter 5 does."),
+          "run minisched.exhibits.queue_machine with your table, as chapter 5 does."),
     Check("the table is written, not borrowed", check_own_table, "write the rows from the README's rules; nothing of minisched's table, whatever the route "
           "(getattr, a copy, SchedulingQueue's default)."),
 ]

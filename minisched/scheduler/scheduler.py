@@ -1138,6 +1138,12 @@ class Scheduler:
             self._fail(qpi, fwk, info, status.message() or str(status), POD_REASON_SCHEDULER_ERROR, error=True)
             return
         nominated: str | None = None
+        if diagnosis.num_all_nodes == 0:
+            # kube's ErrNoNodesAvailable: no FitError, so no PostFilter runs (DynamicResources'
+            # would read the cycle state its PreFilter never wrote and fail "not found"), the
+            # message is the plain one, and any nomination goes (kube's clearNominatedNode)
+            self._fail(qpi, fwk, info, status.message(), POD_REASON_UNSCHEDULABLE, nominated="")
+            return
         if fwk.points.post_filter:
             before = sum(getattr(p, "victims_total", 0) for p in fwk.points.post_filter)
             nominated, pf_status = fwk.run_post_filter(state, info, diagnosis)

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
+from minisched.exhibits.queue_machine import queue_machine
 from minisched.objects import make_pod
 from minisched.scheduler.cache import CacheError, SchedulerCache
 from minisched.scheduler.lifecycle import (
@@ -26,7 +27,6 @@ from minisched.scheduler.lifecycle import (
     step,
 )
 from minisched.scheduler.queue import SchedulingQueue
-from minisched.scheduler.queue_machine import queue_machine
 
 MACHINE_SETTINGS = settings(max_examples=150, stateful_step_count=10, deadline=None, derandomize=True,
                             database=None, suppress_health_check=list(HealthCheck))

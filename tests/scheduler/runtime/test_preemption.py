@@ -265,3 +265,29 @@ def test_a_status_update_without_nomination_keeps_the_one_in_memory(virtual_cloc
     assert q.nominated_node_of("default/p") == "n2" and q.nominated_pods() == {"n2": [moved]}
     q.delete(moved)
     assert q.nominated_pods() == {}
+
+
+def test_with_no_nodes_no_post_filter_runs(
+    cluster: EmbeddedCluster, clock: VirtualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """kube's schedulePod returns ErrNoNodesAvailable before PreFilter, which is no FitError: no
+    PostFilter runs. minisched ran them, and DynamicResources' PostFilter, reading a cycle state
+    its PreFilter never wrote, failed: "preemption for default/p failed: Error from
+    DynamicResources: not found", and the FailedScheduling text read "0/0 nodes are available:
+    not found". The pod waits for a node, and lands on the first one."""
+    sched = _start(cluster, clock, 0)
+    try:
+        with caplog.at_level("WARNING", logger="minisched.scheduler"):
+            pod = cluster.create(PODS, make_pod("p", cpu="1", memory=None, priority_class_name="high"))
+            wait_until(lambda: sched.stats.unschedulable + sched.stats.errors, what="the first attempt")
+        sched.recorder.flush()
+        assert [e["message"] for e in events_for(cluster, pod, "FailedScheduling")] == [
+            "no nodes available to schedule pods"]
+        assert not [r.getMessage() for r in caplog.records if "failed" in r.getMessage()]
+        (scheduled,) = [c for c in cluster.get(PODS, "p", "default")["status"]["conditions"]
+                        if c["type"] == "PodScheduled"]
+        assert (scheduled["reason"], scheduled["message"]) == ("Unschedulable", "no nodes available to schedule pods")
+        cluster.create(NODES, make_node("n1", cpu="1"))
+        advance_until(clock, lambda: node_of(cluster, "p") == "n1", what="the pod on the first node")
+    finally:
+        sched.stop()

@@ -125,7 +125,7 @@ def test_a_victim_already_marked_gets_no_status_patch(cluster: _Counting, clock:
     cluster.counting = True
 
     def mark(p: dict) -> None:  # on another thread, as the preemption workers call
-        thread = threading.Thread(target=plugin._mark_disruption_target, args=(cluster, PodInfo.from_pod(p)))
+        thread = threading.Thread(target=plugin.executor.mark_disruption_target, args=(cluster, PodInfo.from_pod(p)))
         thread.start()
         thread.join(60)
 

@@ -198,7 +198,7 @@ def test_without_tables_the_first_rejection_in_profile_order_is_the_answer(clust
     pod = PodInfo.from_pod(_pod("vip", 1000, 1000))
     fwk = sched.frameworks["minisched"]
     plugin = next(p for p in fwk.points.post_filter if isinstance(p, DefaultPreemption))
-    plugin._hopeless = lambda *a: (lambda name: None)  # type: ignore[method-assign]  # every node dry-run
+    plugin.evaluator.shortcut = False  # every node dry-run
     snapshot = sched.cache.snapshot()
     sched.handle.current, sched.handle.framework = snapshot, fwk
     answers = []
@@ -208,7 +208,7 @@ def test_without_tables_the_first_rejection_in_profile_order_is_the_answer(clust
         assert result.node is None and result.diagnosis is not None
         plugin.incremental = incremental
         if incremental:
-            plan = plugin._what_if_plan(state, pod, snapshot)
+            plan = plugin.evaluator.working_nodes.what_if_plan(state, pod, snapshot)
             assert plan is not None and plan.usable, "the table-less path is the one under test"
         candidates, status = plugin.find_candidates(state, pod, snapshot, result.diagnosis.statuses())
         answers.append((candidates, status.message()))

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import random
+import re
+
+import pytest
 
 from minisched.objects import make_pod
 from minisched.scheduler.framework.status import Status
@@ -124,6 +127,7 @@ def test_hopeless_shortcut_gives_the_same_answer_as_the_full_dry_run() -> None:
     from minisched.scheduler.framework.cycle_state import CycleState
     from minisched.scheduler.framework.runtime import Framework
     from minisched.scheduler.plugins.default_preemption import DefaultPreemption
+    from minisched.scheduler.plugins.default_preemption.hopeless import hopeless_nodes
     from minisched.scheduler.scheduler import SchedulerHandle
 
     rng = random.Random(3)
@@ -162,7 +166,7 @@ def test_hopeless_shortcut_gives_the_same_answer_as_the_full_dry_run() -> None:
         for shortcut in (True, False):
             plugin = DefaultPreemption({"seed": 5, "minCandidateNodesAbsolute": 100}, handle)
             if shortcut:
-                check = plugin._hopeless(info, table, statuses, state.nominated)
+                check = hopeless_nodes(info, table, statuses, state.nominated)
                 for n in table.names:
                     short = check(n)
                     if not short:
@@ -170,11 +174,12 @@ def test_hopeless_shortcut_gives_the_same_answer_as_the_full_dry_run() -> None:
                     fired += 1
                     fired_nominated += n in state.nominated
                     # node by node: the dry run on that node gives no victims, for the same reasons
-                    working = plugin._working_node(state, info, table, n, plugin._pod_blind_filters())
+                    nodes = plugin.evaluator.working_nodes
+                    working = nodes.working_node(state, info, table, n, nodes.pod_blind_filters())
                     victims, _, why = select_victims_on_node(info, table.pods_on(n), working)
                     assert victims is None and list(why.reasons) == short, (trial, n, why, short)
             else:
-                plugin._hopeless = lambda *a: (lambda name: None)  # type: ignore[method-assign]
+                plugin.evaluator.shortcut = False
             cands, status = plugin.find_candidates(state, info, table, statuses)
             answers.append(([(c.node_name, [v.key for v in c.victims], c.num_pdb_violations) for c in cands],
                             status.message()))
@@ -205,4 +210,69 @@ def test_only_a_pod_terminating_by_preemption_makes_the_nominee_wait() -> None:
     object.__setattr__(nominee, "nominated_node_name", "n1")
     for victim, eligible in ((deleted, True), (preempted, False)):
         table = table_of([make_node("n1")], {"n1": [victim]})
-        assert plugin.eligible(nominee, table, {})[0] is eligible, victim["metadata"]["name"]
+        assert plugin.pod_eligible_to_preempt_others(nominee, table, {})[0] is eligible, victim["metadata"]["name"]
+
+
+class _Refusing:
+    """A cluster whose call `refused` ("patch", "delete" or "evict") fails for every victim."""
+
+    def __init__(self, refused: str) -> None:
+        self.refused = refused
+
+    def _maybe_refuse(self, verb: str, name: str) -> dict[str, object]:
+        from minisched.errors import Forbidden
+
+        if verb == self.refused:
+            raise Forbidden(f'pods "{name}" is forbidden: {verb} refused')
+        return {}
+
+    def patch(self, resource: object, name: str, *a: object, **kw: object) -> dict[str, object]:
+        return self._maybe_refuse("patch", name)
+
+    def delete(self, resource: object, name: str, *a: object, **kw: object) -> dict[str, object]:
+        return self._maybe_refuse("delete", name)
+
+    def evict(self, namespace: str, name: str, **kw: object) -> dict[str, object]:
+        return self._maybe_refuse("evict", name)
+
+
+@pytest.mark.parametrize(("refused", "step"), [("patch", "marking DisruptionTarget on"),
+                                               ("delete", "deleting"), ("evict", "evicting")])
+def test_a_failed_victim_call_names_the_call_the_victim_the_preemptor_and_the_node(
+        refused: str, step: str, caplog: pytest.LogCaptureFixture) -> None:
+    from minisched.scheduler.plugins.default_preemption import DefaultPreemption, VictimPreemptionFailed
+
+    class Handle:
+        cluster = _Refusing(refused)
+        clock = None
+
+    plugin = DefaultPreemption({"useEviction": refused == "evict"}, Handle())
+    victims = [_pod("low", 1), _pod("lower", 0)]
+    with caplog.at_level("WARNING"):
+        failed = plugin.executor.prepare_candidate(Candidate("n1", victims), _pod("vip", 100))
+    assert isinstance(failed, VictimPreemptionFailed)
+    expected = f'{step} victim default/low (preempting for default/vip on node n1): 403 Forbidden: pods "low" is forbidden: {refused} refused'
+    assert str(failed) == expected
+    assert expected in caplog.text
+
+
+def test_args_name_what_is_wrong_with_them() -> None:
+    from minisched.scheduler.plugins.default_preemption import DefaultPreemption
+
+    assert DefaultPreemption({"kind": "DefaultPreemptionArgs", "minCandidateNodesAbsolute": "7"}).args \
+        .min_candidate_nodes_absolute == 7
+    for args, words in (({"minCandidateNodesPercentag": 5}, "unknown field(s) ['minCandidateNodesPercentag']"),
+                        ({"minCandidateNodesPercentage": 101}, "must be 0..100"),
+                        ({"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0}, "cannot both be zero"),
+                        ({"victimGracePeriodSeconds": "soon"}, "victimGracePeriodSeconds must be an integer")):
+        with pytest.raises(ValueError, match=re.escape(words)):
+            DefaultPreemption(args)
+
+
+def test_no_nodes_is_an_error_as_kube_s_find_candidates() -> None:
+    from minisched.scheduler.framework.cycle_state import CycleState
+    from minisched.scheduler.plugins.default_preemption import DefaultPreemption
+    from tests.scheduler.plugins.randomcluster import table_of
+
+    _, status = DefaultPreemption().find_candidates(CycleState(), _pod("vip", 100), table_of([], {}), {})
+    assert status.is_error and status.message() == "no nodes available"

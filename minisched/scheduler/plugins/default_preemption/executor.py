@@ -1,0 +1,256 @@
+"""Acting on the chosen candidate (kube's prepareCandidate, prepareCandidateAsync and PreemptPod):
+each victim gets condition DisruptionTarget (reason PreemptionByScheduler) and is deleted (or
+evicted through the Eviction API); lower-priority pods nominated to the same node lose their
+nomination.
+
+As in kube since 1.33 (SchedulerAsyncPreemption), those API calls run on worker threads, not in
+the scheduling cycle (the victims but the last in parallel, then the last), and the preemptor is
+held in the queue until its last victim's deletion has started (`running_preemption`, kube's
+IsPodRunningPreemption). The condition goes out as a strategic merge patch computed from the
+cached copy, as kube's PatchPodStatus: no GET of the victim."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from minisched.clock import rfc3339
+from minisched.errors import ApiError, NotFound
+from minisched.resources import PODS
+from minisched.scheduler.framework.types import PodInfo
+from minisched.scheduler.plugins.default_preemption.candidate import Candidate
+
+Object = dict[str, Any]
+
+log = logging.getLogger(__name__)
+
+MARKING = "marking DisruptionTarget on"
+DELETING = "deleting"
+EVICTING = "evicting"
+
+
+class VictimPreemptionFailed(Exception):
+    """One victim's API call failed: says which call, which victim, for which preemptor and node."""
+
+    def __init__(self, step: str, victim: PodInfo, preemptor: PodInfo, node_name: str, cause: BaseException) -> None:
+        super().__init__(f"{step} victim {victim.key} (preempting for {preemptor.key} on node {node_name}): {cause}")
+        self.step, self.victim, self.preemptor, self.node_name, self.cause = step, victim, preemptor, node_name, cause
+
+
+@dataclass
+class _Run:
+    """One preemptor's victims' calls under way: how many of the victims before the last are not
+    done yet, and whether any call failed."""
+
+    candidate: Candidate
+    pod: PodInfo
+    victims: list[PodInfo]
+    pending: int = 0
+    failed: bool = False
+
+
+class Executor:
+    """Makes the victims' API calls for one plugin. Needs from its handle: `cluster`, and if it has
+    them `event_recorder` (the Preempted event), `clock` and `pod_object(namespace, name)` (the
+    informer's copy of the last victim). Wired by the scheduler: `nominator` (the queue),
+    `submit(job, arg)` (a preemption worker runs it), `activate(pod)` (kube's Handle.Activate)."""
+
+    def __init__(self, handle: Any, *, scheduler_name: str, use_eviction: bool,
+                 victim_grace_period: int | None) -> None:
+        self.handle = handle
+        self.scheduler_name = scheduler_name
+        self.use_eviction = use_eviction
+        self.victim_grace_period = victim_grace_period
+        self.nominator: Any = None
+        self.submit: Callable[[Callable[[Any], None], Any], None] | None = None
+        self.activate: Callable[[Object], None] | None = None
+        self._lock = threading.Lock()
+        self._preempting: set[str] = set()  # preemptor uids whose victims' calls are under way
+        self._last_victim: dict[str, tuple[str, str]] = {}  # preemptor uid -> (namespace, name)
+
+    def prepare_candidate(self, candidate: Candidate, pod: PodInfo) -> VictimPreemptionFailed | None:
+        """Mark and delete the victims, clear lower-priority nominations on the node (kube's
+        prepareCandidate), in the cycle. Returns the first failed call, which stops it, if any."""
+        for victim in candidate.victims:
+            err = self.preempt_pod(candidate, pod, victim)
+            if err is not None:
+                return err
+        self.clear_lower_nominations(pod, candidate.node_name)
+        return None
+
+    def prepare_candidate_async(self, candidate: Candidate, pod: PodInfo) -> None:
+        """kube's prepareCandidateAsync: the same calls as prepare_candidate on a worker thread, so
+        the scheduling loop goes on to the next pod at once. Victims already being deleted need no
+        call. Until the last victim's deletion has started, running_preemption() holds the
+        preemptor back from another attempt; on an API error the preemptor is activated, so it is
+        not left waiting for deletions that will never come."""
+        victims = [v for v in candidate.victims if not (v.pod.get("metadata") or {}).get("deletionTimestamp")]
+        if not victims:
+            return
+        if self.submit is None:
+            raise RuntimeError("asynchronous preemption needs the scheduler's preemption workers (submit is not set)")
+        with self._lock:
+            self._preempting.add(pod.uid)
+        self.submit(self._preempt, (candidate, pod, victims))
+
+    def _preempt(self, job: tuple[Candidate, PodInfo, list[PodInfo]]) -> None:
+        """One preemptor's calls, on a preemption worker. As kube's prepareCandidateAsync: every
+        victim but the last at once (here: each a job of its own on the same workers, so idle
+        workers take them in parallel), then the last one, once all the others are done."""
+        candidate, pod, victims = job
+        run = _Run(candidate, pod, victims)
+        try:
+            self.clear_lower_nominations(pod, candidate.node_name)
+        except Exception:  # a bug must not leave the preemptor held for ever
+            log.exception("preemption for %s: clearing lower-priority nominations on node %s failed",
+                          pod.key, candidate.node_name)
+            run.failed = True
+        others = victims[:-1]
+        if not others:
+            self._preempt_last(run)
+            return
+        run.pending = len(others)
+        for victim in others[1:]:
+            try:
+                self._submit_victim(run, victim)
+            except RuntimeError:  # the workers are shut down: make the call here
+                self._preempt_victim((run, victim))
+        self._preempt_victim((run, others[0]))
+
+    def _submit_victim(self, run: _Run, victim: PodInfo) -> None:
+        assert self.submit is not None  # prepare_candidate_async checked it
+        self.submit(self._preempt_victim, (run, victim))
+
+    def _preempt_victim(self, job: tuple[_Run, PodInfo]) -> None:
+        """One victim that is not the last; the job that finishes the last of them goes on to the
+        preemptor's last victim."""
+        run, victim = job
+        try:
+            failed = self.preempt_pod(run.candidate, run.pod, victim) is not None
+        except Exception:
+            log.exception("preempting %s for %s on node %s failed", victim.key, run.pod.key, run.candidate.node_name)
+            failed = True
+        with self._lock:
+            run.failed = run.failed or failed
+            run.pending -= 1
+            done = run.pending == 0
+        if done:
+            self._preempt_last(run)
+
+    def _preempt_last(self, run: _Run) -> None:
+        pod = run.pod
+        failed = run.failed
+        last = run.victims[-1]
+        try:
+            with self._lock:
+                # registered before its deletion, so that the deletion's event finds it (kube's
+                # lastVictimsPendingPreemption)
+                self._last_victim[pod.uid] = (last.namespace, last.name)
+            failed = self.preempt_pod(run.candidate, pod, last) is not None or failed
+        except Exception:  # a bug must not leave the preemptor held for ever
+            log.exception("preempting %s (the last victim) for %s on node %s failed",
+                          last.key, pod.key, run.candidate.node_name)
+            failed = True
+        finally:
+            with self._lock:
+                self._preempting.discard(pod.uid)
+                self._last_victim.pop(pod.uid, None)
+        if failed and self.activate is not None:
+            self.activate(pod.pod)
+
+    def preempt_pod(self, candidate: Candidate, pod: PodInfo, victim: PodInfo) -> VictimPreemptionFailed | None:
+        """kube's PreemptPod: mark, then delete (or evict) one victim, and record Preempted on it.
+        A victim already gone is no failure (the room is free anyway); any other API error is
+        logged and returned, naming the call that failed."""
+        cluster = self.handle.cluster
+        step = MARKING
+        try:
+            self.mark_disruption_target(cluster, victim)
+            if self.use_eviction:
+                step = EVICTING
+                cluster.evict(victim.namespace, victim.name, grace_period_seconds=self.victim_grace_period)
+            else:
+                step = DELETING
+                cluster.delete(PODS, victim.name, victim.namespace, grace_period_seconds=self.victim_grace_period)
+        except NotFound:
+            return None
+        except ApiError as err:
+            failed = VictimPreemptionFailed(step, victim, pod, candidate.node_name, err)
+            log.warning("%s", failed)
+            return failed
+        recorder = getattr(self.handle, "event_recorder", None)
+        if recorder is not None:
+            recorder.event(victim.pod, "Normal", "Preempted",
+                           f"Preempted by pod {pod.uid} on node {candidate.node_name}")
+        return None
+
+    def running_preemption(self, uid: str) -> bool:
+        """kube's IsPodRunningPreemption: the preemptor's victims are still being asked to go. Once
+        the last victim is gone from the informer's store, or its deletion has started, it is not."""
+        if uid not in self._preempting:  # the common case, asked on every queue move: no lock
+            return False
+        with self._lock:
+            if uid not in self._preempting:
+                return False
+            last = self._last_victim.get(uid)
+        if last is None:
+            return True  # the calls have not reached the last victim yet
+        lookup = getattr(self.handle, "pod_object", None)
+        victim = lookup(*last) if lookup is not None else None
+        return victim is not None and not (victim.get("metadata") or {}).get("deletionTimestamp")
+
+    def mark_disruption_target(self, cluster: Any, victim: PodInfo) -> None:
+        """Set condition DisruptionTarget on the victim, as kube's PreemptPod: the new status is
+        computed from the scheduler's cached copy (kube's UpdatePodCondition: no call when the
+        condition is already there as wanted; the transition time kept when only the reason or
+        message changes) and sent as a strategic merge patch (kube's util.PatchPodStatus), which the
+        server merges by condition type into the conditions it has now. No GET of the victim, and
+        no lost update of a condition another writer set since the cache saw the pod."""
+        message = f"{self.scheduler_name}: preempting to accommodate a higher priority pod"
+        cached = [c for c in (victim.pod.get("status") or {}).get("conditions") or [] if isinstance(c, dict)]
+        old = next((c for c in cached if c.get("type") == "DisruptionTarget"), None)
+        if old is not None and old.get("status") == "True" and old.get("reason") == "PreemptionByScheduler" \
+                and old.get("message") == message:
+            return  # already marked: kube's UpdatePodCondition reports no change and sends nothing
+        condition = {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+                     "message": message}
+        if old is not None and old.get("status") == "True" and old.get("lastTransitionTime"):
+            condition["lastTransitionTime"] = old["lastTransitionTime"]
+        else:
+            condition["lastTransitionTime"] = rfc3339(_now(self.handle))
+        # The element order of the cached copy, a new condition last, as kube's two-way patch says
+        # it ($setElementOrder); conditions the cache has not seen keep their place.
+        order = [{"type": c["type"]} for c in cached if c.get("type")]
+        if old is None:
+            order.append({"type": "DisruptionTarget"})
+        status: Object = {"conditions": [condition]}
+        if len(order) > 1:
+            status["$setElementOrder/conditions"] = order
+        cluster.patch(PODS, victim.name, {"status": status}, victim.namespace, subresource="status",
+                      patch_type="strategic")
+
+    def clear_lower_nominations(self, pod: PodInfo, node_name: str) -> None:
+        """Lower-priority pods nominated to the node may no longer fit there: their nomination goes
+        (kube's getLowerPriorityNominatedPods and clearNominatedNodeName)."""
+        nominator = self.nominator
+        if nominator is None:
+            return
+        for other in nominator.nominated_pods().get(node_name, []):
+            priority = int((other.get("spec") or {}).get("priority") or 0)
+            meta = other.get("metadata") or {}
+            if priority < pod.priority and f"{meta.get('namespace')}/{meta.get('name')}" != pod.key:
+                nominator.delete_nominated(other)
+                recorder = getattr(self.handle, "event_recorder", None)
+                if recorder is not None and hasattr(recorder, "set_nominated_node"):
+                    recorder.set_nominated_node(other, "")
+
+
+def _now(handle: Any) -> float:
+    clock = getattr(handle, "clock", None)
+    if clock is not None:
+        return float(clock.now())
+    return time.time()
