@@ -5,8 +5,9 @@ scheduler names. For each scenario the same pod is created once for each, with i
 claims and volumes, so the two never share state; then the verdicts are compared: which nodes were
 possible (the chosen node's zone, or kube's exact FailedScheduling text when the pod stays pending).
 
-Not compared, because minisched differs on purpose: a WaitForFirstConsumer claim (kube-scheduler
-assumes a volume or provisioning and waits in PreBind; minisched refuses the pod, saying why).
+Not compared here: WaitForFirstConsumer claims, whose binding writes to shared volumes (the two
+sides would race for them); tests/realcluster/test_kind_like_plane.py binds one end to end with
+kube-controller-manager's PV controller, and tests/scheduler/test_volume_binding.py covers the rest.
 """
 
 from __future__ import annotations
