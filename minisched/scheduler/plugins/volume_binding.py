@@ -61,6 +61,7 @@ from minisched.scheduler.framework.types import (
 from minisched.scheduler.plugins.node_affinity import requirement_mask
 from minisched.scheduler.plugins.storage import (
     WAIT_FOR_FIRST_CONSUMER,
+    StaticStorage,
     StorageLister,
     claim_class,
     claim_volumes,
@@ -70,16 +71,20 @@ from minisched.scheduler.plugins.storage import (
 )
 from minisched.scheduler.queue import NODE_ADD, NODE_LABEL_CHANGE, ClusterEvent
 from minisched.scheduler.snapshot import NodeTable
+from minisched.selectors import from_label_selector_json
 from minisched.volumes import (
     NOT_SUPPORTED_PROVISIONER,
     SELECTED_NODE,
+    access_modes_fit,
     bind_volume_to_claim,
     claim_key,
-    find_matching_volume,
+    is_volume_bound_to_claim,
     node_affinity_matches,
     requested_storage,
+    storage_of,
     topology_matches,
     volume_class,
+    volume_mode_mismatch,
 )
 
 NAME = "VolumeBinding"
@@ -126,6 +131,7 @@ class _Claims:
     volumes: tuple[tuple[str, Object | None], ...]
     delayed: tuple[Object, ...] = ()
     candidates: Mapping[str, tuple[Object, ...]] = field(default_factory=dict)  # class -> volumes
+    storage: StorageLister = field(default_factory=StaticStorage)  # what classes are looked up in
     by_node: dict[str, PodVolumes] = field(default_factory=dict)
     all_bound: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -248,7 +254,7 @@ def classify(pod: Object, namespace: str, storage: StorageLister) -> tuple[_Clai
         class_name = claim_class(pvc)
         if class_name not in candidates:
             candidates[class_name] = tuple(v for v in storage.volumes() if volume_class(v) == class_name)
-    return _Claims(tuple(bound), tuple(delayed), candidates), Status.success()
+    return _Claims(tuple(bound), tuple(delayed), candidates, storage), Status.success()
 
 
 def volume_terms(pv: Object) -> tuple[NodeSelectorTerm, ...] | None:
@@ -302,49 +308,113 @@ def fits(claims: _Claims, labels: Mapping[str, str]) -> tuple[str, ...]:
     return ()
 
 
-def find_pod_volumes(claims: _Claims, node_name: str, labels: Mapping[str, str],
-                     storage: StorageLister) -> tuple[PodVolumes | None, bool]:
-    """FindPodVolumes for the delayed claims on one node: what to bind and provision there, or
-    (None, False) when they cannot be satisfied there (kube's ErrReasonBindConflict)."""
-    volumes = PodVolumes(labels)
+@dataclass
+class _Candidates:
+    """One delayed claim's volumes after FindMatchingVolume's node-independent checks, with each
+    volume's node affinity over the rows, computed once per Filter call (not once per node)."""
+
+    claim: Object
+    prebound: Object | None  # the first volume already bound to the claim: it alone decides
+    prebound_rows: BoolArray | None
+    volumes: list[Object]  # Available volumes that fit the claim, smallest first (ties: list order)
+    rows: BoolArray  # [volume, row]: the volume's node affinity admits the row
+
+
+def _affinity_rows(pv: Object, nodes: NodeTable) -> BoolArray:
+    try:
+        return node_mask(pv, nodes)
+    except PodSpecError:  # CheckNodeAffinity fails on a malformed term: the volume fits no node
+        return np.zeros(len(nodes), np.bool_)
+
+
+def _candidates(pvc: Object, volumes: Sequence[Object], nodes: NodeTable) -> _Candidates:
+    """FindMatchingVolume's checks that do not depend on the node, in its order."""
+    requested = requested_storage(pvc)
+    spec = pvc.get("spec") or {}
+    selector = from_label_selector_json(spec["selector"]) if spec.get("selector") is not None else None
+    wanted_class = claim_class(pvc)
+    fitting: list[tuple[int, Object]] = []
+    for pv in volumes:
+        meta, pv_spec = pv.get("metadata") or {}, pv.get("spec") or {}
+        if pv_spec.get("claimRef") and not is_volume_bound_to_claim(pv, pvc):
+            continue
+        size = storage_of(pv_spec.get("capacity"))
+        if size < requested or volume_mode_mismatch(pvc, pv) or meta.get("deletionTimestamp"):
+            continue
+        if is_volume_bound_to_claim(pv, pvc):  # kube returns at it, whatever the node says
+            return _Candidates(pvc, pv, _affinity_rows(pv, nodes), [], np.zeros((0, len(nodes)), np.bool_))
+        if (pv.get("status") or {}).get("phase") != "Available":
+            continue
+        if selector is not None and not selector.matches(meta.get("labels") or {}):
+            continue
+        if volume_class(pv) != wanted_class or not access_modes_fit(pvc, pv):
+            continue
+        fitting.append((size, pv))
+    fitting.sort(key=lambda sv: sv[0])  # stable: equal sizes keep the list's order, as kube's strict <
+    ordered = [pv for _, pv in fitting]
+    rows = (np.stack([_affinity_rows(pv, nodes) for pv in ordered]) if ordered
+            else np.zeros((0, len(nodes)), np.bool_))
+    return _Candidates(pvc, None, None, ordered, rows)
+
+
+def find_pod_volumes(claims: _Claims, nodes: NodeTable) -> tuple[BoolArray, dict[int, PodVolumes]]:
+    """FindPodVolumes for the delayed claims on every row: whether they can be satisfied there
+    (else kube's ErrReasonBindConflict), and what to bind and provision on the rows where they can."""
+    n = len(nodes)
+    names = nodes.names
+    selected: list[tuple[Object, str]] = []
     to_match: list[Object] = []
-    to_provision: list[Object] = []
     for pvc in claims.delayed:
-        selected = ((pvc.get("metadata") or {}).get("annotations") or {}).get(SELECTED_NODE)
-        if selected is not None:  # provisioning already asked for on a node: only that one will do
-            if selected != node_name:
-                return None, False
-            to_provision.append(pvc)
+        node = ((pvc.get("metadata") or {}).get("annotations") or {}).get(SELECTED_NODE)
+        if node is not None:  # provisioning already asked for on a node: only that one will do
+            selected.append((pvc, node))
         else:
             to_match.append(pvc)
-    satisfied = True
-    if to_match:
+    candidates = [_candidates(pvc, claims.candidates.get(claim_class(pvc), ()), nodes)
+                  for pvc in sorted(to_match, key=requested_storage)]  # smallest claims choose first
+    ok = np.zeros(n, np.bool_)
+    found: dict[int, PodVolumes] = {}
+    for row in range(n):
+        if any(node != names[row] for _, node in selected):
+            continue
+        volumes = PodVolumes({})
+        to_provision = [pvc for pvc, _ in selected]
         chosen: set[str] = set()
-        for pvc in sorted(to_match, key=requested_storage):  # smallest claims choose first
-            pv = find_matching_volume(pvc, claims.candidates.get(claim_class(pvc), ()), labels, chosen,
-                                      delay_binding=True)
+        for cand in candidates:
+            if cand.prebound is not None:
+                pv: Object | None = cand.prebound if cand.prebound_rows is not None and cand.prebound_rows[row] else None
+            else:
+                pv = next((cand.volumes[i] for i in np.flatnonzero(cand.rows[:, row])
+                           if cand.volumes[i]["metadata"]["name"] not in chosen), None)
             if pv is None:
-                to_provision.append(pvc)
-                satisfied = False
+                to_provision.append(cand.claim)
                 continue
             chosen.add(pv["metadata"]["name"])
-            volumes.static_bindings.append((pvc, pv))
-    if to_provision:
-        satisfied = True
-        for pvc in to_provision:  # checkVolumeProvisions
-            class_name = claim_class(pvc)
-            if not class_name:
-                raise ValueError(f'no class for claim "{claim_key(pvc)}"')
-            sc = storage.storage_class(class_name)
-            if sc is None:
-                raise ValueError(f'failed to find storage class "{class_name}"')
-            provisioner = str(sc.get("provisioner") or "")
-            if not provisioner or provisioner == NOT_SUPPORTED_PROVISIONER:
-                return None, False
-            if not topology_matches(sc.get("allowedTopologies"), labels):
-                return None, False
-            volumes.dynamic_provisions.append(pvc)
-    return (volumes, True) if satisfied else (None, False)
+            volumes.static_bindings.append((cand.claim, pv))
+        if to_provision and not _provisionable(to_provision, nodes, row, claims.storage):
+            continue
+        volumes.dynamic_provisions = to_provision
+        volumes.labels = nodes.labels_at(row)
+        ok[row] = True
+        found[row] = volumes
+    return ok, found
+
+
+def _provisionable(pvcs: Sequence[Object], nodes: NodeTable, row: int, storage: StorageLister) -> bool:
+    """checkVolumeProvisions: each claim's class has a provisioner that can provision on the row."""
+    for pvc in pvcs:
+        class_name = claim_class(pvc)
+        if not class_name:
+            raise ValueError(f'no class for claim "{claim_key(pvc)}"')
+        sc = storage.storage_class(class_name)
+        if sc is None:
+            raise ValueError(f'failed to find storage class "{class_name}"')
+        provisioner = str(sc.get("provisioner") or "")
+        if not provisioner or provisioner == NOT_SUPPORTED_PROVISIONER:
+            return False
+        if sc.get("allowedTopologies") and not topology_matches(sc["allowedTopologies"], nodes.labels_at(row)):
+            return False
+    return True
 
 
 class VolumeBinding:
@@ -394,14 +464,12 @@ class VolumeBinding:
             reasons[conflict] |= _NODE_CONFLICT_BIT
             undecided &= ~conflict
         if claims.delayed:
-            names = nodes.names
-            for row in range(n):
-                found_volumes, ok = find_pod_volumes(claims, names[row], nodes.labels_at(row), self.storage)
-                if not ok:
-                    reasons[row] |= _BIND_CONFLICT_BIT
-                elif not reasons[row] and found_volumes is not None:
-                    with claims.lock:
-                        claims.by_node[names[row]] = found_volumes
+            ok, planned = find_pod_volumes(claims, nodes)
+            reasons[~ok] |= _BIND_CONFLICT_BIT
+            with claims.lock:
+                for row, volumes in planned.items():
+                    if not reasons[row]:
+                        claims.by_node[nodes.names[row]] = volumes
         if not reasons.any():
             return FilterResult.all_pass(n)
         return FilterResult(reasons == 0, reasons.astype(np.int64), _REASONS, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
