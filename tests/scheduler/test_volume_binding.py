@@ -324,3 +324,25 @@ def test_the_controller_alone_makes_volumes_available_and_binds_a_pre_bound_clai
 def test_a_fake_provisioner_cannot_take_an_in_tree_name() -> None:
     with pytest.raises(ValueError, match="outside kubernetes.io/"):
         FakeProvisioner("kubernetes.io/no-provisioner")
+
+
+def test_the_controller_binds_an_immediate_claim_to_the_smallest_fit_but_not_a_delayed_one() -> None:
+    c = EmbeddedCluster()
+    c.create(STORAGE_CLASSES, make_storage_class("now", provisioner=FAKE_PROVISIONER, binding_mode="Immediate"))
+    c.create(STORAGE_CLASSES, make_storage_class("later", provisioner="example.com/elsewhere",
+                                                 binding_mode="WaitForFirstConsumer"))
+    for name, size, cls in (("big", "5Gi", "now"), ("small", "2Gi", "now"), ("tiny", "1Gi", "now"),
+                            ("free-later", "1Gi", "later")):
+        c.create(PERSISTENT_VOLUMES, make_volume(name, storage=size, storage_class=cls))
+    c.create(PERSISTENT_VOLUME_CLAIMS, make_claim("now", storage="2Gi", storage_class="now"))
+    delayed = make_claim("later", storage_class="later")
+    delayed["metadata"]["annotations"] = {SELECTED_NODE: "node-a"}
+    c.create(PERSISTENT_VOLUME_CLAIMS, delayed)
+    controller = PersistentVolumeController(c)
+    controller.sync()  # volumes become Available
+    controller.sync()
+    assert c.get(PERSISTENT_VOLUME_CLAIMS, "now", "default")["spec"]["volumeName"] == "small"
+    later = c.get(PERSISTENT_VOLUME_CLAIMS, "later", "default")
+    # a delayed claim gets only a volume pre-bound to it: with a node selected it goes to its provisioner
+    assert not later["spec"].get("volumeName")
+    assert later["metadata"]["annotations"]["volume.kubernetes.io/storage-provisioner"] == "example.com/elsewhere"

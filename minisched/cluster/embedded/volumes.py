@@ -11,12 +11,12 @@ bound. `PersistentVolumeController(cluster)` does the part of the PV controller
 - a volume without a claimRef, or pre-bound to a claim not bound yet, becomes Available;
 - a volume whose claim is gone becomes Released (the reclaim policy is not carried out);
 - an unbound claim gets a volume: one pre-bound to it (a claimRef naming it, which is what the
-  scheduler writes), or else, unless its class is WaitForFirstConsumer and no node was selected
-  yet, the smallest Available volume that fits (FindMatchingVolume, shared with the scheduler in
-  minisched.volumes). Binding sets the volume's claimRef and phase Bound, the claim's
+  scheduler writes), or else, unless its class is WaitForFirstConsumer, the smallest Available
+  volume that fits (FindMatchingVolume, shared with the scheduler in minisched.volumes). Binding sets the volume's claimRef and phase Bound, the claim's
   spec.volumeName, its bind-completed annotation and phase Bound, as the controller does;
-- a claim with nothing to bind to, of a class whose provisioner is external (not
-  `kubernetes.io/...`), is handed to that provisioner: the controller annotates it with
+- a claim with nothing to bind to (of a WaitForFirstConsumer class: once the scheduler has selected
+  its node), of a class whose provisioner is external (not `kubernetes.io/...`), is handed to that
+  provisioner: the controller annotates it with
   `volume.kubernetes.io/storage-provisioner` (and the beta key) and waits, as kube's does.
 
 Not done: the reclaim policy (deleting or recycling a Released volume), in-tree provisioners, events,
@@ -198,15 +198,16 @@ class PersistentVolumeController:
             return
         class_name = claim_class(pvc)
         sc = classes.get(class_name) if class_name else None
-        delayed = (sc is not None and sc.get("volumeBindingMode") == WAIT_FOR_FIRST_CONSUMER
-                   and SELECTED_NODE not in annotations_of(pvc))
+        # a delayed class: only a volume pre-bound to the claim (by the scheduler, or by hand) is
+        # bound here, even once a node is selected; then the claim goes to its provisioner
+        delayed = sc is not None and sc.get("volumeBindingMode") == WAIT_FOR_FIRST_CONSUMER
         fitting = [v for v in volumes.values() if access_modes_fit(pvc, v)]
         pv = find_matching_volume(pvc, fitting, None, delay_binding=delayed)
         if pv is not None:
             self._bind(pv, pvc)
             counts["bound"] += 1
             return
-        if delayed or sc is None or not class_name:
+        if (delayed and SELECTED_NODE not in annotations_of(pvc)) or sc is None or not class_name:
             return  # waits for its first consumer, or for a volume made by hand
         provisioner = str(sc.get("provisioner") or "")
         if not provisioner or provisioner.startswith("kubernetes.io/"):
