@@ -5,8 +5,10 @@ scheduler names. For each scenario the same pod is created once for each, with i
 claims and volumes, so the two never share state; then the verdicts are compared: which nodes were
 possible (the chosen node's zone, or kube's exact FailedScheduling text when the pod stays pending).
 
-Not compared, because minisched differs on purpose: a WaitForFirstConsumer claim (kube-scheduler
-assumes a volume or provisioning and waits in PreBind; minisched refuses the pod, saying why).
+A WaitForFirstConsumer claim is compared where neither side can bind it (no volume, no provisioner):
+binding one needs kube-controller-manager's PV controller, which this plane does not run;
+tests/realcluster/test_kind_like_plane.py binds one end to end on the kind-like plane, and
+tests/scheduler/test_volume_binding.py covers the rest.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ import pytest
 from minisched.cluster.real import RealCluster
 from minisched.controlplane import ControlPlane, ControlPlaneOptions, fake_node, node_is_ready, wait_for
 from minisched.controlplane.observe import PodObserver, matched_scheduler_config
-from minisched.objects import make_claim, make_csi_node, make_pod, make_volume
-from minisched.resources import CSI_NODES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, PODS
+from minisched.objects import make_claim, make_csi_node, make_pod, make_storage_class, make_volume
+from minisched.resources import CSI_NODES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, PODS, STORAGE_CLASSES
 from minisched.scheduler.scheduler import Scheduler
 from tests.plugins.controlplane import require_binaries
 
@@ -80,6 +82,13 @@ def made_claim(prefix: str, **kwargs: Any) -> Setup:
     return setup
 
 
+def delayed_claim_with_nothing_to_bind(c: RealCluster, side: str) -> Object:
+    """A WaitForFirstConsumer claim of a class nothing provisions, and no volume of that class."""
+    c.create(STORAGE_CLASSES, make_storage_class(f"local-{side}", provisioner="kubernetes.io/no-provisioner",
+                                                 binding_mode="WaitForFirstConsumer"))
+    return made_claim("delayed", storage_class=f"local-{side}")(c, side)
+
+
 def disk_in_use_on_a0(c: RealCluster, side: str) -> Object:
     """A pod already on a-0 holds GCE PD disk-<side>; the new pod wants the same disk and only a-0."""
     disk = [{"name": "d", "gcePersistentDisk": {"pdName": f"disk-{side}"}}]
@@ -106,6 +115,7 @@ SCENARIOS: dict[str, tuple[Setup, str | None]] = {
     "missing-claim": (claims("nothing"), None),
     "unbound-immediate": (made_claim("unbound", storage_class=""), None),
     "missing-pv": (made_claim("orphan", volume_name="gone"), None),
+    "wait-for-first-consumer-nothing-to-bind": (delayed_claim_with_nothing_to_bind, None),
     "inline-disk-in-use": (disk_in_use_on_a0, None),
     "read-write-once-pod-in-use": (read_write_once_pod_in_use, None),
     "csi-limit-zero-on-the-only-node": (bound_to(lambda n: make_volume(

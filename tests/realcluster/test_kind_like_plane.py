@@ -217,3 +217,48 @@ def test_kwok_keeps_chapter_nodes_alive_past_the_grace_period_and_others_are_los
         "the pod on the chapter node to run",
     )
     assert running["spec"]["nodeName"] == "pace-chapter"
+
+
+def test_a_wait_for_first_consumer_volume_binds_where_minisched_places_its_pod(
+    real_cluster: Any, real_namespace: str
+) -> None:
+    # Delayed binding end to end: minisched's VolumeBinding writes the chosen volume's claimRef in
+    # PreBind, kube-controller-manager's PV controller binds the claim, and only then is the pod bound.
+    from minisched.objects import make_claim, make_storage_class, make_volume
+    from minisched.scheduler.scheduler import Scheduler
+
+    tag = uuid.uuid4().hex[:6]
+    chapter = f"test-wffc-{tag}"
+    nodes = [f"wffc-{side}-{tag}" for side in ("a", "b")]
+    for name in nodes:
+        real_cluster.create("nodes", make_node(name, labels={CHAPTER_NODE_LABEL: chapter, "kubernetes.io/hostname": name}))
+    sc = real_cluster.create("storageclasses.storage.k8s.io", make_storage_class(
+        f"local-{tag}", provisioner="kubernetes.io/no-provisioner", binding_mode="WaitForFirstConsumer"))
+    pv_name = f"wffc-pv-{tag}"
+    real_cluster.create("persistentvolumes", make_volume(pv_name, storage_class=sc["metadata"]["name"], node_affinity=[
+        {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [nodes[1]]}]}]))
+    real_cluster.create("persistentvolumeclaims", make_claim("data", namespace=real_namespace,
+                                                             storage_class=sc["metadata"]["name"]))
+    for name in nodes:
+        wait_for(lambda name=name: _if(node_is_settled, real_cluster.get("nodes", name)), 30, f"{name} Ready")
+    sched = Scheduler(real_cluster, bind_workers=2, node_selector=f"{CHAPTER_NODE_LABEL}={chapter}")
+    sched.start()
+    try:
+        real_cluster.create("pods", make_pod("db", namespace=real_namespace, claims=["data"]))
+        placed = wait_for(lambda: real_cluster.get("pods", "db", real_namespace)["spec"].get("nodeName"), 60,
+                          "the pod bound")
+    finally:
+        sched.stop()
+    assert placed == nodes[1]
+    pvc = real_cluster.get("persistentvolumeclaims", "data", real_namespace)
+    assert pvc["spec"]["volumeName"] == pv_name and pvc["status"]["phase"] == "Bound"
+    assert pvc["metadata"]["annotations"]["pv.kubernetes.io/bind-completed"] == "yes"  # the PV controller's
+    pv = wait_for(lambda: _if(lambda v: v["status"]["phase"] == "Bound", real_cluster.get("persistentvolumes", pv_name)),
+                  30, "the volume Bound")
+    assert pv["spec"]["claimRef"]["uid"] == pvc["metadata"]["uid"]
+    real_cluster.delete("pods", "db", real_namespace, grace_period_seconds=0)
+    real_cluster.delete("persistentvolumeclaims", "data", real_namespace)
+    real_cluster.delete("persistentvolumes", pv_name)
+    real_cluster.delete("storageclasses.storage.k8s.io", sc["metadata"]["name"])
+    for name in nodes:
+        real_cluster.delete("nodes", name)

@@ -13,12 +13,18 @@ from collections.abc import Iterable, Iterator
 from typing import Any, Protocol
 
 from minisched.resources import CSI_NODES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES
+from minisched.volumes import (
+    BETA_CLASS_ANNOTATION,
+    BIND_COMPLETED,
+    WAIT_FOR_FIRST_CONSUMER,
+    claim_class,
+    fully_bound,
+)
 
 Object = dict[str, Any]
 
-BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
-BETA_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
-WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
+__all__ = ("BETA_CLASS_ANNOTATION", "BIND_COMPLETED", "STORAGE_RESOURCES", "WAIT_FOR_FIRST_CONSUMER", "InformerStorage",
+           "StaticStorage", "StorageLister", "claim_class", "claim_volumes", "fully_bound", "not_found", "storage_from")
 STORAGE_RESOURCES = (PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, CSI_NODES)
 
 
@@ -30,6 +36,8 @@ class StorageLister(Protocol):
     def storage_class(self, name: str) -> Object | None: ...
 
     def csi_node(self, name: str) -> Object | None: ...
+
+    def volumes(self) -> list[Object]: ...
 
 
 class StaticStorage:
@@ -55,6 +63,9 @@ class StaticStorage:
 
     def csi_node(self, name: str) -> Object | None:
         return self._objects.get(("CSINode", "", name))
+
+    def volumes(self) -> list[Object]:
+        return [o for (kind, _, _), o in self._objects.items() if kind == "PersistentVolume"]
 
 
 class InformerStorage:
@@ -82,6 +93,9 @@ class InformerStorage:
     def csi_node(self, name: str) -> Object | None:
         obj: Object | None = self._csi_nodes.get_by_key(name)
         return obj
+
+    def volumes(self) -> list[Object]:
+        return list(self._volumes.list())
 
 
 def storage_from(handle: Any, storage: StorageLister | None = None) -> StorageLister:
@@ -111,20 +125,6 @@ def claim_volumes(pod: Object) -> Iterator[tuple[str, bool]]:
             yield str(v["persistentVolumeClaim"].get("claimName") or ""), False
         elif v.get("ephemeral") is not None:
             yield f"{pod_name}-{v.get('name') or ''}", True
-
-
-def claim_class(pvc: Object) -> str:
-    """storagehelpers.GetPersistentVolumeClaimClass: the beta annotation wins over the field."""
-    annotations = (pvc.get("metadata") or {}).get("annotations") or {}
-    if BETA_CLASS_ANNOTATION in annotations:
-        return str(annotations[BETA_CLASS_ANNOTATION])
-    return str((pvc.get("spec") or {}).get("storageClassName") or "")
-
-
-def fully_bound(pvc: Object) -> bool:
-    """Bound by the PV controller: a volume name and the bind-completed annotation."""
-    annotations = (pvc.get("metadata") or {}).get("annotations") or {}
-    return bool((pvc.get("spec") or {}).get("volumeName")) and BIND_COMPLETED in annotations
 
 
 def not_found(kind: str, name: str) -> str:

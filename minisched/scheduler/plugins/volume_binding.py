@@ -1,29 +1,53 @@
-"""VolumeBinding (PreFilter, Filter): a pod's PersistentVolumeClaims must exist and be bound, and
-each bound claim's PersistentVolume must allow the node (its required node affinity).
+"""VolumeBinding (PreFilter, Filter, Reserve, PreBind): a pod's PersistentVolumeClaims must exist
+and be bound, or be bindable on the node: kube's delayed volume binding
+(pkg/scheduler/framework/plugins/volumebinding, binder.go).
 
-As kube's plugin: a missing claim, a lost one or one being deleted makes the pod unschedulable
-everywhere (UnschedulableAndUnresolvable, the lister's message); an unbound claim whose class binds
-Immediately (or a claim pre-bound to a volume the PV controller has not confirmed) waits for the PV
-controller ("pod has unbound immediate PersistentVolumeClaims"); a node outside a bound volume's node
-affinity fails with "node(s) didn't match PersistentVolume's node affinity", and a claim bound to a
-volume that does not exist fails every node with kube's "non-existent pv(s)" reason.
+PreFilter sorts the pod's claims as kube's GetPodVolumeClaims does. A missing claim, a lost one or
+one being deleted makes the pod unschedulable everywhere (UnschedulableAndUnresolvable, the
+lister's message); an unbound claim whose class binds Immediately (or a claim pre-bound to a volume
+the PV controller has not confirmed) waits for the PV controller ("pod has unbound immediate
+PersistentVolumeClaims"). An unbound claim whose class is WaitForFirstConsumer is left to the
+scheduler: it is bound once a node is chosen.
 
-Left out, on purpose: a claim whose class is WaitForFirstConsumer is NOT bound or provisioned here
-(kube's scheduler assumes a matching PV or asks the provisioner in PreBind). minisched refuses such
-a pod with a message that says so, instead of placing it where no volume may follow.
-Also left out: storage capacity checks and scoring, in-tree to CSI translation of PVs, and the check
-that an ephemeral volume's claim is owned by the pod.
+Filter, for each node: a bound claim's volume must admit the node ("node(s) didn't match
+PersistentVolume's node affinity"; a volume that does not exist: "node(s) unavailable due to one or
+more pvc(s) bound to non-existent pv(s)"). A delayed claim needs, on this node, an Available volume
+of its class that fits it (FindMatchingVolume: capacity, access and volume modes, the claim's
+selector, the volume's node affinity; the smallest that fits; two claims of one pod never share
+one), or else a class whose provisioner can provision there (not `kubernetes.io/no-provisioner`,
+and the node inside the class's allowedTopologies); otherwise "node(s) didn't find available
+persistent volumes to bind". A claim that already carries `volume.kubernetes.io/selected-node`
+(provisioning under way) fits only that node.
+
+Reserve assumes the chosen node's bindings in an assume cache over the informers (kube's
+AssumeCache): the volume's claimRef, the claim's selected-node annotation, as they will be written.
+A second pod scheduled before the informers see the writes therefore cannot take the same volume.
+Unreserve reverts them. PreBind writes them (PV: spec.claimRef, as kube's binder does; the PV
+controller then binds both sides. Claim to provision: the selected-node annotation, which the
+external provisioner waits for) and waits, up to bindTimeoutSeconds (kube's default 600), until
+every claim is bound; a timeout fails the pod with kube's "binding volumes: context deadline
+exceeded", and naming the claims still unbound.
+
+Left out, on purpose: storage capacity (CSIStorageCapacity) checks and capacity scoring, in-tree to
+CSI translation of PVs, volumeAttributesClass matching, and the check that an ephemeral volume's
+claim is owned by the pod, and PreBind's early failure when the pod was deleted meanwhile (the
+wait then runs to its timeout). Where kube polls its caches every second in PreBind, minisched polls every
+0.1 s (reading informer caches costs nothing; the wait ends sooner).
 """
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from minisched.errors import ApiError
+from minisched.resources import PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
 from minisched.scheduler.framework import batch
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import FilterResult, Handle, PreFilterResult
@@ -37,6 +61,7 @@ from minisched.scheduler.framework.types import (
 from minisched.scheduler.plugins.node_affinity import requirement_mask
 from minisched.scheduler.plugins.storage import (
     WAIT_FOR_FIRST_CONSUMER,
+    StaticStorage,
     StorageLister,
     claim_class,
     claim_volumes,
@@ -44,35 +69,157 @@ from minisched.scheduler.plugins.storage import (
     not_found,
     storage_from,
 )
+from minisched.scheduler.queue import NODE_ADD, NODE_LABEL_CHANGE, ClusterEvent
 from minisched.scheduler.snapshot import NodeTable
+from minisched.selectors import from_label_selector_json
+from minisched.volumes import (
+    NOT_SUPPORTED_PROVISIONER,
+    SELECTED_NODE,
+    access_modes_fit,
+    bind_volume_to_claim,
+    claim_key,
+    is_volume_bound_to_claim,
+    node_affinity_matches,
+    requested_storage,
+    storage_of,
+    topology_matches,
+    volume_class,
+    volume_mode_mismatch,
+)
 
 NAME = "VolumeBinding"
 NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"
+BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
+# the reason bits of Filter's result, in the order kube appends its reasons
+_REASONS = (NODE_CONFLICT, BIND_CONFLICT, PV_NOT_EXIST)
+_NODE_CONFLICT_BIT, _BIND_CONFLICT_BIT, _PV_NOT_EXIST_BIT = 1, 2, 4
+DEFAULT_BIND_TIMEOUT_SECONDS = 600
+POLL_INTERVAL = 0.1  # seconds between two checks of the claims in PreBind
 _STATE_KEY = "PreFilter" + NAME
+
+# kube's EventsToRegister (with queueing hints on, its default): what can make a pod this plugin
+# rejected schedulable. The scheduler names storage events after the object's kind.
+EVENTS = (
+    ClusterEvent("StorageClass", "Add"), ClusterEvent("StorageClass", "Update"),
+    ClusterEvent("PersistentVolumeClaim", "Add"), ClusterEvent("PersistentVolumeClaim", "Update"),
+    ClusterEvent("PersistentVolume", "Add"), ClusterEvent("PersistentVolume", "Update"),
+    NODE_ADD, NODE_LABEL_CHANGE,
+    ClusterEvent("CSINode", "Add"), ClusterEvent("CSINode", "Update"),
+)
 
 Object = dict[str, Any]
 BoolArray = npt.NDArray[np.bool_]
 
 
-@dataclass(frozen=True)
+@dataclass
+class PodVolumes:
+    """What the pod needs done on one node (kube's PodVolumes): volumes to bind to claims, and
+    claims to provision. After Reserve these are the assumed objects, as PreBind will write them."""
+
+    labels: Mapping[str, str]
+    static_bindings: list[tuple[Object, Object]] = field(default_factory=list)  # (claim, volume)
+    dynamic_provisions: list[Object] = field(default_factory=list)  # claims
+
+
+@dataclass
 class _Claims:
-    """What PreFilter found: the PersistentVolume (or None: missing) of each bound claim, in order."""
+    """What PreFilter found (kube's stateData): each bound claim's volume (None: missing), the
+    unbound delayed claims, the volumes of their classes, and what Filter found per node."""
 
     volumes: tuple[tuple[str, Object | None], ...]
+    delayed: tuple[Object, ...] = ()
+    candidates: Mapping[str, tuple[Object, ...]] = field(default_factory=dict)  # class -> volumes
+    storage: StorageLister = field(default_factory=StaticStorage)  # what classes are looked up in
+    by_node: dict[str, PodVolumes] = field(default_factory=dict)
+    all_bound: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def wait_for_first_consumer_message(claim: str) -> str:
-    return (f'persistentvolumeclaim "{claim}" uses a WaitForFirstConsumer StorageClass: minisched does not '
-            "bind or provision volumes at scheduling time, so it does not place this pod")
+class AssumeCache:
+    """kube's (passive) AssumeCache: a lister whose volumes and claims may be overlaid by assumed
+    copies, written in Reserve before the API server has them. An assumed copy keeps the
+    resourceVersion of the object it was made from; once the informer holds a newer version (the
+    write, or anyone else's) that version wins and the assumption is dropped."""
+
+    def __init__(self, storage: StorageLister) -> None:
+        self.storage = storage
+        self._lock = threading.Lock()
+        self._volumes: dict[str, Object] = {}
+        self._claims: dict[str, Object] = {}
+
+    def volume(self, name: str) -> Object | None:
+        return self._latest(self._volumes, name, self.storage.volume(name))
+
+    def claim(self, namespace: str, name: str) -> Object | None:
+        return self._latest(self._claims, f"{namespace}/{name}", self.storage.claim(namespace, name))
+
+    def volumes(self) -> list[Object]:
+        out = []
+        for pv in self.storage.volumes():
+            latest = self.volume(pv["metadata"]["name"])
+            if latest is not None:
+                out.append(latest)
+        return out
+
+    def storage_class(self, name: str) -> Object | None:
+        return self.storage.storage_class(name)
+
+    def csi_node(self, name: str) -> Object | None:
+        return self.storage.csi_node(name)
+
+    def _latest(self, assumed: dict[str, Object], key: str, api: Object | None) -> Object | None:
+        with self._lock:
+            mine = assumed.get(key)
+            if mine is None:
+                return api
+            if api is None or _version(api) > _version(mine):
+                del assumed[key]
+                return api
+            return mine
+
+    def assume_volume(self, pv: Object) -> None:
+        self._assume(self._volumes, pv["metadata"]["name"], pv, self.volume(pv["metadata"]["name"]),
+                     "PersistentVolume")
+
+    def assume_claim(self, pvc: Object) -> None:
+        meta = pvc["metadata"]
+        self._assume(self._claims, claim_key(pvc), pvc, self.claim(meta.get("namespace") or "", meta["name"]),
+                     "PersistentVolumeClaim")
+
+    def _assume(self, assumed: dict[str, Object], key: str, obj: Object, stored: Object | None, kind: str) -> None:
+        if stored is None:
+            raise LookupError(f'{kind} "{key}" not found')
+        if _version(obj) < _version(stored):
+            raise RuntimeError(f'{kind} "{key}" is out of sync (stored: {_version(stored)}, '
+                               f"assume: {_version(obj)})")
+        with self._lock:
+            assumed[key] = obj
+
+    def restore_volume(self, name: str) -> None:
+        with self._lock:
+            self._volumes.pop(name, None)
+
+    def restore_claim(self, key: str) -> None:
+        with self._lock:
+            self._claims.pop(key, None)
+
+
+def _version(obj: Mapping[str, Any]) -> int:
+    text = (obj.get("metadata") or {}).get("resourceVersion") or "0"
+    try:
+        return int(text)
+    except ValueError:
+        return 0
 
 
 def classify(pod: Object, namespace: str, storage: StorageLister) -> tuple[_Claims | None, Status]:
-    """podHasPVCs + GetPodVolumeClaims: the bound claims' volumes, or why the pod cannot go anywhere."""
+    """podHasPVCs + GetPodVolumeClaims: the bound claims' volumes and the delayed claims, or why the
+    pod cannot go anywhere."""
     bound: list[tuple[str, Object | None]] = []
+    delayed: list[Object] = []
     found_any = False
-    waiting: list[str] = []
     immediate = False
     for name, ephemeral in claim_volumes(pod):
         found_any = True
@@ -93,18 +240,21 @@ def classify(pod: Object, namespace: str, storage: StorageLister) -> tuple[_Clai
             continue
         class_name = claim_class(pvc)
         sc = storage.storage_class(class_name) if class_name else None
-        delayed = sc is not None and sc.get("volumeBindingMode") == WAIT_FOR_FIRST_CONSUMER
-        if delayed and not volume_name:
-            waiting.append(name)
+        # (a class without volumeBindingMode, only ever hand-made: the API server defaults it to Immediate)
+        if sc is not None and sc.get("volumeBindingMode") == WAIT_FOR_FIRST_CONSUMER and not volume_name:
+            delayed.append(pvc)
         else:
             immediate = True
     if not found_any:
         return None, Status.skip(NAME)
     if immediate:
         return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (UNBOUND_IMMEDIATE,), NAME)
-    if waiting:
-        return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (wait_for_first_consumer_message(waiting[0]),), NAME)
-    return _Claims(tuple(bound)), Status.success()
+    candidates: dict[str, tuple[Object, ...]] = {}
+    for pvc in delayed:
+        class_name = claim_class(pvc)
+        if class_name not in candidates:
+            candidates[class_name] = tuple(v for v in storage.volumes() if volume_class(v) == class_name)
+    return _Claims(tuple(bound), tuple(delayed), candidates, storage), Status.success()
 
 
 def volume_terms(pv: Object) -> tuple[NodeSelectorTerm, ...] | None:
@@ -158,6 +308,115 @@ def fits(claims: _Claims, labels: Mapping[str, str]) -> tuple[str, ...]:
     return ()
 
 
+@dataclass
+class _Candidates:
+    """One delayed claim's volumes after FindMatchingVolume's node-independent checks, with each
+    volume's node affinity over the rows, computed once per Filter call (not once per node)."""
+
+    claim: Object
+    prebound: Object | None  # the first volume already bound to the claim: it alone decides
+    prebound_rows: BoolArray | None
+    volumes: list[Object]  # Available volumes that fit the claim, smallest first (ties: list order)
+    rows: BoolArray  # [volume, row]: the volume's node affinity admits the row
+
+
+def _affinity_rows(pv: Object, nodes: NodeTable) -> BoolArray:
+    try:
+        return node_mask(pv, nodes)
+    except PodSpecError:  # CheckNodeAffinity fails on a malformed term: the volume fits no node
+        return np.zeros(len(nodes), np.bool_)
+
+
+def _candidates(pvc: Object, volumes: Sequence[Object], nodes: NodeTable) -> _Candidates:
+    """FindMatchingVolume's checks that do not depend on the node, in its order."""
+    requested = requested_storage(pvc)
+    spec = pvc.get("spec") or {}
+    selector = from_label_selector_json(spec["selector"]) if spec.get("selector") is not None else None
+    wanted_class = claim_class(pvc)
+    fitting: list[tuple[int, Object]] = []
+    for pv in volumes:
+        meta, pv_spec = pv.get("metadata") or {}, pv.get("spec") or {}
+        if pv_spec.get("claimRef") and not is_volume_bound_to_claim(pv, pvc):
+            continue
+        size = storage_of(pv_spec.get("capacity"))
+        if size < requested or volume_mode_mismatch(pvc, pv) or meta.get("deletionTimestamp"):
+            continue
+        if is_volume_bound_to_claim(pv, pvc):  # kube returns at it, whatever the node says
+            return _Candidates(pvc, pv, _affinity_rows(pv, nodes), [], np.zeros((0, len(nodes)), np.bool_))
+        if (pv.get("status") or {}).get("phase") != "Available":
+            continue
+        if selector is not None and not selector.matches(meta.get("labels") or {}):
+            continue
+        if volume_class(pv) != wanted_class or not access_modes_fit(pvc, pv):
+            continue
+        fitting.append((size, pv))
+    fitting.sort(key=lambda sv: sv[0])  # stable: equal sizes keep the list's order, as kube's strict <
+    ordered = [pv for _, pv in fitting]
+    rows = (np.stack([_affinity_rows(pv, nodes) for pv in ordered]) if ordered
+            else np.zeros((0, len(nodes)), np.bool_))
+    return _Candidates(pvc, None, None, ordered, rows)
+
+
+def find_pod_volumes(claims: _Claims, nodes: NodeTable) -> tuple[BoolArray, dict[int, PodVolumes]]:
+    """FindPodVolumes for the delayed claims on every row: whether they can be satisfied there
+    (else kube's ErrReasonBindConflict), and what to bind and provision on the rows where they can."""
+    n = len(nodes)
+    names = nodes.names
+    selected: list[tuple[Object, str]] = []
+    to_match: list[Object] = []
+    for pvc in claims.delayed:
+        node = ((pvc.get("metadata") or {}).get("annotations") or {}).get(SELECTED_NODE)
+        if node is not None:  # provisioning already asked for on a node: only that one will do
+            selected.append((pvc, node))
+        else:
+            to_match.append(pvc)
+    candidates = [_candidates(pvc, claims.candidates.get(claim_class(pvc), ()), nodes)
+                  for pvc in sorted(to_match, key=requested_storage)]  # smallest claims choose first
+    ok = np.zeros(n, np.bool_)
+    found: dict[int, PodVolumes] = {}
+    for row in range(n):
+        if any(node != names[row] for _, node in selected):
+            continue
+        volumes = PodVolumes({})
+        to_provision = [pvc for pvc, _ in selected]
+        chosen: set[str] = set()
+        for cand in candidates:
+            if cand.prebound is not None:
+                pv: Object | None = cand.prebound if cand.prebound_rows is not None and cand.prebound_rows[row] else None
+            else:
+                pv = next((cand.volumes[i] for i in np.flatnonzero(cand.rows[:, row])
+                           if cand.volumes[i]["metadata"]["name"] not in chosen), None)
+            if pv is None:
+                to_provision.append(cand.claim)
+                continue
+            chosen.add(pv["metadata"]["name"])
+            volumes.static_bindings.append((cand.claim, pv))
+        if to_provision and not _provisionable(to_provision, nodes, row, claims.storage):
+            continue
+        volumes.dynamic_provisions = to_provision
+        volumes.labels = nodes.labels_at(row)
+        ok[row] = True
+        found[row] = volumes
+    return ok, found
+
+
+def _provisionable(pvcs: Sequence[Object], nodes: NodeTable, row: int, storage: StorageLister) -> bool:
+    """checkVolumeProvisions: each claim's class has a provisioner that can provision on the row."""
+    for pvc in pvcs:
+        class_name = claim_class(pvc)
+        if not class_name:
+            raise ValueError(f'no class for claim "{claim_key(pvc)}"')
+        sc = storage.storage_class(class_name)
+        if sc is None:
+            raise ValueError(f'failed to find storage class "{class_name}"')
+        provisioner = str(sc.get("provisioner") or "")
+        if not provisioner or provisioner == NOT_SUPPORTED_PROVISIONER:
+            return False
+        if sc.get("allowedTopologies") and not topology_matches(sc["allowedTopologies"], nodes.labels_at(row)):
+            return False
+    return True
+
+
 class VolumeBinding:
     name = NAME
     reads_pods = False
@@ -167,8 +426,15 @@ class VolumeBinding:
     def sign_pod(self, pod: PodInfo) -> tuple[Sequence[batch.Fragment], Status]:
         return [(batch.VOLUMES, batch.volumes_signer(pod))], Status.success()
 
-    def __init__(self, storage: StorageLister) -> None:
-        self.storage = storage
+    def __init__(self, storage: StorageLister, handle: Handle | None = None,
+                 bind_timeout: float = DEFAULT_BIND_TIMEOUT_SECONDS) -> None:
+        self.cache = AssumeCache(storage)
+        self.storage: StorageLister = self.cache
+        self.handle = handle
+        self.bind_timeout = bind_timeout
+
+    def events_to_register(self) -> list[ClusterEvent]:
+        return list(EVENTS)
 
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> tuple[PreFilterResult | None, Status]:
         claims, status = classify(pod.pod, pod.namespace, self.storage)
@@ -185,23 +451,173 @@ class VolumeBinding:
             if found is None:
                 return _everywhere(status, n)
             claims = found
-        undecided = np.ones(n, np.bool_)
         reasons = np.zeros(n, np.uint8)
-        for _, pv in claims.volumes:
-            if pv is None:  # fails every node still undecided, as checkBoundClaims returns there
-                reasons[undecided] = 2
-                undecided[:] = False
+        undecided = np.ones(n, np.bool_)
+        for _, pv in claims.volumes:  # checkBoundClaims: the first failing volume decides a node
+            if pv is None:
+                reasons[undecided] |= _PV_NOT_EXIST_BIT
                 break
             try:
                 conflict = undecided & ~node_mask(pv, nodes)
             except PodSpecError as e:
                 raise ValueError(str(e)) from None
-            reasons[conflict] = 1
+            reasons[conflict] |= _NODE_CONFLICT_BIT
             undecided &= ~conflict
+        if claims.delayed:
+            ok, planned = find_pod_volumes(claims, nodes)
+            reasons[~ok] |= _BIND_CONFLICT_BIT
+            with claims.lock:
+                for row, volumes in planned.items():
+                    if not reasons[row]:
+                        claims.by_node[nodes.names[row]] = volumes
         if not reasons.any():
             return FilterResult.all_pass(n)
-        return FilterResult(reasons == 0, reasons.astype(np.int64), (NODE_CONFLICT, PV_NOT_EXIST),
-                            Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+        return FilterResult(reasons == 0, reasons.astype(np.int64), _REASONS, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """AssumePodVolumes: the chosen node's bindings go into the assume cache."""
+        try:
+            claims: _Claims = state.read(_STATE_KEY)
+        except KeyError:
+            return Status.success()  # the pod has no claims (PreFilter skipped)
+        volumes = claims.by_node.get(node_name)
+        if volumes is None or self._all_bound(pod):
+            claims.all_bound = True
+            return Status.success()
+        assumed_volumes: list[tuple[Object, Object]] = []
+        assumed_claims: list[Object] = []
+        try:
+            for pvc, pv in volumes.static_bindings:
+                new_pv, dirty = bind_volume_to_claim(pv, pvc)
+                if dirty:
+                    self.cache.assume_volume(new_pv)
+                assumed_volumes.append((pvc, new_pv))
+            for pvc in volumes.dynamic_provisions:
+                clone = {**pvc, "metadata": {**pvc["metadata"],
+                                             "annotations": {**(pvc["metadata"].get("annotations") or {}),
+                                                             SELECTED_NODE: node_name}}}
+                self.cache.assume_claim(clone)
+                assumed_claims.append(clone)
+        except (LookupError, RuntimeError) as err:
+            self._revert(assumed_volumes, assumed_claims)
+            return Status.from_error(err, NAME)
+        volumes.static_bindings, volumes.dynamic_provisions = assumed_volumes, assumed_claims
+        claims.all_bound = False
+        return Status.success()
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        """RevertAssumedPodVolumes."""
+        try:
+            claims: _Claims = state.read(_STATE_KEY)
+        except KeyError:
+            return
+        volumes = claims.by_node.get(node_name)
+        if volumes is not None:
+            self._revert(volumes.static_bindings, volumes.dynamic_provisions)
+
+    def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """BindPodVolumes: write the bindings, then wait until the PV controller (and, for claims to
+        provision, the external provisioner) has bound every claim."""
+        try:
+            claims: _Claims = state.read(_STATE_KEY)
+        except KeyError:
+            return Status.success()
+        if claims.all_bound:
+            return Status.success()
+        volumes = claims.by_node.get(node_name)
+        if volumes is None:
+            return Status.from_error(RuntimeError(f'no pod volume found for node "{node_name}"'), NAME)
+        cluster = getattr(self.handle, "cluster", None)
+        if cluster is None:
+            return Status.from_error(RuntimeError("binding volumes: this scheduler has no cluster to write to"), NAME)
+        written = 0
+        try:
+            for i, (_, pv) in enumerate(volumes.static_bindings):
+                volumes.static_bindings[i] = (volumes.static_bindings[i][0], cluster.update(PERSISTENT_VOLUMES, pv))
+                written += 1
+            for i, pvc in enumerate(volumes.dynamic_provisions):
+                volumes.dynamic_provisions[i] = cluster.update(PERSISTENT_VOLUME_CLAIMS, pvc)
+                written += 1
+        except ApiError as err:
+            statics = len(volumes.static_bindings)
+            self._revert(volumes.static_bindings[written:], volumes.dynamic_provisions[max(0, written - statics):])
+            return Status.from_error(RuntimeError(f"binding volumes: {err}"), NAME)
+        deadline = time.monotonic() + self.bind_timeout
+        while True:
+            try:
+                waiting_for = self._unbound(pod, node_name, volumes)
+            except RuntimeError as err:
+                return Status.from_error(RuntimeError(f"binding volumes: {err}"), NAME)
+            if not waiting_for:
+                return Status.success()
+            if time.monotonic() >= deadline:
+                return Status.from_error(TimeoutError(
+                    f"binding volumes: context deadline exceeded (after {self.bind_timeout:g}s, "
+                    f"bindTimeoutSeconds, still unbound: {', '.join(waiting_for)})"), NAME)
+            time.sleep(POLL_INTERVAL)
+
+    # --- helpers ------------------------------------------------------------------------------------
+
+    def _all_bound(self, pod: PodInfo) -> bool:
+        """arePodVolumesBound: every claim of the pod is bound already (in the assume cache)."""
+        for name, _ in claim_volumes(pod.pod):
+            pvc = self.cache.claim(pod.namespace, name)
+            if pvc is None or not fully_bound(pvc):
+                return False
+        return True
+
+    def _revert(self, bindings: Sequence[tuple[Object, Object]], provisions: Sequence[Object]) -> None:
+        for _, pv in bindings:
+            self.cache.restore_volume(pv["metadata"]["name"])
+        for pvc in provisions:
+            self.cache.restore_claim(claim_key(pvc))
+
+    def _unbound(self, pod: PodInfo, node_name: str, volumes: PodVolumes) -> list[str]:
+        """checkBindings: the claims not bound yet; raises when a binding can no longer happen."""
+        storage = self.cache.storage  # the informers' objects (kube's GetAPIObj), not assumed ones
+        unbound: list[str] = []
+        for pvc_written, pv_written in volumes.static_bindings:
+            name = pv_written["metadata"]["name"]
+            pv = storage.volume(name)
+            meta = pvc_written["metadata"]
+            pvc = storage.claim(meta.get("namespace") or "", meta["name"])
+            if pv is None or pvc is None:
+                raise RuntimeError(f"failed to check binding: {'pv ' + name if pv is None else claim_key(pvc_written)}"
+                                   " not found")
+            if _version(pv_written) > _version(pv):  # the informer has not seen our write yet
+                unbound.append(claim_key(pvc_written))
+                continue
+            if not node_affinity_matches(pv, volumes.labels):
+                raise RuntimeError(f'pv "{name}" node affinity doesn\'t match node "{node_name}"')
+            ref = (pv.get("spec") or {}).get("claimRef") or {}
+            if not ref.get("uid"):
+                raise RuntimeError(f'ClaimRef got reset for pv "{name}"')
+            if not fully_bound(pvc):
+                unbound.append(claim_key(pvc))
+        for written in volumes.dynamic_provisions:
+            meta = written["metadata"]
+            pvc = storage.claim(meta.get("namespace") or "", meta["name"])
+            if pvc is None:
+                raise RuntimeError(f"failed to check provisioning pvc: {claim_key(written)} not found")
+            if _version(written) > _version(pvc):
+                unbound.append(claim_key(written))
+                continue
+            annotations = (pvc.get("metadata") or {}).get("annotations") or {}
+            if SELECTED_NODE not in annotations:
+                raise RuntimeError(f'selectedNode annotation reset for PVC "{meta["name"]}"')
+            if annotations[SELECTED_NODE] != node_name:
+                raise RuntimeError(f'provisioning failed for PVC "{meta["name"]}"')
+            volume_name = (pvc.get("spec") or {}).get("volumeName")
+            if volume_name:
+                pv = storage.volume(volume_name)
+                if pv is None:
+                    unbound.append(claim_key(pvc))
+                    continue
+                if not node_affinity_matches(pv, volumes.labels):
+                    raise RuntimeError(f'pv "{volume_name}" node affinity doesn\'t match node "{node_name}"')
+            if not fully_bound(pvc):
+                unbound.append(claim_key(pvc))
+        return unbound
 
 
 def _everywhere(status: Status, n: int) -> FilterResult:
@@ -212,4 +628,14 @@ def _everywhere(status: Status, n: int) -> FilterResult:
 
 
 def new(args: Mapping[str, Any] | None, handle: Handle | None, storage: StorageLister | None = None) -> VolumeBinding:
-    return VolumeBinding(storage_from(handle, storage))
+    args = dict(args or {})
+    unknown = set(args) - {"bindTimeoutSeconds", "shape", "apiVersion", "kind"}
+    if unknown:
+        raise ValueError(f"{NAME} args: unknown field(s) {sorted(unknown)}")
+    if args.get("shape"):
+        raise ValueError(f"{NAME} args: shape needs the StorageCapacityScoring feature, which minisched does not have")
+    timeout = args.get("bindTimeoutSeconds", DEFAULT_BIND_TIMEOUT_SECONDS)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
+        raise ValueError(f"{NAME} args: invalid BindTimeoutSeconds {timeout!r}, should not be a negative value "
+                         "(a number of seconds)")
+    return VolumeBinding(storage_from(handle, storage), handle, float(timeout))

@@ -23,6 +23,12 @@ BETA_ZONE, BETA_REGION = "failure-domain.beta.kubernetes.io/zone", "failure-doma
 
 WAIT = make_storage_class("wait", binding_mode="WaitForFirstConsumer")
 IMMEDIATE = make_storage_class("immediate", binding_mode="Immediate")
+LOCAL = make_storage_class("local", provisioner="kubernetes.io/no-provisioner", binding_mode="WaitForFirstConsumer")
+
+
+def available(pv: Object) -> Object:
+    """A volume as the PV controller leaves a new one it has not bound: phase Available."""
+    return {**pv, "status": {"phase": "Available"}}
 
 
 def run(module: Any, pod: Object, nodes: list[Object], storage: list[Object],
@@ -67,9 +73,20 @@ def affinity(key: str, *values: str) -> list[Object]:
     ("pre-bound but not confirmed counts as immediate", make_pod("p", claims=["pvc-a"]),
      [{**make_claim("pvc-a", storage_class="wait"), "spec": {**make_claim("x")["spec"], "volumeName": "pv-a"}}, WAIT],
      (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("pod has unbound immediate PersistentVolumeClaims",)), None),
-    ("wait for first consumer is refused, saying so", make_pod("p", claims=["pvc-a"]),
-     [make_claim("pvc-a", storage_class="wait"), WAIT],
-     (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (volume_binding.wait_for_first_consumer_message("pvc-a"),)), None),
+    ("wait for first consumer, a class that provisions: every node", make_pod("p", claims=["pvc-a"]),
+     [make_claim("pvc-a", storage_class="wait"), WAIT], (Code.SUCCESS, ()), [(), ()]),
+    ("wait for first consumer, nothing to bind nor provision", make_pod("p", claims=["pvc-a"]),
+     [make_claim("pvc-a", storage_class="local"), LOCAL],
+     (Code.SUCCESS, ()), [(volume_binding.BIND_CONFLICT,), (volume_binding.BIND_CONFLICT,)]),
+    ("wait for first consumer, a local volume on node-b", make_pod("p", claims=["pvc-a"]),
+     [make_claim("pvc-a", storage_class="local"), LOCAL,
+      available(make_volume("pv-b", storage_class="local", node_affinity=affinity("foo", "barbar")))],
+     (Code.SUCCESS, ()), [(volume_binding.BIND_CONFLICT,), ()]),
+    ("a bound volume's conflict and a delayed claim's, on one node", make_pod("p", claims=["pvc-a", "pvc-b"]),
+     [bound("pvc-a", "pv-a"), make_volume("pv-a", node_affinity=affinity("foo", "barbar")),
+      make_claim("pvc-b", storage_class="local"), LOCAL,
+      available(make_volume("pv-b", storage_class="local", node_affinity=affinity("foo", "barbar")))],
+     (Code.SUCCESS, ()), [(volume_binding.NODE_CONFLICT, volume_binding.BIND_CONFLICT), ()]),
     ("lost claim", make_pod("p", claims=["pvc-a"]),
      [{**bound("pvc-a", "pv-gone"), "status": {"phase": "Lost"}}],
      (Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
