@@ -62,8 +62,15 @@ _FRAMING = {name.encode(): name for name in ("content-length", "transfer-encodin
 # optional reason, `token ":" OWS field-value OWS`, a chunk size of at most 20 hex digits.
 _BLANK_LINE = re.compile(rb"\n\r?\n")  # the end of a head; bare LF line ends are tolerated (RFC 9112 §2.2)
 _STATUS_LINE = re.compile(rb"HTTP/([0-9]\.[0-9]) ([0-9]{3})(?: [^\x00\n\r\x0b\x0c]*)?")
-_HEADER_LINE = re.compile(
-    rb"([-!#$%&'*+.^_`|~0-9a-zA-Z]+):[ \t]*((?:[^\x00\s]+(?:[ \t]+[^\x00\s]+)*)?)[ \t]*")
+# `token ":" OWS [field-value] OWS` accepts exactly the strings `token ":"` then visible characters,
+# obs-text, spaces and tabs (no NUL, CR, LF, VT or FF): one character class, no backtracking.
+_FIELD_LINE = rb"[-!#$%&'*+.^_`|~0-9a-zA-Z]+:[^\x00\n\r\x0b\x0c]*"
+_HEADER_LINE = re.compile(_FIELD_LINE)
+_HEADER_LINES = re.compile(rb"(?:%s\n)*%s" % (_FIELD_LINE, _FIELD_LINE))  # all at once: one regex call a head
+# The fields read, pulled out of a checked block (lines joined by LF) by one scan rather than a loop
+# over every line: the rest (Audit-Id, Date, the flow-control UIDs...) is not read.
+_FRAMING_FIELDS = re.compile(
+    rb"^(content-length|transfer-encoding|connection|content-encoding):[ \t]*(.*?)[ \t]*$", re.IGNORECASE | re.MULTILINE)
 _CHUNK_SIZE_LINE = re.compile(rb"([0-9A-Fa-f]{1,20})(?:;[^\n]*)?[ \t]*\r\n")
 _CONTENT_LENGTH = re.compile(r"[0-9]{1,20}")
 _IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})  # Go's Request.isReplayable
@@ -235,11 +242,17 @@ class Connection:
             raise NoResponse("the server closed the connection without answering")
         if buffered[:1] == b"\n" or buffered[:2] == b"\r\n":
             raise ResponseFailed("the response starts with a blank line where the status line belongs")
-        if (end := _BLANK_LINE.search(buffered)) is not None:
-            head = self.rfile.read(end.end())[:end.start()]  # up to the last line's LF
-            if head[-1:] == b"\r":
-                head = head[:-1]
-            lines = head.split(b"\r\n") if head.count(b"\n") == head.count(b"\r\n") else _split_lines(head)
+        lines = None
+        if (end := buffered.find(b"\r\n\r\n")) >= 0:  # the usual head: every line ends in CRLF
+            lines = buffered[:end].split(b"\r\n")
+            if len(lines) - 1 == buffered.count(b"\n", 0, end):
+                self.rfile.read(end + 4)
+            else:
+                lines = None  # a bare LF: where the head ends is for the regex to say
+        if lines is None and (blank := _BLANK_LINE.search(buffered)) is not None:
+            head = self.rfile.read(blank.end())[:blank.start()]  # up to the last line's LF
+            lines = _split_lines(head[:-1] if head[-1:] == b"\r" else head)
+        if lines is not None:
             if len(lines) > MAX_HEADERS + 1:
                 raise ResponseFailed(f"more than {MAX_HEADERS} headers")
             return lines
@@ -313,22 +326,25 @@ def _header_fields(lines: list[bytes], kind: str) -> dict[str, str]:
     """The framing fields of a header (or trailer) section, every line checked against RFC 9112's
     field-line grammar (an obs-fold continuation joined to its line with a space, §5.2); repeated
     fields joined with ", "; Content-Length and Transfer-Encoding checked (`kind`: the section's name)."""
-    if any(line[:1] in (b" ", b"\t") for line in lines):
+    if not lines:
+        return {}
+    block = b"\n".join(lines)
+    if b"\n " in block or b"\n\t" in block or block[:1] in (b" ", b"\t"):
         lines = _unfold(lines, kind)
+        block = b"\n".join(lines)
+    if _HEADER_LINES.fullmatch(block) is None:
+        bad = next(line for line in lines if _HEADER_LINE.fullmatch(line) is None)
+        raise ResponseFailed(f"malformed {kind} line {bad[:100]!r}")
     fields: dict[str, str] = {}
-    for line in lines:
-        match = _HEADER_LINE.fullmatch(line)
-        if match is None:
-            raise ResponseFailed(f"malformed {kind} line {line[:100]!r}")
-        key = _FRAMING.get(match[1].lower())
-        if key is not None:  # the rest (Audit-Id, Date, the flow-control UIDs...) is not read
-            value = match[2].decode("latin-1")
-            if key not in fields:
-                fields[key] = value
-            elif key == "transfer-encoding":
-                raise ResponseFailed(f"more than one Transfer-Encoding {kind}")
-            else:
-                fields[key] = f"{fields[key]}, {value}"
+    for name, value in _FRAMING_FIELDS.findall(block):
+        key = _FRAMING[name.lower()]
+        text = value.decode("latin-1")
+        if key not in fields:
+            fields[key] = text
+        elif key == "transfer-encoding":
+            raise ResponseFailed(f"more than one Transfer-Encoding {kind}")
+        else:
+            fields[key] = f"{fields[key]}, {text}"
     if "content-length" in fields:
         fields["content-length"] = _content_length(fields["content-length"])
     if "transfer-encoding" in fields:
@@ -353,6 +369,8 @@ def _unfold(lines: list[bytes], kind: str) -> list[bytes]:
 def _content_length(value: str) -> str:
     """The one length a Content-Length field (or several, or a list) gives, as RFC 9112 §6.3 allows:
     repeats of one number; different numbers are conflicting, anything else is bad."""
+    if value.isascii() and value.isdigit() and len(value) <= 20:  # the usual one: no list, no spaces
+        return value
     lengths = {length.strip(" \t") for length in value.split(",")}
     if len(lengths) != 1:
         raise ResponseFailed(f"conflicting Content-Length {value!r}")
@@ -373,9 +391,11 @@ class Response:
         self._conn: Connection | None = conn
         self.status = status
         self.headers = headers
-        connection = {token.strip(" \t").lower() for token in headers.get("connection", "").split(",")}
-        self._keep_alive = ("close" not in connection) if http11 else ("keep-alive" in connection
-                                                                       and "close" not in connection)
+        if "connection" in headers:
+            connection = {token.strip(" \t").lower() for token in headers["connection"].split(",")}
+            self._keep_alive = "close" not in connection and (http11 or "keep-alive" in connection)
+        else:
+            self._keep_alive = http11
         chunked = "transfer-encoding" in headers
         self._chunked = False
         self._length: int | None = None
