@@ -1,8 +1,10 @@
 """RealCluster's own HTTP/1.1 path (minisched.cluster.http11) against a scripted server on loopback,
 no control plane: each test says, per accepted connection, what the server answers and when it
 hangs up. Pinned: Content-Length, chunked (split lines, extensions, trailers) and read-to-close
-bodies; keep-alive reuse; a connection the server closed while idle is replaced, one it closed
-after reading a request is an error (never re-sent: a bind could land twice); a malformed status
+bodies; keep-alive reuse; a connection the server closed while idle is replaced; a reused one it
+closes before answering is sent a replayable request again (GET, HEAD, OPTIONS, TRACE or an
+Idempotency-Key, as Go's transport) and any other is an error (never re-sent: a bind could land
+twice), as is a fresh one it closes; a malformed status
 line, a read timeout, a refused connection and HTTP errors each raise what they raised through
 urllib3; the pool's size, discard and clear semantics."""
 
@@ -363,3 +365,84 @@ def test_tls_verifies_the_server_and_presents_the_client_certificate(serve: Any,
     finally:
         for server in servers:
             server.close()
+
+
+@pytest.mark.parametrize("hang_up", ["close", "reset"])
+def test_a_get_on_a_kept_alive_connection_the_server_drops_is_sent_again_and_a_bind_is_not(
+        serve: Any, hang_up: str) -> None:
+    """The server answers one request per connection, then hangs up on the next as it arrives (an
+    idle timeout firing just as the request went out): Go's transport sends a replayable request
+    again on a new connection, and so does http11; a bind is never sent twice."""
+    import select
+    import struct
+
+    def handle(index: int, sock: socket.socket, server: ScriptedServer) -> None:
+        server.read_request(index, sock)
+        sock.sendall(_answer(200, {"kind": "Pod", "metadata": {"name": f"on-{index}"}}))
+        select.select([sock], [], [], 10)  # the next request has arrived: hang up without a word
+        if hang_up == "reset":  # unread bytes and no linger: the client's read fails with ECONNRESET
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        else:
+            server.read_request(index, sock)
+
+    server = serve(handle)
+    with _cluster(server) as cluster:
+        assert cluster.get("pods", "p", "ns")["metadata"]["name"] == "on-0"
+        assert cluster.get("pods", "p", "ns")["metadata"]["name"] == "on-1"  # was ServiceUnavailable
+        with pytest.raises(ServiceUnavailable, match="without answering|broke"):
+            cluster.bind("ns", "a", "node-1")  # on connection 1, reused: not sent again
+    assert server.accepted == 2
+    assert [line.split()[0] for _, line, _ in server.requests if line.startswith("POST")] == ["POST"] * (
+        hang_up == "close")
+
+
+def _idle_closing_server(serve: Callable[[Handler], ScriptedServer]) -> ScriptedServer:
+    """Keeps a connection alive for 0.1 s of idleness, as an API server's idle timeout would."""
+    def handle(index: int, sock: socket.socket, server: ScriptedServer) -> None:
+        sock.settimeout(0.1)
+        while (line := server.read_request(index, sock)) is not None:
+            sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n" + (b"" if line.startswith("HEAD") else b"ok"))
+
+    return serve(handle)
+
+
+@pytest.mark.parametrize(("method", "extra", "sent_again"), [
+    ("GET", "", True), ("HEAD", "", True), ("OPTIONS", "", True),
+    ("POST", "Idempotency-Key: k1\r\n", True), ("PATCH", "X-Idempotency-Key: k1\r\n", True),
+    ("POST", "", False), ("PUT", "", False), ("DELETE", "", False), ("PATCH", "", False),
+])
+def test_only_replayable_requests_are_sent_again_after_an_idle_close(
+        serve: Any, method: str, extra: str, sent_again: bool) -> None:
+    """As Go's Request.isReplayable decides: GET, HEAD, OPTIONS, TRACE or an Idempotency-Key."""
+    server = _idle_closing_server(serve)
+    endpoint = http11.Endpoint("http", "127.0.0.1", server.port)
+    request = f"{method} / HTTP/1.1\r\nHost: h\r\n{extra}Content-Length: 2\r\n\r\n{{}}".encode()
+    pool = http11.ConnectionPool(endpoint, maxsize=1)
+    conn = pool.get()
+    conn.send(request, 5)
+    assert conn.read_head(method).read() == (b"" if method == "HEAD" else b"ok", True)
+    pool.put(conn)
+    deadline = time.monotonic() + 10
+    while not conn.dropped():  # the server's idle timeout closed it; the pool's check is skipped
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    conn.send(request, 5)  # as if it had gone out just before the FIN came
+    if sent_again:
+        assert conn.read_head(method).read()[1] and server.accepted == 2
+    else:
+        with pytest.raises(http11.NoResponse, match="without answering|broke"):
+            conn.read_head(method)
+        assert server.accepted == 1
+
+
+def test_a_new_connection_the_server_drops_is_not_tried_again(serve: Any) -> None:
+    server = _idle_closing_server(serve)
+    conn = http11.Endpoint("http", "127.0.0.1", server.port).connect()
+    deadline = time.monotonic() + 10
+    while not conn.dropped():
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    conn.send(b"GET / HTTP/1.1\r\nHost: h\r\n\r\n", 5)
+    with pytest.raises(http11.NoResponse):  # as Go: a server hanging up on a fresh connection may mean it
+        conn.read_head("GET")
+    assert server.accepted == 1
