@@ -7,6 +7,7 @@ hung kernel takes only its own notebook down, and each notebook gets its own wal
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -104,7 +105,8 @@ def _run_nbval(path: Path, result: NotebookResult, time_limit: float, backend: s
         sanitize_file = Path(tmp, "sanitize.cfg")
         sanitize_file.write_text(sanitize_config())
         command = [
-            sys.executable, "-m", "pytest", "-q", "-c", str(ini), "--rootdir", str(path.parent.resolve()),
+            # -vv: pytest's diff of a differing cell in full, not cut at a few lines
+            sys.executable, "-m", "pytest", "-vv", "-c", str(ini), "--rootdir", str(path.parent.resolve()),
             "--nbval-lax", "--nbval-current-env", "--nbval-sanitize-with", str(sanitize_file),
             "--nbval-cell-timeout", "120", str(path.resolve()),
         ]  # fmt: skip
@@ -121,12 +123,27 @@ def _run_nbval(path: Path, result: NotebookResult, time_limit: float, backend: s
         result.seconds = time.perf_counter() - started
     if proc.returncode != 0:
         result.problems.append("cells failed or checked outputs differ from a fresh run (see details)")
-        result.details = _tail(proc.stdout + proc.stderr)
+        result.details = failure_report(proc.stdout + proc.stderr)
     if result.seconds > time_limit:
         result.problems.append(f"took {result.seconds:.1f} s, over the {time_limit:.0f} s limit")
     return result
 
 
-def _tail(text: str, lines: int = 80) -> str:
-    kept = text.strip().splitlines()
-    return "\n".join(kept[-lines:])
+_ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
+# pytest writes `assert reference_output == test_output` with "+" for the left side: the stored output.
+DIFF_LEGEND = "(in each diff below, '+' lines are the stored output, '-' lines this run's)"
+
+
+def failure_report(text: str, max_lines: int = 400) -> str:
+    """nbval's report of the cells that failed or differ (from pytest's FAILURES section on), without
+    its colour codes, for a reader: each cell named (`notebook.ipynb::Cell N`, N counting code cells
+    from 0), its source, and the diff of its output."""
+    lines = _ANSI_ESCAPE.sub("", text).strip().splitlines()
+    start = next((i for i, line in enumerate(lines) if "= FAILURES =" in line), None)
+    if start is None:
+        return "\n".join(lines[-80:])
+    end = next((i for i in range(start, len(lines)) if "short test summary info" in lines[i]), len(lines))
+    kept = lines[start:end] + lines[-1:]  # pytest's last line counts what failed and passed
+    if len(kept) > max_lines:
+        kept = kept[:max_lines] + [f"... {len(kept) - max_lines} more lines"]
+    return "\n".join([DIFF_LEGEND, *kept])

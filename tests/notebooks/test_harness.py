@@ -160,7 +160,13 @@ def test_check_fails_on_stale_checked_output(tmp_path: Path) -> None:
     result = check_notebook(path)
     assert not result.ok
     assert any("differ" in p for p in result.problems)
-    assert "3" in result.details and "2" in result.details
+    # A report a reader can follow: the cell named, its source, which diff line is which, no colour codes.
+    lines = [line.strip() for line in result.details.splitlines()]
+    assert "stale.ipynb::Cell 0" in result.details and "print(1 + 1)" in result.details
+    assert "'+' lines are the stored output" in result.details
+    assert "+ 3" in lines and "- 2" in lines, result.details
+    assert "\x1b[" not in result.details
+    assert "short test summary info" not in result.details  # its cells are not repeated
 
 
 def test_check_fails_when_not_normalized_and_cli_exit_code(

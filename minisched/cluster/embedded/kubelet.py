@@ -16,6 +16,7 @@ from minisched.errors import Conflict, NotFound
 from minisched.resources import PODS
 
 Object = dict[str, Any]
+HOST_IP = "10.0.0.1"
 
 
 class Kubelet:
@@ -63,7 +64,10 @@ class Kubelet:
         status = {
             "phase": "Running",
             "conditions": conditions,
-            "hostIP": "10.0.0.1",
+            # hostIPs with hostIP: where KWOK started the pod first (kind, the kind-like plane), the
+            # API server refuses a hostIP that differs from the hostIPs it already holds.
+            "hostIP": HOST_IP,
+            "hostIPs": [{"ip": HOST_IP}],
             "podIP": ip,
             "podIPs": [{"ip": ip}],
             "startTime": now,
