@@ -2,7 +2,9 @@
 
 build: build (or verify the cached) binaries with hack/build-controlplane.sh.
 up:    run a control plane until Ctrl-C; print the kubeconfig path (also written to
-       local_kubeconfig_path(), so MINISCHED_BACKEND=local connects to it). `--plane kind` (the
+       local_kubeconfig_path(), so MINISCHED_BACKEND=local connects to it; stopping removes that
+       copy only if it is still this plane's, and `up` refuses to start while the plane a copy
+       there names still answers: a second plane takes MINISCHED_LOCAL_KUBECONFIG=another/path). `--plane kind` (the
        default, `make cluster-local`) sets it up as `make cluster-up`'s kind cluster:
        kube-controller-manager, default admission, kind's four nodes and 15 system pods, KWOK
        keeping fake and chapter nodes alive. `--plane envtest` is the lighter setup most tests use:
@@ -15,10 +17,16 @@ from __future__ import annotations
 import argparse
 import shutil
 import signal
+import socket
 import sys
 import threading
+from pathlib import Path
 from types import FrameType
+from urllib.parse import urlsplit
 
+import yaml
+
+from minisched.cluster.local import LOCAL_KUBECONFIG_ENV
 from minisched.controlplane import (
     BinariesNotFound,
     ControlPlane,
@@ -36,6 +44,13 @@ def _up(args: argparse.Namespace) -> int:
     except BinariesNotFound as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    target = local_kubeconfig_path()
+    other = _answering_server(target)
+    if other is not None:
+        print(f"error: {target} is the kubeconfig of another control plane, which still answers at {other}; "
+              f"stop that one first, or give this one its own path: {LOCAL_KUBECONFIG_ENV}=/some/other/kubeconfig",
+              file=sys.stderr)
+        return 1
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -60,13 +75,24 @@ def _up(args: argparse.Namespace) -> int:
                     cluster.create("nodes", fake_node(f"kwok-node-{i}"))
             finally:
                 cluster.close()
-        target = local_kubeconfig_path()
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(cp.kubeconfig, target)
-        target.chmod(0o600)
+        ours: bytes | None = None  # what this plane wrote to the shared path, if it did
+        other = _answering_server(target)  # another `up` may have finished starting while this one did
+        if other is not None:
+            print(f"warning: another control plane, answering at {other}, put its kubeconfig at {target} while "
+                  f"this one started; it stays there (MINISCHED_BACKEND=local reaches that one), and this plane's "
+                  f"is {cp.kubeconfig}", file=sys.stderr)
+            kubeconfig = Path(cp.kubeconfig)
+        else:
+            if target.exists():  # a plane that stopped without cleaning up (killed): nothing answers there
+                print(f"replacing {target}, left by a control plane that no longer answers", file=sys.stderr)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(cp.kubeconfig, target)
+            target.chmod(0o600)
+            ours, kubeconfig = target.read_bytes(), target
         print(f"API server {cp.server}; logs in {cp.log_dir}", file=sys.stderr)
-        print(f"export KUBECONFIG={target}   # or MINISCHED_BACKEND=local", file=sys.stderr)
-        print(target, flush=True)
+        print(f"export KUBECONFIG={kubeconfig}" + ("   # or MINISCHED_BACKEND=local" if ours is not None else ""),
+              file=sys.stderr)
+        print(kubeconfig, flush=True)
         print("running; Ctrl-C to stop", file=sys.stderr, flush=True)
         try:
             while not stop.wait(1.0):
@@ -76,9 +102,39 @@ def _up(args: argparse.Namespace) -> int:
                     cp.mark_failed()
                     return 1
         finally:
-            target.unlink(missing_ok=True)
+            if ours is not None:
+                _remove_if_ours(target, ours)
             print("stopping", file=sys.stderr)
     return 0
+
+
+def _answering_server(kubeconfig: Path, timeout: float = 1.0) -> str | None:
+    """The API server `kubeconfig` names if something accepts connections there, else None (no
+    file, not a kubeconfig we can read, or its plane is gone)."""
+    try:
+        config = yaml.safe_load(kubeconfig.read_text())
+        server = str(config["clusters"][0]["cluster"]["server"])
+        url = urlsplit(server)
+        host, port = url.hostname, url.port or (443 if url.scheme == "https" else 80)
+    except (OSError, yaml.YAMLError, KeyError, IndexError, TypeError, ValueError):
+        return None
+    if host is None:
+        return None
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return server
+    except OSError:
+        return None
+
+
+def _remove_if_ours(target: Path, ours: bytes) -> None:
+    """Remove the shared kubeconfig only if it is still the one this plane wrote: another plane
+    (started with it gone, or by hand) may have put its own there since, and keeps running."""
+    try:
+        if target.read_bytes() == ours:
+            target.unlink(missing_ok=True)
+    except FileNotFoundError:
+        pass
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,6 +1,7 @@
 """Chapter exhibits and test harnesses that ship with minisched but are not the scheduler: models
 a chapter runs against the real code and a test reuses (queue_machine: a hypothesis state machine
-over the SchedulingQueue). They sit at the notebooks' layer, above everything they exercise.
+over the SchedulingQueue; sharding_sim: sharded replicas in one process, one of them pausable, and
+the §4.3 runs on them). They sit at the notebooks' layer, above everything they exercise.
 
 Some need what only the `exhibits` extra installs (`pip install 'minisched[exhibits]'`; the `test`
 extra has it too): importing one without it is an ImportError that names the extra. Nothing below

@@ -13,13 +13,13 @@ import pytest
 
 from minisched.clock import VirtualClock
 from minisched.cluster.embedded import EmbeddedCluster
+from minisched.exhibits.sharding_sim import paused_before_bind_run
 from minisched.objects import make_node, make_pod
 from minisched.resources import NODES, PODS
 from minisched.scheduler.pod_info import PodInfo
 from minisched.scheduler.scheduler import Scheduler
 from minisched.sharding.fence import CapacityLedger, ledger_units
 from minisched.sharding.shard import REVOKED_ANNOTATION, Shard
-from minisched.sharding.sim import paused_before_bind_run
 from tests.scheduler.runtime.helpers import wait_until
 
 

@@ -17,9 +17,9 @@ import pytest
 from minisched.clock import VirtualClock
 from minisched.cluster.embedded import EmbeddedCluster
 from minisched.errors import NotFound
+from minisched.exhibits.sharding_sim import paused_before_bind_run
 from minisched.objects import CHAPTER_LABEL
 from minisched.resources import NODES
-from minisched.sharding.sim import paused_before_bind_run
 from minisched.workbook import join_node_when_ready
 
 NOT_READY = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}

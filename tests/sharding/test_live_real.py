@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from minisched.exhibits.sharding_sim import paused_replica_live
 from minisched.resources import CONFIG_MAPS, LEASES, NODES, PODS
-from minisched.sharding.sim import paused_replica_live
 
 pytestmark = pytest.mark.realcluster
 
@@ -35,7 +35,7 @@ def test_a_holder_paused_before_its_bind_on_a_real_api_server(
     # kube-apiserver's own resourceVersion precondition on pods/binding is the fence: the same steps
     # as tests/sharding/test_bind_fence.py (time moved by hand, the replicas in this process)
     from minisched.clock import VirtualClock
-    from minisched.sharding.sim import paused_before_bind_run
+    from minisched.exhibits.sharding_sim import paused_before_bind_run
 
     run = paused_before_bind_run(real_cluster, VirtualClock(), bind_fence=bind_fence, namespace=real_namespace,
                                  lease_namespace=real_namespace, group="bind-fence-live")

@@ -7,12 +7,12 @@ from typing import Any
 
 from minisched.clock import VirtualClock
 from minisched.cluster.embedded import EmbeddedCluster
+from minisched.exhibits.sharding_sim import ShardedSim
 from minisched.objects import make_node, make_pod, make_priority_class
 from minisched.resources import NODES, PODS, PRIORITY_CLASSES
 from minisched.scheduler.scheduler import Scheduler
 from minisched.sharding.ring import Ring
 from minisched.sharding.shard import Shard, owner_of
-from minisched.sharding.sim import ShardedSim
 from minisched.validation.podgroup import POD_GROUP_LABEL, PODGROUPS, install_pod_group_crd, make_pod_group
 from tests.scheduler.runtime.helpers import advance_until, wait_until
 

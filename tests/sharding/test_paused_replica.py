@@ -5,7 +5,7 @@ over allocatable, and the paused replica's pods taken over. Without it: nodes ar
 
 from __future__ import annotations
 
-from minisched.sharding.sim import paused_replica_run
+from minisched.exhibits.sharding_sim import paused_replica_run
 
 
 def test_with_the_fence_a_paused_replica_binds_nothing_twice_and_fills_no_node_over() -> None:
@@ -33,8 +33,8 @@ def test_without_the_fence_the_same_run_overcommits_nodes() -> None:
 
 def test_the_live_run_on_the_real_clock_keeps_the_invariants_and_cleans_up() -> None:
     from minisched.cluster.embedded import EmbeddedCluster
+    from minisched.exhibits.sharding_sim import paused_replica_live
     from minisched.resources import CONFIG_MAPS, LEASES, NODES, PODS
-    from minisched.sharding.sim import paused_replica_live
 
     cluster = EmbeddedCluster()
     run = paused_replica_live(cluster, lease_duration=3)

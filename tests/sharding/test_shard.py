@@ -12,6 +12,7 @@ from minisched.clock import VirtualClock
 from minisched.cluster.base import Object
 from minisched.cluster.embedded import EmbeddedCluster
 from minisched.errors import Timeout
+from minisched.exhibits.sharding_sim import ShardedSim
 from minisched.objects import make_node, make_pod
 from minisched.resources import CONFIG_MAPS, LEASES, NODES, PODS, ResourceLike
 from minisched.scheduler.pod_info import PodInfo
@@ -20,7 +21,6 @@ from minisched.sharding.fence import CapacityLedger, ledger_units
 from minisched.sharding.membership import Membership
 from minisched.sharding.ring import Ring
 from minisched.sharding.shard import Shard
-from minisched.sharding.sim import ShardedSim
 from tests.scheduler.runtime.helpers import advance_until, wait_until
 
 

@@ -12,10 +12,10 @@ from matplotlib.patches import Rectangle
 
 from minisched.cluster.embedded import EmbeddedCluster
 from minisched.errors import Conflict
+from minisched.exhibits.sharding_sim import PausableLink, paused_replica_run, work_share_run
 from minisched.objects import make_node, make_pod
 from minisched.resources import NODES, PODS
 from minisched.sharding import Ring
-from minisched.sharding.sim import PausableLink, paused_replica_run, work_share_run
 from minisched.widgets.charts import key_rings, node_partition, replica_share, replica_timeline
 
 NODES20 = [f"node-{i:03d}" for i in range(20)]

@@ -10,12 +10,12 @@ import pytest
 
 from minisched.clock import VirtualClock
 from minisched.cluster.embedded import EmbeddedCluster
+from minisched.exhibits.sharding_sim import ShardedSim, SimReplica
 from minisched.objects import make_node, make_pod
 from minisched.resources import NODES, PODS
 from minisched.scheduler.pod_info import PodInfo
 from minisched.sharding.ring import Ring
 from minisched.sharding.shard import Shard
-from minisched.sharding.sim import ShardedSim, SimReplica
 from tests.scheduler.runtime.helpers import wait_until
 
 NAMES = ("sched-a", "sched-b", "sched-c")

@@ -1,6 +1,7 @@
 """Several sharded replicas in one process, on one cluster and one clock, with a replica to pause.
 
-What the §4.3 notebook and tests/sharding run: each replica is a Scheduler with its Shard, reaching
+An exhibit, not part of sharding itself (minisched.sharding is what a replica runs): what the
+§4.3 notebook and tests/sharding run: each replica is a Scheduler with its Shard, reaching
 the cluster through its own `PausableLink`. `pause(name)` makes that replica's writes hang (its
 lease renewals, ledger writes and bindings), as a process stopped by SIGSTOP, a long GC pause or a
 frozen VM looks from the API server, while its scheduling loop keeps deciding on what it last saw;
@@ -276,10 +277,14 @@ def overcommitted(cluster: Cluster, only: Iterable[str] | None = None) -> dict[s
 
 
 def _busy(sched: Scheduler) -> bool:
+    """A pod waits to be tried (active or backoff), a scheduling cycle runs, or a binding is in flight."""
     pending = sched.pending_pods()
-    with sched._bindings_lock:
-        binding = sched._bindings_in_flight
-    return bool(pending.get("active") or pending.get("backoff") or binding or sched._cycle_pod is not None)
+    bindings_idle = sched.wait_for_bindings(timeout=0)  # answers at once: no binding running or not
+    # the one private read left: the Scheduler offers no public "a cycle is running" (a popped pod
+    # is in none of pending_pods' queues until its cycle ends), and a cycle hung on a paused
+    # replica's ledger write must keep settle() waiting
+    cycle_running = sched._cycle_pod is not None
+    return bool(pending.get("active") or pending.get("backoff") or not bindings_idle or cycle_running)
 
 
 @dataclass
