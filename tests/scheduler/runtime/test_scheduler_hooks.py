@@ -208,9 +208,9 @@ class _HoldA:
         return (Status.wait(self.name), 30.0) if pod.name == "a" else (Status.success(), 0.0)
 
     def events_to_register(self) -> list[Any]:
-        from minisched.scheduler.queue import ASSIGNED_POD_DELETE
+        from minisched.scheduler.framework.cluster_event import ASSIGNED_POD_DELETE, ClusterEventWithHint
 
-        return [ASSIGNED_POD_DELETE]
+        return [ClusterEventWithHint(ASSIGNED_POD_DELETE)]
 
 
 def test_a_permit_rejection_moves_the_pods_it_kept_out_but_not_itself(cluster: EmbeddedCluster) -> None:
