@@ -96,7 +96,13 @@ from minisched.scheduler.framework.features import (
     POP_FROM_BACKOFF_Q,
     check_feature_gates,
 )
-from minisched.scheduler.framework.interface import AsyncPreemptor, InformerUser, NominatorUser, PodForgetter
+from minisched.scheduler.framework.interface import (
+    AsyncPreemptor,
+    Closer,
+    InformerUser,
+    NominatorUser,
+    PodForgetter,
+)
 from minisched.scheduler.framework.profile import Profile, default_profile, load_profiles
 from minisched.scheduler.framework.runtime import PARTITION, Framework
 from minisched.scheduler.framework.status import Status
@@ -965,12 +971,27 @@ class Scheduler:
                         continue
                 if not informer.is_stopped():
                     report.informers_running.append(str(key))
+        self._close_plugins()
         report.seconds = time.monotonic() - began
         (log.info if report.clean else log.warning)("scheduler %s", report.describe())
         return report
 
     def close(self) -> None:
         self.stop()
+
+    def _close_plugins(self) -> None:
+        """Close every plugin that holds resources (the Closer capability), once each, after the
+        loop and the bindings stopped (kube's framework.Close); one that raises is logged."""
+        seen: set[int] = set()
+        for fwk in self.frameworks.values():
+            for plugin in fwk.plugins.values():
+                if id(plugin) in seen or not isinstance(plugin, Closer):
+                    continue
+                seen.add(id(plugin))
+                try:
+                    plugin.close()
+                except Exception:
+                    log.exception("closing plugin %s failed", plugin.name)
 
     @property
     def _bindings_in_flight(self) -> int:
