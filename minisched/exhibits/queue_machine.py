@@ -22,8 +22,16 @@ except ImportError as missing:
 
 from minisched.clock import VirtualClock
 from minisched.objects import make_pod
+from minisched.scheduler.framework.cluster_event import NODE_ADD, NODE_LABEL_CHANGE, RegisteredHint
 from minisched.scheduler.lifecycle import QueueEvent, QueueState, Verdict
 from minisched.scheduler.queue import NODE_TAINT_CHANGE, WILDCARD_EVENT, QueuedPodInfo, SchedulingQueue
+
+# The model's plugins, as their events_to_register say (make_pod's pods ask for "minisched"):
+# NodeAffinity cares for new nodes and relabelled ones, not taints; Coscheduling (a Permit
+# rejection here) registers every event.
+_HINTS = {"minisched": {NODE_ADD: [RegisteredHint("NodeAffinity", None)],
+                        NODE_LABEL_CHANGE: [RegisteredHint("NodeAffinity", None)],
+                        WILDCARD_EVENT: [RegisteredHint("Coscheduling", None)]}}
 
 NAMES = ("a", "b", "c")
 
@@ -37,7 +45,7 @@ def queue_machine(transitions: dict[tuple[QueueState, QueueEvent], QueueState | 
         @initialize()
         def setup(self) -> None:
             self.clock = VirtualClock()
-            self.queue = SchedulingQueue(clock=self.clock, transitions=transitions)
+            self.queue = SchedulingQueue(clock=self.clock, transitions=transitions, queueing_hints=_HINTS)
             self.where: dict[str, str] = {}  # the reference: pod -> where it must be
             self.flying: dict[str, QueuedPodInfo] = {}
             # the events received during each running attempt: "any" (a wildcard, which interests

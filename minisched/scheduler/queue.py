@@ -5,19 +5,27 @@ pending pod is in exactly one of four places:
 
 - activeQ: a heap ordered by the profile's QueueSort (PrioritySort: higher priority first, then
   earlier arrival). `pop()` takes its head.
-- backoffQ: pods that failed and wait out their backoff (1 s, doubling per attempt, 10 s cap). A
-  flusher moves the expired ones to activeQ every second.
+- backoffQ: pods that failed and wait out their backoff (1 s, doubling per failure, 10 s cap;
+  counted as kube counts it: the consecutive errors if the last attempt was an error, else the
+  rejections). A flusher moves the expired ones to activeQ every second; when activeQ is empty,
+  `pop()` takes the pod whose backoff ends first from the rejected ones (kube's
+  SchedulerPopFromBackoffQ, on by default since 1.33: a scheduler with nothing else to do need
+  not wait). Pods that failed with an error wait their backoff out.
 - unschedulable: pods that no node could take. They stay until a cluster event that could help
-  them (a node added, a node's allocatable/labels/taints changed, an assigned pod deleted) moves
-  them back, or until they have waited 5 minutes (checked every 30 s).
+  them moves them back, or until they have waited 5 minutes (checked every 30 s). Which events
+  help is the plugins' to say: each profile's queueing-hint map (event -> [(plugin, hint)], built
+  by the framework from the plugins' `events_to_register()`) is asked for the plugins that
+  rejected the pod, and the pod moves if one of them registered the event and its hint, given
+  the changed object before and after, answers QUEUE (no hint: QUEUE), as kube's
+  isPodWorthRequeuing. A queue built without hint maps moves a rejected pod on every event.
 - gated: pods that a PreEnqueue check holds back (spec.schedulingGates); they enter activeQ when an
   update removes the gates.
 
 A pod being tried is "in flight" and in none of them. The queue records the cluster events that
-arrive while any pod is in flight (kube's inFlightEvents); when a pod's attempt fails, it goes to
-backoffQ rather than to unschedulable if one of those events came during its attempt and one of the
-plugins that rejected it registered for it: that event may be what it needed (kube's
-determineSchedulingHintForInFlightPod, with every registered event's hint answering Queue). A pod
+arrive while any pod is in flight (kube's inFlightEvents), and a pending pod's own update during
+its attempt as an event for that pod alone (kube's addEventsIfPodInFlight); when a pod's attempt
+fails, it goes to backoffQ rather than to unschedulable if one of those events would have moved it
+(kube's determineSchedulingHintForInFlightPod): that event may be what it needed. A pod
 stays recorded in flight until its attempt ends: after its binding cycle passed Permit, or when it
 comes back (`done`, `add_unschedulable`, `requeue_after_bind_failure`), so events during its wait at
 Permit count for a pod that Permit rejects. Events that no pod in flight can still ask about are
@@ -31,13 +39,53 @@ from __future__ import annotations
 import heapq
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from minisched.clock import Clock, RealClock
 from minisched.meta import key_of
 from minisched.scheduler.events import DECISION_ANNOTATION
+from minisched.scheduler.framework.cluster_event import (
+    ASSIGNED_POD_ADD as ASSIGNED_POD_ADD,
+)
+from minisched.scheduler.framework.cluster_event import (
+    ASSIGNED_POD_DELETE as ASSIGNED_POD_DELETE,
+)
+from minisched.scheduler.framework.cluster_event import (
+    ASSIGNED_POD_UPDATE as ASSIGNED_POD_UPDATE,
+)
+from minisched.scheduler.framework.cluster_event import (
+    NODE_ADD as NODE_ADD,
+)
+from minisched.scheduler.framework.cluster_event import (
+    NODE_ALLOCATABLE_CHANGE as NODE_ALLOCATABLE_CHANGE,
+)
+from minisched.scheduler.framework.cluster_event import (
+    NODE_CONDITION_CHANGE as NODE_CONDITION_CHANGE,
+)
+from minisched.scheduler.framework.cluster_event import (
+    NODE_DELETE as NODE_DELETE,
+)
+from minisched.scheduler.framework.cluster_event import (
+    NODE_LABEL_CHANGE as NODE_LABEL_CHANGE,
+)
+from minisched.scheduler.framework.cluster_event import (
+    NODE_TAINT_CHANGE as NODE_TAINT_CHANGE,
+)
+from minisched.scheduler.framework.cluster_event import (
+    QUEUE,
+    UNSCHEDULABLE_TIMEOUT,
+    UNSCHEDULED_POD_UPDATE,
+    WILDCARD_EVENT,
+    ClusterEvent,
+    QueueingHintMap,
+    RegisteredHint,
+    ask_hint,
+)
+from minisched.scheduler.framework.cluster_event import (
+    node_update_events as node_update_events,
+)
 from minisched.scheduler.lifecycle import QUEUE_TRANSITIONS, QueueEvent, QueueState, Verdict, step
 
 Object = dict[str, Any]
@@ -54,72 +102,6 @@ QUEUE_UNSCHEDULABLE = "unschedulable"
 QUEUE_GATED = "gated"
 
 
-class ClusterEvent(NamedTuple):
-    """Something that changed in the cluster, as kube's framework.ClusterEvent (resource, action)."""
-
-    resource: str  # "Node", "Pod" (an assigned pod), "UnscheduledPod", "*"
-    action: str  # "Add", "Delete", "UpdateNodeAllocatable", "UpdateNodeLabel", "UpdateNodeTaint", ...
-
-    def __str__(self) -> str:
-        return f"{self.resource}{self.action}"
-
-
-NODE_ADD = ClusterEvent("Node", "Add")
-NODE_DELETE = ClusterEvent("Node", "Delete")
-NODE_ALLOCATABLE_CHANGE = ClusterEvent("Node", "UpdateNodeAllocatable")
-NODE_LABEL_CHANGE = ClusterEvent("Node", "UpdateNodeLabel")
-# kube counts spec.unschedulable with the taints: NodeUnschedulable registers for UpdateNodeTaint.
-NODE_TAINT_CHANGE = ClusterEvent("Node", "UpdateNodeTaint")
-NODE_CONDITION_CHANGE = ClusterEvent("Node", "UpdateNodeCondition")
-ASSIGNED_POD_ADD = ClusterEvent("Pod", "Add")
-ASSIGNED_POD_UPDATE = ClusterEvent("Pod", "Update")
-ASSIGNED_POD_DELETE = ClusterEvent("Pod", "Delete")
-UNSCHEDULABLE_TIMEOUT = ClusterEvent("*", "UnschedulableTimeout")
-WILDCARD_EVENT = ClusterEvent("*", "*")
-
-# Which events can make a pod that a plugin rejected schedulable (each plugin's EventsToRegister
-# in kube). A pod rejected by a plugin not listed here moves on every event.
-PLUGIN_EVENTS: dict[str, frozenset[ClusterEvent]] = {
-    "NodeResourcesFit": frozenset({NODE_ADD, NODE_ALLOCATABLE_CHANGE, ASSIGNED_POD_DELETE, ASSIGNED_POD_UPDATE}),
-    "NodeAffinity": frozenset({NODE_ADD, NODE_LABEL_CHANGE}),
-    "TaintToleration": frozenset({NODE_ADD, NODE_TAINT_CHANGE}),
-    "NodeUnschedulable": frozenset({NODE_ADD, NODE_TAINT_CHANGE}),
-    "NodeName": frozenset({NODE_ADD}),
-    "NodePorts": frozenset({NODE_ADD, ASSIGNED_POD_DELETE}),
-    # a domain's count moves with assigned pods; domains come and go with nodes and their labels
-    "PodTopologySpread": frozenset({ASSIGNED_POD_ADD, ASSIGNED_POD_UPDATE, ASSIGNED_POD_DELETE, NODE_ADD, NODE_DELETE,
-                                    NODE_LABEL_CHANGE, NODE_TAINT_CHANGE}),
-    # a pod that matches (or stops matching) a term may arrive or leave anywhere in a domain
-    "InterPodAffinity": frozenset({ASSIGNED_POD_ADD, ASSIGNED_POD_UPDATE, ASSIGNED_POD_DELETE, NODE_ADD,
-                                   NODE_LABEL_CHANGE}),
-    # PreEnqueue plugins listed here also have the pods they gate asked again on these events
-    "PodDependencies": frozenset({ASSIGNED_POD_ADD}),
-}
-
-
-def node_update_events(old: Object, new: Object) -> list[ClusterEvent]:
-    """The events a node update amounts to (kube's nodeSchedulingPropertiesChange)."""
-    events: list[ClusterEvent] = []
-    old_status, new_status = old.get("status") or {}, new.get("status") or {}
-    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
-    if old_status.get("allocatable") != new_status.get("allocatable"):
-        events.append(NODE_ALLOCATABLE_CHANGE)
-    if (old.get("metadata") or {}).get("labels") != (new.get("metadata") or {}).get("labels"):
-        events.append(NODE_LABEL_CHANGE)
-    if old_spec.get("taints") != new_spec.get("taints") or bool(old_spec.get("unschedulable")) != bool(
-        new_spec.get("unschedulable")
-    ):
-        events.append(NODE_TAINT_CHANGE)
-    if _condition_statuses(old_status) != _condition_statuses(new_status):
-        events.append(NODE_CONDITION_CHANGE)
-    return events
-
-
-def _condition_statuses(status: Object) -> dict[str, str]:
-    # Heartbeat timestamps change every few seconds; only the statuses matter for scheduling.
-    return {c.get("type", ""): c.get("status", "") for c in status.get("conditions") or []}
-
-
 @dataclass(eq=False)
 class QueuedPodInfo:
     """A pending pod and its history in the queue (kube's framework.QueuedPodInfo)."""
@@ -128,6 +110,10 @@ class QueuedPodInfo:
     key: str
     timestamp: float  # when it last entered the queue; PrioritySort breaks ties on it
     attempts: int = 0
+    # kube's UnschedulableCount and ConsecutiveErrorsCount: the backoff doubles with the errors in
+    # a row when the last attempt was an error, else with the rejections
+    unschedulable_count: int = 0
+    consecutive_errors_count: int = 0
     initial_attempt_timestamp: float | None = None
     # Plugins that rejected it in its last attempt; empty after an error (then any event moves it).
     unschedulable_plugins: set[str] = field(default_factory=set)
@@ -141,6 +127,14 @@ class QueuedPodInfo:
 Less = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
 PreEnqueue = Callable[[Object], str | None]
 PriorityOf = Callable[[Object], int]
+ProfileOf = Callable[[Object], str]
+
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
+
+
+def scheduler_name_of(pod: Object) -> str:
+    """The profile a pod asks for (spec.schedulerName; the API server defaults it)."""
+    return str((pod.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER_NAME)
 
 
 def spec_priority(pod: Object) -> int:
@@ -238,6 +232,43 @@ class _Heap:
         return (e.qpi for e in list(self._by_key.values()))
 
 
+class _BackoffQueues:
+    """kube's backoffQueue: two heaps by backoff expiry, one for pods rejected by plugins (which
+    `pop()` may take early when activeQ is empty) and one for pods that failed with an error
+    (which always wait their backoff out), seen from outside as one queue."""
+
+    def __init__(self, less: Less) -> None:
+        self.rejected = _Heap(less)
+        self.errored = _Heap(less)
+
+    def __len__(self) -> int:
+        return len(self.rejected) + len(self.errored)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.rejected or key in self.errored
+
+    def get(self, key: str) -> QueuedPodInfo | None:
+        return self.rejected.get(key) or self.errored.get(key)
+
+    def push(self, qpi: QueuedPodInfo) -> None:
+        self.remove(qpi.key)
+        (self.errored if qpi.consecutive_errors_count else self.rejected).push(qpi)
+
+    def remove(self, key: str) -> QueuedPodInfo | None:
+        return self.rejected.remove(key) or self.errored.remove(key)
+
+    def peek(self) -> QueuedPodInfo | None:
+        """The pod whose backoff ends first, of either heap."""
+        a, b = self.rejected.peek(), self.errored.peek()
+        if a is None or b is None:
+            return a or b
+        return b if self.rejected._less(b, a) else a
+
+    def items(self) -> Iterator[QueuedPodInfo]:
+        yield from self.rejected.items()
+        yield from self.errored.items()
+
+
 class SchedulingQueue:
     """kube-scheduler's PriorityQueue. Thread-safe; `pop()` blocks until a pod is active."""
 
@@ -250,10 +281,15 @@ class SchedulingQueue:
         initial_backoff: float = DEFAULT_POD_INITIAL_BACKOFF,
         max_backoff: float = DEFAULT_POD_MAX_BACKOFF,
         max_in_unschedulable: float = DEFAULT_MAX_IN_UNSCHEDULABLE,
-        plugin_events: dict[str, frozenset[ClusterEvent]] | None = None,
+        queueing_hints: Mapping[str, QueueingHintMap] | None = None,
+        profile_of: ProfileOf = scheduler_name_of,
         priority_of: PriorityOf = spec_priority,
         transitions: dict[tuple[QueueState, QueueEvent], QueueState | Verdict] | None = None,
+        pop_from_backoff: bool = False,
     ) -> None:
+        """`queueing_hints`: profile name -> its hint map (Framework.queueing_hints); None: every
+        event moves every rejected pod. `profile_of`: a pod's profile (its schedulerName).
+        `pop_from_backoff`: kube's SchedulerPopFromBackoffQ gate."""
         if initial_backoff <= 0 or max_backoff < initial_backoff:
             raise ValueError(
                 f"backoff needs 0 < initial ({initial_backoff}) <= max ({max_backoff})"
@@ -265,13 +301,17 @@ class SchedulingQueue:
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
         self.max_in_unschedulable = max_in_unschedulable
-        self._plugin_events = PLUGIN_EVENTS if plugin_events is None else plugin_events
+        self._hints: dict[str, QueueingHintMap] | None = None if queueing_hints is None else dict(queueing_hints)
+        self._profile_of = profile_of
+        # (profile, event) -> the registrations that match it: asked per parked pod per event
+        self._matching: dict[tuple[str, ClusterEvent], list[RegisteredHint]] = {}
+        self.pop_from_backoff = pop_from_backoff
         # where a pod goes on each event (minisched.scheduler.lifecycle); a test may plant a bug here
         self._transitions = QUEUE_TRANSITIONS if transitions is None else transitions
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._active = _Heap(less)
-        self._backoff = _Heap(self._backoff_less)
+        self._backoff = _BackoffQueues(self._backoff_less)
         self._unschedulable: dict[str, QueuedPodInfo] = {}
         self._gated: dict[str, QueuedPodInfo] = {}
         # asked (under the queue's lock) before an unschedulable pod moves; True keeps it parked
@@ -288,7 +328,8 @@ class SchedulingQueue:
         # is left.
         self._flight_seq = 0
         self._flights: dict[str, tuple[int, int]] = {}  # key -> (sequence at pop, scheduling cycle)
-        self._flight_events: deque[tuple[int, ClusterEvent]] = deque()
+        # (sequence, event, object before, after, the pod it is for: None for a cluster event)
+        self._flight_events: deque[tuple[int, ClusterEvent, Object | None, Object | None, str | None]] = deque()
         self._closed = False
         # nominated node name -> {pod key: QueuedPodInfo}; see nominate().
         self._nominated: dict[str, dict[str, tuple[Object, Any]]] = {}
@@ -307,14 +348,21 @@ class SchedulingQueue:
                 return self.max_backoff
         return min(duration, self.max_backoff)
 
+    @staticmethod
+    def backoff_count(qpi: QueuedPodInfo) -> int:
+        """kube's getBackoffTime count: the consecutive errors if the last attempt was one, else
+        the rejections; 0 for a pod that never failed (no backoff)."""
+        return qpi.consecutive_errors_count or qpi.unschedulable_count
+
     def backoff_expiry(self, qpi: QueuedPodInfo) -> float:
-        return qpi.timestamp + self.backoff_duration(qpi.attempts)
+        count = self.backoff_count(qpi)
+        return qpi.timestamp + self.backoff_duration(count) if count else qpi.timestamp
 
     def _backoff_less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
         return self.backoff_expiry(a) < self.backoff_expiry(b)
 
     def _is_backing_off(self, qpi: QueuedPodInfo) -> bool:
-        return qpi.attempts > 0 and self.backoff_expiry(qpi) > self.clock.monotonic()
+        return self.backoff_count(qpi) > 0 and self.backoff_expiry(qpi) > self.clock.monotonic()
 
     # --- the transition table at work -------------------------------------------------------------
 
@@ -357,6 +405,8 @@ class SchedulingQueue:
             self._cond.notify()
         elif target is QueueState.BACKOFF:
             self._backoff.push(qpi)
+            if self.pop_from_backoff:
+                self._cond.notify()  # pop() may take it when activeQ is empty
         elif target is QueueState.UNSCHEDULABLE:
             self._unschedulable[key] = qpi
         elif target is QueueState.GATED:
@@ -409,6 +459,11 @@ class SchedulingQueue:
             flying = self._in_flight[key]
             flying.pod = new  # a failure re-queues the newest object
             flying.pod_info = info
+            if old is not None and _pod_spec_changed(old, new):
+                # kube's addEventsIfPodInFlight: the change may be what its attempt lacked (a
+                # toleration added while no node took it): an event for this pod alone
+                self._flight_seq += 1
+                self._flight_events.append((self._flight_seq, UNSCHEDULED_POD_UPDATE, old, new, key))
             return
         for heap in (self._active, self._backoff):
             qpi = heap.get(key)
@@ -436,7 +491,7 @@ class SchedulingQueue:
             if changed:
                 self._requeue_moved(qpi)
 
-    def move_gated(self, event: ClusterEvent) -> int:
+    def move_gated(self, event: ClusterEvent, old: Object | None = None, new: Object | None = None) -> int:
         """Ask PreEnqueue again about the gated pods whose gating plugin registered for `event`
         (kube keeps gated pods with the unschedulable ones, and a cluster event requeues them
         through their gating plugin's hints); those that pass go to activeQ. Pods gated by a
@@ -446,8 +501,7 @@ class SchedulingQueue:
         with self._lock:
             moved = 0
             for qpi in list(self._gated.values()):
-                events = self._plugin_events.get(qpi.gated_by or "")
-                if not events or (event not in events and WILDCARD_EVENT not in events):
+                if not self._gate_may_open(qpi, event, old, new):
                     continue
                 gate = self._gate(qpi.pod)
                 if gate is None:
@@ -457,6 +511,15 @@ class SchedulingQueue:
                 else:
                     qpi.gated_by = gate
             return moved
+
+    def _gate_may_open(self, qpi: QueuedPodInfo, event: ClusterEvent, old: Object | None,
+                       new: Object | None) -> bool:
+        """Did the gating plugin register `event` (its hint saying QUEUE)? Without hint maps no
+        plugin registered anything: gated pods wait for their own update."""
+        if self._hints is None or not qpi.gated_by:
+            return False
+        return any(reg.plugin == qpi.gated_by and ask_hint(reg.hint, qpi.pod, old, new) is QUEUE
+                   for reg in self._registrations(qpi.pod, event))
 
     def delete(self, pod: Object) -> None:
         """The pod is gone, or no longer ours to schedule (bound, or deleted)."""
@@ -477,15 +540,22 @@ class SchedulingQueue:
         Returns None on timeout or once closed."""
         with self._lock:
             deadline = None if timeout is None else self.clock.monotonic() + timeout
-            while not len(self._active):
+            while not len(self._active) and not (self.pop_from_backoff and len(self._backoff.rejected)):
                 if self._closed:
                     return None
                 remaining = None if deadline is None else deadline - self.clock.monotonic()
                 if remaining is not None and remaining <= 0:
                     return None
                 self.clock.wait(self._cond, remaining)
+            if self._closed and not len(self._active):
+                return None
             qpi = self._active.peek()
-            assert qpi is not None
+            if qpi is None:
+                # activeQ is empty: the rejected pod whose backoff ends first goes now (kube's
+                # SchedulerPopFromBackoffQ; its backoff was only there to let others go first)
+                qpi = self._backoff.rejected.peek()
+                assert qpi is not None
+                self._fire(qpi, QueueEvent.BACKOFF_EXPIRED, QueueState.BACKOFF)
             self._fire(qpi, QueueEvent.POP, QueueState.ACTIVE)
             self._scheduling_cycle += 1
             qpi.scheduling_cycle = self._scheduling_cycle
@@ -552,10 +622,18 @@ class SchedulingQueue:
             return self._events_since_locked(key)
 
     def _events_since_locked(self, key: str, cycle: int | None = None) -> list[ClusterEvent]:
+        return [event for event, _, _ in self._flight_events_for_locked(key, cycle)]
+
+    def _flight_events_for_locked(
+        self, key: str, cycle: int | None = None
+    ) -> list[tuple[ClusterEvent, Object | None, Object | None]]:
+        """(event, before, after) received since `key`'s attempt began: cluster events and the
+        pod's own updates (another pod's are not its)."""
         flight = self._flights.get(key)
         if flight is None or (cycle is not None and flight[1] != cycle):
             return []
-        return [event for seq, event in self._flight_events if seq > flight[0]]
+        return [(event, old, new) for seq, event, old, new, target in self._flight_events
+                if seq > flight[0] and (target is None or target == key)]
 
     def in_flight_event_count(self) -> int:
         """How many cluster events the queue keeps for the attempts in flight (kube's
@@ -569,8 +647,21 @@ class SchedulingQueue:
         if not qpi.unschedulable_plugins:
             return True
         # (an attempt not on record, ended by `done` before, saw no events)
-        events = self._events_since_locked(qpi.key, qpi.scheduling_cycle)
-        return any(self._interested(qpi, event) for event in events)
+        for event, old, new in self._flight_events_for_locked(qpi.key, qpi.scheduling_cycle):
+            if event == UNSCHEDULED_POD_UPDATE:
+                return True  # its own spec changed during the attempt: as an update of a parked pod
+            if self._interested(qpi, event, old, new):
+                return True
+        return False
+
+    def _count_failure(self, qpi: QueuedPodInfo, error: bool) -> None:
+        """kube's AddUnschedulableIfNotPresent: an error counts an error in a row; a rejection
+        counts a rejection and ends the run of errors."""
+        if error:
+            qpi.consecutive_errors_count += 1
+        else:
+            qpi.unschedulable_count += 1
+            qpi.consecutive_errors_count = 0
 
     def add_unschedulable(self, qpi: QueuedPodInfo, *, rejected_by: Iterable[str] = (), error: bool = False) -> None:
         """The attempt failed. Plugin rejections (`rejected_by`) park the pod as unschedulable unless
@@ -584,6 +675,7 @@ class SchedulingQueue:
                 return
             qpi.timestamp = self.clock.monotonic()
             qpi.unschedulable_plugins = set(rejected_by)
+            self._count_failure(qpi, error or not qpi.unschedulable_plugins)
             retry = error or self._worth_retrying_locked(qpi)
             state = QueueState.IN_FLIGHT if self._in_flight.get(qpi.key) is qpi else QueueState.ABSENT
             self._end_attempt_locked(qpi, QueueEvent.RETRY if retry else QueueEvent.REJECT, state)
@@ -603,6 +695,7 @@ class SchedulingQueue:
                 return  # already back (an update re-added it): the table's IGNORE
             qpi.timestamp = self.clock.monotonic()
             qpi.unschedulable_plugins = set(rejected_by or ())
+            self._count_failure(qpi, not qpi.unschedulable_plugins)
             retry = rejected_by is None or self._worth_retrying_locked(qpi)
             self._end_attempt_locked(qpi, QueueEvent.BIND_FAILED if retry else QueueEvent.BIND_REJECTED, state)
 
@@ -616,28 +709,50 @@ class SchedulingQueue:
 
     # --- cluster events ---------------------------------------------------------------------------
 
-    def move_all_to_active_or_backoff(self, event: ClusterEvent, *, exclude: str | None = None) -> int:
+    def move_all_to_active_or_backoff(self, event: ClusterEvent, old: Object | None = None, new: Object | None = None,
+                                      *, exclude: str | None = None) -> int:
         """Move the unschedulable pods that `event` could help, but `exclude` (kube's
-        MoveAllToActiveOrBackoffQueue with a preCheck), and record `event` for the attempts in
-        flight. Returns how many moved."""
+        MoveAllToActiveOrBackoffQueue), and record `event` for the attempts in flight. `old` and
+        `new`: the changed object before and after (None for an add, a delete), which the
+        plugins' queueing hints read. Returns how many moved."""
         with self._lock:
             moved = 0
             for qpi in list(self._unschedulable.values()):
-                if qpi.key != exclude and self._interested(qpi, event) and self._requeue_moved(qpi):
+                if qpi.key != exclude and self._interested(qpi, event, old, new) and self._requeue_moved(qpi):
                     moved += 1
             if self._flights:  # kube's addEventIfAnyInFlight
                 self._flight_seq += 1
-                self._flight_events.append((self._flight_seq, event))
+                self._flight_events.append((self._flight_seq, event, old, new, None))
             return moved
 
-    def _interested(self, qpi: QueuedPodInfo, event: ClusterEvent) -> bool:
+    def set_queueing_hints(self, profile: str, hints: QueueingHintMap) -> None:
+        """Use `hints` for `profile`'s pods from now on (a framework swapped at run time)."""
+        with self._lock:
+            self._hints = {**(self._hints or {}), profile: hints}
+            self._matching.clear()
+
+    def _registrations(self, pod: Object, event: ClusterEvent) -> Sequence[RegisteredHint]:
+        """The registrations of `pod`'s profile that match `event` (kube's MatchClusterEvents)."""
+        profile = self._profile_of(pod)
+        found = self._matching.get((profile, event))
+        if found is None:
+            hints = (self._hints or {}).get(profile, {})
+            found = [reg for registered, regs in hints.items() if registered.matches(event) for reg in regs]
+            self._matching[profile, event] = found
+        return found
+
+    def _interested(self, qpi: QueuedPodInfo, event: ClusterEvent, old: Object | None = None,
+                    new: Object | None = None) -> bool:
+        """kube's isPodWorthRequeuing: a wildcard event, or no rejector named (an error), moves the
+        pod; otherwise one of the plugins that rejected it must have registered `event` and its
+        hint answer QUEUE for (the pod, old, new)."""
         if event in (WILDCARD_EVENT, UNSCHEDULABLE_TIMEOUT) or not qpi.unschedulable_plugins:
             return True
-        for plugin in qpi.unschedulable_plugins:
-            events = self._plugin_events.get(plugin)
-            if events is None or event in events:
-                return True
-        return False
+        if self._hints is None or self._profile_of(qpi.pod) not in self._hints:
+            return True  # no map for this pod's profile: nothing says the event cannot help
+        rejectors = qpi.unschedulable_plugins
+        return any(reg.plugin in rejectors and ask_hint(reg.hint, qpi.pod, old, new) is QUEUE
+                   for reg in self._registrations(qpi.pod, event))
 
     def _requeue_moved(self, qpi: QueuedPodInfo) -> bool:
         """An unschedulable pod moves: to backoffQ while its backoff lasts, else to activeQ; unless
@@ -649,9 +764,14 @@ class SchedulingQueue:
         return True
 
     def activate(self, key: str) -> bool:
-        """Move an unschedulable pod to activeQ now, backoff or not (kube's Activate). False when it
-        is not parked as unschedulable."""
+        """Move an unschedulable or backing-off pod to activeQ now (kube's Activate). False when it
+        is in neither."""
         with self._lock:
+            backing_off = self._backoff.get(key)
+            if backing_off is not None and not self._closed:
+                # (the table's BACKOFF_EXPIRED: its backoff ends now)
+                self._fire(backing_off, QueueEvent.BACKOFF_EXPIRED, QueueState.BACKOFF)
+                return True
             qpi = self._unschedulable.get(key)
             if qpi is None and key in self._flights and self._where(key) is None and not self._closed:
                 # its attempt has not ended yet (a preemption worker can fail before the cycle
@@ -838,7 +958,8 @@ class SchedulingQueue:
         return self._closed
 
 
-_IGNORED_METADATA = ("resourceVersion", "generation", "managedFields")
+# kube's isPodUpdated strips these too: a finalizer added or removed cannot make a pod fit
+_IGNORED_METADATA = ("resourceVersion", "generation", "managedFields", "finalizers")
 
 
 def _pod_spec_changed(old: Object, new: Object) -> bool:

@@ -90,11 +90,23 @@ from minisched.scheduler.events import (
     POD_REASON_UNSCHEDULABLE,
     EventRecorder,
 )
+from minisched.scheduler.framework.cluster_event import WILDCARD_EVENT, RegisteredHint
 from minisched.scheduler.framework.cycle_state import BIND_RESOURCE_VERSION, CycleState
 from minisched.scheduler.framework.decision import Decision
-from minisched.scheduler.framework.features import OPPORTUNISTIC_BATCHING, check_feature_gates
+from minisched.scheduler.framework.features import (
+    OPPORTUNISTIC_BATCHING,
+    POP_FROM_BACKOFF_Q,
+    check_feature_gates,
+)
+from minisched.scheduler.framework.interface import (
+    AsyncPreemptor,
+    Closer,
+    InformerUser,
+    NominatorUser,
+    PodForgetter,
+)
 from minisched.scheduler.framework.profile import Profile, default_profile, load_profiles
-from minisched.scheduler.framework.runtime import Framework
+from minisched.scheduler.framework.runtime import PARTITION, Framework
 from minisched.scheduler.framework.status import Status
 from minisched.scheduler.framework.types import PodInfo, PodSpecError
 from minisched.scheduler.plugins.helpers import node_allocatable
@@ -105,7 +117,6 @@ from minisched.scheduler.queue import (
     ASSIGNED_POD_UPDATE,
     NODE_ADD,
     NODE_DELETE,
-    PLUGIN_EVENTS,
     ClusterEvent,
     QueuedPodInfo,
     SchedulingQueue,
@@ -548,7 +559,9 @@ class Scheduler:
             pre_enqueue=[self._pre_enqueue],
             clock=self.clock,
             priority_of=self._priority_of,
-            plugin_events={**PLUGIN_EVENTS, **self._plugin_events(), INVALID_POD: frozenset()},
+            queueing_hints={name: _queueing_hints(fwk) for name, fwk in self.frameworks.items()},
+            profile_of=_scheduler_name,
+            pop_from_backoff=self.feature_gates[POP_FROM_BACKOFF_Q],
         )
         # the victims' API calls of asynchronous preemption (kube: a goroutine per preemptor)
         self._preemption_workers: _DaemonWorkers | None = None
@@ -601,9 +614,9 @@ class Scheduler:
 
     def _wire(self, fwk: Framework) -> None:
         for plugin in fwk.points.post_filter:
-            if hasattr(plugin, "nominator"):  # DefaultPreemption clears lower nominations
+            if isinstance(plugin, NominatorUser):  # DefaultPreemption clears lower nominations
                 plugin.nominator = self.queue
-            if hasattr(plugin, "running_preemption"):  # async preemption: hold, and activate on error
+            if isinstance(plugin, AsyncPreemptor):  # async preemption: hold, and activate on error
                 if self._preemption_workers is None:
                     self._preemption_workers = _DaemonWorkers(PREEMPTION_WORKERS, "preemption")
                 plugin.submit = self._preemption_workers.submit
@@ -617,7 +630,7 @@ class Scheduler:
         if fwk is None:
             return False
         uid = str((qpi.pod.get("metadata") or {}).get("uid") or "")
-        return any(p.running_preemption(uid) for p in fwk.points.post_filter if hasattr(p, "running_preemption"))
+        return any(p.running_preemption(uid) for p in fwk.points.post_filter if isinstance(p, AsyncPreemptor))
 
     def _activate(self, pod: Object) -> None:
         """A preemption's API call failed: try the preemptor again now (kube's Handler.Activate)."""
@@ -648,16 +661,8 @@ class Scheduler:
         with self._swaps_lock:
             swaps, self._swaps = self._swaps, {}
         self.frameworks.update(swaps)
-
-    def _plugin_events(self) -> dict[str, frozenset[ClusterEvent]]:
-        """The events plugins register themselves (kube's EnqueueExtensions.EventsToRegister)."""
-        out: dict[str, frozenset[ClusterEvent]] = {}
-        for fwk in self.frameworks.values():
-            for name, plugin in fwk.plugins.items():
-                events = getattr(plugin, "events_to_register", None)
-                if events is not None:
-                    out[name] = frozenset(events())
-        return out
+        for name, fwk in swaps.items():
+            self.queue.set_queueing_hints(name, _queueing_hints(fwk))
 
     # --- which pods are ours ----------------------------------------------------------------------
 
@@ -767,8 +772,8 @@ class Scheduler:
             self._foreign_nomination(pod)
         elif self._is_assigned_live(pod):
             self.cache.add_pod(pod)
-            self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_ADD)  # a spread count rose; an affinity target came
-            self.queue.move_gated(ASSIGNED_POD_ADD)
+            self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_ADD, None, pod)  # a spread count rose; an affinity target came
+            self.queue.move_gated(ASSIGNED_POD_ADD, None, pod)
 
     def _on_pod_update(self, old: Object, new: Object) -> None:
         was_pending, now_pending = self._is_pending_for_us(old), self._is_pending_for_us(new)
@@ -787,11 +792,11 @@ class Scheduler:
         if was_assigned and now_assigned:
             self.cache.update_pod(old, new)
             if (old.get("metadata") or {}).get("labels") != (new.get("metadata") or {}).get("labels"):
-                self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_UPDATE)  # a label a selector reads
+                self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_UPDATE, old, new)  # a label a selector reads
         elif now_assigned:
             self.cache.add_pod(new)  # the binding landed: confirms our assumption
-            self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_ADD)
-            self.queue.move_gated(ASSIGNED_POD_ADD)  # pods gated until it was bound may go now
+            self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_ADD, None, new)
+            self.queue.move_gated(ASSIGNED_POD_ADD, None, new)  # pods gated until it was bound may go now
         elif was_assigned:
             self._assigned_gone(old)  # finished (Succeeded/Failed): its room is free
 
@@ -816,9 +821,8 @@ class Scheduler:
         self.queue.delete(pod)
         fwk = self.frameworks.get(_scheduler_name(pod))
         for plugin in fwk.points.pre_enqueue if fwk is not None else ():
-            forget = getattr(plugin, "forget", None)  # PreEnqueue plugins that remember pods they hold
-            if forget is not None:
-                forget(key_of(pod))
+            if isinstance(plugin, PodForgetter):  # PreEnqueue plugins that remember pods they hold
+                plugin.forget(key_of(pod))
         waiting = self._waiting.get(key_of(pod))
         if waiting is not None:
             waiting.reject("", "pod deleted while waiting on permit")
@@ -827,23 +831,23 @@ class Scheduler:
         self.cache.remove_pod(pod)
         if self.shard is not None:
             self.shard.pod_gone(pod, str(pod["spec"]["nodeName"]))
-        self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
+        self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, pod, None)
 
     def _on_node_add(self, node: Object, _initial: bool = False) -> None:
         self.cache.add_node(node)
-        self.queue.move_all_to_active_or_backoff(NODE_ADD)
+        self.queue.move_all_to_active_or_backoff(NODE_ADD, None, node)
 
     def _on_node_update(self, old: Object, new: Object) -> None:
         self.cache.update_node(old, new)
         for event in node_update_events(old, new):
-            self.queue.move_all_to_active_or_backoff(event)
+            self.queue.move_all_to_active_or_backoff(event, old, new)
 
     def _on_node_delete(self, obj: Any) -> None:
         node = unwrap_tombstone(obj)
         if node is not None:
             self.cache.remove_node(node)
             # a domain gone can lower the skew a spread constraint measures (kube: Node/Delete)
-            self.queue.move_all_to_active_or_backoff(NODE_DELETE)
+            self.queue.move_all_to_active_or_backoff(NODE_DELETE, node, None)
 
     def _watch_storage(self) -> None:
         """A change to a storage object the volume plugins read (they asked the factory for its
@@ -855,12 +859,16 @@ class Scheduler:
             if kind is None:
                 continue
 
-            def moved(action: str, kind: str = kind) -> Callable[..., None]:
-                def handler(*_: Any) -> None:
-                    self.queue.move_all_to_active_or_backoff(ClusterEvent(kind, action))
-                return handler
+            def on_add(obj: Object, _initial: bool = False, kind: str = kind) -> None:
+                self.queue.move_all_to_active_or_backoff(ClusterEvent(kind, "Add"), None, obj)
 
-            informer.add_event_handler(ResourceEventHandlerFuncs(moved("Add"), moved("Update"), moved("Delete")))
+            def on_update(old: Object, new: Object, kind: str = kind) -> None:
+                self.queue.move_all_to_active_or_backoff(ClusterEvent(kind, "Update"), old, new)
+
+            def on_delete(obj: Any, kind: str = kind) -> None:
+                self.queue.move_all_to_active_or_backoff(ClusterEvent(kind, "Delete"), unwrap_tombstone(obj), None)
+
+            informer.add_event_handler(ResourceEventHandlerFuncs(on_add, on_update, on_delete))
 
     def _requeue(self, event: ClusterEvent) -> int:
         """A plugin saw `event` on something it watches: re-check the pods it may help."""
@@ -898,9 +906,8 @@ class Scheduler:
         self.handle.namespace_lister = StoreNamespaces(self.factory.informer_for(NAMESPACES, namespace=None).store)
         for fwk in self.frameworks.values():
             for plugin in fwk.plugins.values():
-                register = getattr(plugin, "register_informers", None)  # plugins that watch more kinds
-                if register is not None:
-                    register(self.factory, self._requeue)
+                if isinstance(plugin, InformerUser):  # plugins that watch more kinds
+                    plugin.register_informers(self.factory, self._requeue)
         self.factory.start()
         asked = _AnyOf(self._stop, stop)
         synced = self.factory.wait_for_cache_sync(sync_timeout, asked)
@@ -981,12 +988,27 @@ class Scheduler:
                         continue
                 if not informer.is_stopped():
                     report.informers_running.append(str(key))
+        self._close_plugins()
         report.seconds = time.monotonic() - began
         (log.info if report.clean else log.warning)("scheduler %s", report.describe())
         return report
 
     def close(self) -> None:
         self.stop()
+
+    def _close_plugins(self) -> None:
+        """Close every plugin that holds resources (the Closer capability), once each, after the
+        loop and the bindings stopped (kube's framework.Close); one that raises is logged."""
+        seen: set[int] = set()
+        for fwk in self.frameworks.values():
+            for plugin in fwk.plugins.values():
+                if id(plugin) in seen or not isinstance(plugin, Closer):
+                    continue
+                seen.add(id(plugin))
+                try:
+                    plugin.close()
+                except Exception:
+                    log.exception("closing plugin %s failed", plugin.name)
 
     @property
     def _bindings_in_flight(self) -> int:
@@ -1379,7 +1401,7 @@ class Scheduler:
         try:
             self._requeue_failed_binding(a, status, move=False)
         finally:
-            self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, exclude=a.qpi.key)
+            self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, _assumed_pod(a), None, exclude=a.qpi.key)
 
     def _requeue_failed_binding(self, a: _Assumed, status: Status, *, move: bool) -> None:
         a.outcome = ("unschedulable" if status.is_rejected else "error", status)
@@ -1387,7 +1409,7 @@ class Scheduler:
         a.framework.run_unreserve(a.state, a.info, a.node)
         self.cache.forget_pod(a.qpi.pod)
         if move:
-            self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
+            self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, _assumed_pod(a), None)
         err = status.error
         if isinstance(err, Timeout):
             # No answer: the binding may still land after we looked. The ledger keeps its room (the
@@ -1487,6 +1509,22 @@ class _AnyOf:
 
     def is_set(self) -> bool:
         return any(e.is_set() for e in self.events)
+
+
+def _assumed_pod(a: _Assumed) -> Object:
+    """The pod as it was assumed (on its node): what a forgotten assumption frees, for the hints
+    (kube passes the assumed pod with EventAssignedPodDelete)."""
+    pod = a.qpi.pod
+    return {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": a.node}}
+
+
+def _queueing_hints(fwk: Framework) -> dict[ClusterEvent, list[RegisteredHint]]:
+    """The profile's queueing-hint map for the queue, with the scheduler's own rejectors: a node
+    partition (a shard's) may widen on any event; a pod we could not read (INVALID_POD) registers
+    nothing, so only its own update moves it."""
+    hints = {event: list(regs) for event, regs in fwk.queueing_hints.items()}
+    hints.setdefault(WILDCARD_EVENT, []).append(RegisteredHint(PARTITION, None))
+    return hints
 
 
 def _scheduler_name(pod: Object) -> str:

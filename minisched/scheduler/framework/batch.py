@@ -141,7 +141,7 @@ def batchable_plugins(points: Iterable[Sequence[Any]]) -> tuple[list[SignPlugin]
         for p in plugins:
             if p.name in seen or p.name in unsupported:
                 continue
-            if callable(getattr(p, "sign_pod", None)):
+            if isinstance(p, SignPlugin):
                 seen[p.name] = p
             else:
                 unsupported.append(p.name)

@@ -11,13 +11,14 @@ finds the points with isinstance() against these runtime-checkable Protocols.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
+from minisched.scheduler.framework.cluster_event import ClusterEvent, ClusterEventWithHint
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.status import Code, Status
 from minisched.scheduler.framework.types import PodInfo
@@ -240,20 +241,104 @@ class PostBindPlugin(Plugin, Protocol):
     def post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None: ...
 
 
-EXTENSION_POINTS: Mapping[str, type] = {
-    "preEnqueue": PreEnqueuePlugin,
-    "queueSort": QueueSortPlugin,
-    "preFilter": PreFilterPlugin,
-    "filter": FilterPlugin,
-    "postFilter": PostFilterPlugin,
-    "preScore": PreScorePlugin,
-    "score": ScorePlugin,
-    "reserve": ReservePlugin,
-    "permit": PermitPlugin,
-    "preBind": PreBindPlugin,
-    "bind": BindPlugin,
-    "postBind": PostBindPlugin,
-}
+# --- capabilities beyond the extension points -----------------------------------------------------
+# The framework and the scheduler find these with isinstance() once, when a profile is built; no
+# attribute is probed by name. (The pod signer, kube's SignPlugin, is batch.SignPlugin.)
+
+
+@runtime_checkable
+class EnqueueExtensions(Plugin, Protocol):
+    """kube's EnqueueExtensions: the events after which a pod this plugin rejected may fit, each with
+    an optional queueing hint. A plugin without it is asked again on every event (as kube)."""
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]: ...
+
+
+@runtime_checkable
+class InformerUser(Plugin, Protocol):
+    """A plugin that watches more kinds than pods and nodes: the scheduler calls this before it
+    starts its informers, with its SharedInformerFactory and `requeue(event)`, which tells the
+    queue about a change the plugin saw (gated and parked pods its hints accept move)."""
+
+    def register_informers(self, factory: Any, requeue: Callable[[ClusterEvent], int]) -> None: ...
+
+
+@runtime_checkable
+class PodForgetter(Plugin, Protocol):
+    """A PreEnqueue plugin that remembers the pods it holds: told when one is deleted."""
+
+    def forget(self, key: str) -> None: ...
+
+
+@runtime_checkable
+class NominatorUser(Plugin, Protocol):
+    """A plugin that reads and clears other pods' nominations (DefaultPreemption): the scheduler
+    gives it the queue's nominator."""
+
+    nominator: Any
+
+
+@runtime_checkable
+class AsyncPreemptor(Plugin, Protocol):
+    """A PostFilter plugin whose API calls run off the scheduling cycle (kube's async preemption):
+    the scheduler gives it workers (`submit`) and the activator (`activate`, when a call failed),
+    and holds a preemptor while `running_preemption(uid)` (kube's PreEnqueue of DefaultPreemption)."""
+
+    submit: Callable[[Callable[[Any], None], Any], None] | None
+    activate: Callable[[Object], None] | None
+
+    def running_preemption(self, uid: str) -> bool: ...
+
+
+@runtime_checkable
+class Closer(Plugin, Protocol):
+    """A plugin holding resources (threads, connections): closed when the scheduler stops."""
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class DeclaresPodReads(Plugin, Protocol):
+    """A Filter or Score plugin that says what its verdicts read, so the framework may reuse an
+    earlier cycle's verdicts: `reads_pods` (the pods on the node), `reads_other_nodes` (anything
+    beyond the node's own row: pods in its domain, storage objects). Reuse needs every Filter and
+    Score plugin to declare this; a plugin without `reads_other_nodes` reads only its own node."""
+
+    reads_pods: bool
+
+
+@runtime_checkable
+class ReadsOtherNodes(Plugin, Protocol):
+    reads_other_nodes: bool
+
+
+@dataclass(frozen=True)
+class ExtensionPoint:
+    """One extension point: its KubeSchedulerConfiguration name, the framework's attribute for its
+    plugin list, and the Protocol a plugin needs for it."""
+
+    name: str
+    attr: str
+    protocol: type
+
+
+EXTENSION_POINT_TABLE: tuple[ExtensionPoint, ...] = (
+    ExtensionPoint("preEnqueue", "pre_enqueue", PreEnqueuePlugin),
+    ExtensionPoint("queueSort", "queue_sort", QueueSortPlugin),
+    ExtensionPoint("preFilter", "pre_filter", PreFilterPlugin),
+    ExtensionPoint("filter", "filter", FilterPlugin),
+    ExtensionPoint("postFilter", "post_filter", PostFilterPlugin),
+    ExtensionPoint("preScore", "pre_score", PreScorePlugin),
+    ExtensionPoint("score", "score", ScorePlugin),
+    ExtensionPoint("reserve", "reserve", ReservePlugin),
+    ExtensionPoint("permit", "permit", PermitPlugin),
+    ExtensionPoint("preBind", "pre_bind", PreBindPlugin),
+    ExtensionPoint("bind", "bind", BindPlugin),
+    ExtensionPoint("postBind", "post_bind", PostBindPlugin),
+)
+"""The twelve points, once: the framework builds its per-point lists and checks from this table."""
+
+EXTENSION_POINTS: Mapping[str, type] = {p.name: p.protocol for p in EXTENSION_POINT_TABLE}
 """KubeSchedulerConfiguration's names for the points, and the Protocol a plugin needs for each."""
 
 ExtensionPointName = str

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import logging
 import random
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -33,14 +34,22 @@ from minisched.scheduler.framework.batch import (
     batchable_plugins,
 )
 from minisched.scheduler.framework.batch import sign_pod as sign_with
+from minisched.scheduler.framework.cluster_event import (
+    WILDCARD_EVENT,
+    ClusterEventWithHint,
+    RegisteredHint,
+    hint_map,
+)
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.decision import Decision, PluginScores
 from minisched.scheduler.framework.diagnosis import Diagnosis
 from minisched.scheduler.framework.interface import (
-    EXTENSION_POINTS,
+    EXTENSION_POINT_TABLE,
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
     BindPlugin,
+    DeclaresPodReads,
+    EnqueueExtensions,
     EventRecorder,
     FilterPlugin,
     FilterResult,
@@ -57,6 +66,7 @@ from minisched.scheduler.framework.interface import (
     PreScorePlugin,
     QueuedPod,
     QueueSortPlugin,
+    ReadsOtherNodes,
     ReservePlugin,
     ScorePlugin,
 )
@@ -69,6 +79,8 @@ from minisched.scheduler.snapshot import NodeTable
 Object = dict[str, Any]
 IntArray = npt.NDArray[np.int64]
 Observer = Callable[[str, str, float], None]  # (extension point, status label, seconds)
+
+log = logging.getLogger(__name__)
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 # Below this many nodes, judging every node afresh is cheaper than the bookkeeping of reuse
@@ -96,12 +108,37 @@ def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
 
 
 class PluginError(RuntimeError):
-    """A plugin raised: carries which one, so the error status can name it."""
+    """A plugin raised: carries which one, so the error status can name it (kube's
+    `running <Point> plugin "<name>": <error>`)."""
 
-    def __init__(self, plugin: str, error: BaseException) -> None:
-        super().__init__(f"{plugin}: {error}")
+    def __init__(self, plugin: str, error: BaseException, point: str = "") -> None:
+        super().__init__(plugin_error_message(point, plugin, error))
         self.plugin = plugin
         self.error = error
+        self.point = point
+
+    def status(self) -> Status:
+        return Status(Code.ERROR, (str(self),), self.plugin, self.error)
+
+
+def plugin_error_message(point: str, plugin: str, error: object) -> str:
+    """kube's wrapping of a plugin's error at every extension point: `running Reserve plugin
+    "Foo": <error>` (the point named when known)."""
+    where = f"{point} plugin" if point else "plugin"
+    return f'running {where} "{plugin}": {error}'
+
+
+def plugin_error(point: str, plugin: str, error: BaseException) -> Status:
+    """An Error status for a plugin that raised at `point`, naming it."""
+    return Status(Code.ERROR, (plugin_error_message(point, plugin, error),), plugin, error)
+
+
+def _named(point: str, plugin: str, status: Status) -> Status:
+    """A plugin's non-success status with the plugin named; an Error's message wrapped as kube
+    wraps it (a rejection's reasons are the user's text and stay as they are)."""
+    if status.is_error and not (status.reasons and status.reasons[0].startswith("running ")):
+        return Status(Code.ERROR, (plugin_error_message(point, plugin, status.message()),), plugin, status.error)
+    return status.with_plugin(plugin)
 
 
 @dataclass
@@ -138,25 +175,21 @@ class ScheduleResult:
 
 @dataclass
 class _Points:
-    pre_enqueue: list[Any] = field(default_factory=list)
-    queue_sort: list[Any] = field(default_factory=list)
-    pre_filter: list[Any] = field(default_factory=list)
-    filter: list[Any] = field(default_factory=list)
-    post_filter: list[Any] = field(default_factory=list)
-    pre_score: list[Any] = field(default_factory=list)
-    score: list[Any] = field(default_factory=list)
-    reserve: list[Any] = field(default_factory=list)
-    permit: list[Any] = field(default_factory=list)
-    pre_bind: list[Any] = field(default_factory=list)
-    bind: list[Any] = field(default_factory=list)
-    post_bind: list[Any] = field(default_factory=list)
+    """The profile's plugins per extension point, in profile order (built from EXTENSION_POINT_TABLE;
+    one field per row of it, named by its `attr`)."""
 
-
-_ATTR = {
-    "preEnqueue": "pre_enqueue", "queueSort": "queue_sort", "preFilter": "pre_filter", "filter": "filter",
-    "postFilter": "post_filter", "preScore": "pre_score", "score": "score", "reserve": "reserve",
-    "permit": "permit", "preBind": "pre_bind", "bind": "bind", "postBind": "post_bind",
-}
+    pre_enqueue: list[PreEnqueuePlugin] = field(default_factory=list)
+    queue_sort: list[QueueSortPlugin] = field(default_factory=list)
+    pre_filter: list[PreFilterPlugin] = field(default_factory=list)
+    filter: list[FilterPlugin] = field(default_factory=list)
+    post_filter: list[PostFilterPlugin] = field(default_factory=list)
+    pre_score: list[PreScorePlugin] = field(default_factory=list)
+    score: list[ScorePlugin] = field(default_factory=list)
+    reserve: list[ReservePlugin] = field(default_factory=list)
+    permit: list[PermitPlugin] = field(default_factory=list)
+    pre_bind: list[PreBindPlugin] = field(default_factory=list)
+    bind: list[BindPlugin] = field(default_factory=list)
+    post_bind: list[PostBindPlugin] = field(default_factory=list)
 
 
 def nominated_by_node(pod: PodInfo, nominated: Iterable[tuple[str, PodInfo]]) -> dict[str, list[PodInfo]]:
@@ -205,13 +238,16 @@ class Framework:
         self.plugins: dict[str, Plugin] = {
             name: reg.create(name, self.profile.args_for(name), handle) for name in self.profile.plugin_names()
         }
-        self.points = _Points()
-        for point, proto in EXTENSION_POINTS.items():
-            for ref in self.profile.points.get(point, PluginSet()).enabled:
-                if not isinstance(self.plugins[ref.name], proto):
-                    raise ValueError(f"plugin {ref.name!r} does not implement the {point} extension point")
-            names = self.profile.enabled_at(point, functools.partial(self._implements, proto=proto))
-            getattr(self.points, _ATTR[point]).extend(self.plugins[n] for n in names)
+        # one list per row of the extension point table, by its config name and as a typed field
+        self._by_point: dict[str, list[Any]] = {}
+        for ext in EXTENSION_POINT_TABLE:
+            for ref in self.profile.points.get(ext.name, PluginSet()).enabled:
+                if not isinstance(self.plugins[ref.name], ext.protocol):
+                    raise ValueError(f"plugin {ref.name!r} does not implement the {ext.name} extension point")
+            names = self.profile.enabled_at(ext.name, functools.partial(self._implements, proto=ext.protocol))
+            self._by_point[ext.name] = [self.plugins[n] for n in names]
+        self.points = _Points(**{ext.attr: self._by_point[ext.name] for ext in EXTENSION_POINT_TABLE})
+        self.queueing_hints = self._queueing_hints()
         if len(self.points.queue_sort) != 1:
             raise ValueError(
                 f"profile {self.profile.scheduler_name!r} needs exactly one queueSort plugin, "
@@ -225,8 +261,14 @@ class Framework:
         # Reusing an earlier cycle's verdicts for a pod of the same shape is only sound when every
         # filter and score plugin says what its results depend on (`reads_pods`).
         self.reuse = reuse and all(
-            isinstance(getattr(p, "reads_pods", None), bool) for p in (*self.points.filter, *self.points.score)
+            isinstance(p, DeclaresPodReads) and isinstance(p.reads_pods, bool)
+            for p in (*self.points.filter, *self.points.score)
         )
+        # decided once per plugin: no attribute looked up per cycle
+        self._reads_pods = {name: not isinstance(p, DeclaresPodReads) or bool(p.reads_pods)
+                            for name, p in self.plugins.items()}
+        self._reads_other_nodes = {
+            name: isinstance(p, ReadsOtherNodes) and bool(p.reads_other_nodes) for name, p in self.plugins.items()}
         self.reuse_min_nodes = reuse_min_nodes
         self._reusable: collections.OrderedDict[tuple[Any, ...], _Reusable] = collections.OrderedDict()
         self.reuse_hits = 0
@@ -251,7 +293,27 @@ class Framework:
         return self.profile.scheduler_name
 
     def plugin_names(self, point: str) -> list[str]:
-        return [p.name for p in getattr(self.points, _ATTR[point])]
+        """The plugins at `point` (its KubeSchedulerConfiguration name), in order."""
+        try:
+            return [p.name for p in self._by_point[point]]
+        except KeyError:
+            raise ValueError(f"no extension point {point!r} (have {', '.join(self._by_point)})") from None
+
+    def _queueing_hints(self) -> dict[Any, list[RegisteredHint]]:
+        """kube's per-profile queueingHintMap: event -> [(plugin, hint)] from every plugin that can
+        reject a pod (PreEnqueue, PreFilter, Filter, Reserve, Permit). A plugin without
+        EnqueueExtensions registers every event with no hint (kube's fillEventToPluginMap)."""
+        rejectors: dict[str, Plugin] = {}
+        for point in ("preEnqueue", "preFilter", "filter", "reserve", "permit"):
+            for p in self._by_point[point]:
+                rejectors.setdefault(p.name, p)
+        registrations: list[tuple[str, list[ClusterEventWithHint]]] = []
+        for name, plugin in rejectors.items():
+            if isinstance(plugin, EnqueueExtensions):
+                registrations.append((name, list(plugin.events_to_register())))
+            else:
+                registrations.append((name, [ClusterEventWithHint(WILDCARD_EVENT)]))
+        return hint_map(registrations)
 
     def _observe(self, point: str, status: Status, started: float) -> None:
         if self.observer is not None:
@@ -260,9 +322,9 @@ class Framework:
     # ------------------------------------------------------------ queueing
     def run_pre_enqueue(self, pod: Object) -> Status:
         for p in self.points.pre_enqueue:
-            status = p.pre_enqueue(pod)
+            status = _call("PreEnqueue", p.name, p.pre_enqueue, pod)
             if not status.is_success:
-                return status.with_plugin(p.name)
+                return _named("PreEnqueue", p.name, status)
         return Status.success()
 
     def less(self, a: QueuedPod, b: QueuedPod) -> bool:
@@ -318,7 +380,7 @@ class Framework:
         try:
             result = self._schedule(state, pod, nodes, decision, only, cycle)
         except PluginError as e:  # a plugin bug must not kill the loop: the pod backs off and retries
-            result = ScheduleResult(None, Status.from_error(e.error, e.plugin), decision)
+            result = ScheduleResult(None, e.status(), decision)
         except Exception as e:
             result = ScheduleResult(None, Status.from_error(e), decision)
         self._observe("SchedulePod", result.status, started)
@@ -343,12 +405,12 @@ class Framework:
             try:
                 result, status = p.pre_filter(state, pod, nodes)
             except Exception as e:
-                raise PluginError(p.name, e) from e
+                raise PluginError(p.name, e, "PreFilter") from e
             if status.is_skip:
                 state.skip_filter.add(p.name)
                 continue
             if not status.is_success:
-                status = status.with_plugin(p.name)
+                status = _named("PreFilter", p.name, status)
                 if status.is_rejected:
                     diagnosis = Diagnosis.from_pre_filter(n, list(names), status)
                     decision.message = diagnosis.message()
@@ -537,7 +599,7 @@ class Framework:
             try:
                 r = p.filter(state, pod, nodes)
             except Exception as e:
-                raise PluginError(p.name, e) from e
+                raise PluginError(p.name, e, "Filter") from e
             if r.passed.shape != (n,):
                 raise RuntimeError(f"filter plugin {p.name} returned {r.passed.shape} verdicts for {n} nodes")
             results.append(r)
@@ -555,7 +617,7 @@ class Framework:
             try:
                 r = p.filter(state, pod, node)
             except Exception as e:
-                raise PluginError(p.name, e) from e
+                raise PluginError(p.name, e, "Filter") from e
             if not (r.everyone_passed or r.passed[0]):
                 return r.status_at(0, p.name)
         return Status.success()
@@ -576,9 +638,11 @@ class Framework:
         for p in self.points.pre_filter:
             if p.name in state.skip_filter or not isinstance(p, PreFilterExtensions):
                 continue
-            status = _call(p.name, getattr(p, method), state, pod, other, node_name)
+            fn = p.add_pod if method == "add_pod" else p.remove_pod
+            point = "AddPod on PreFilter" if method == "add_pod" else "RemovePod on PreFilter"
+            status = _call(point, p.name, fn, state, pod, other, node_name)
             if not status.is_success:
-                return status.with_plugin(p.name)
+                return _named(point, p.name, status)
         return Status.success()
 
     def run_filters_with_nominated_pods(self, state: CycleState, pod: PodInfo, nodes: NodeTable, node_name: str,
@@ -644,20 +708,21 @@ class Framework:
         entry: _Reusable | None = None,
         dirty: npt.NDArray[np.intp] | None = None,
     ) -> Status:
-        for p in self.points.pre_score:
-            status = p.pre_score(state, pod, nodes, rows)
+        for pre in self.points.pre_score:
+            status = _call("PreScore", pre.name, pre.pre_score, state, pod, nodes, rows)
             if status.is_skip:
-                state.skip_score.add(p.name)
+                state.skip_score.add(pre.name)
             elif not status.is_success:
-                return status.with_plugin(p.name)
+                return _named("PreScore", pre.name, status)
         total = np.zeros(len(rows), np.int64)
+        p: Any
         for p in self.points.score:
             if p.name in state.skip_score:
                 if entry is not None:
                     entry.raw.pop(p.name, None)  # not kept up to date while skipped
                     entry.scored.pop(p.name, None)
                 continue
-            constant = entry is not None and not p.reads_pods and not getattr(p, "reads_other_nodes", False)
+            constant = entry is not None and not self._reads_pods[p.name] and not self._reads_other_nodes[p.name]
             if constant:
                 assert entry is not None
                 kept = entry.scored.get(p.name)
@@ -667,13 +732,13 @@ class Framework:
                     decision.score_plugins[p.name] = kept[1]
                     continue
             try:
-                if entry is not None and not getattr(p, "reads_other_nodes", False):
+                if entry is not None and not self._reads_other_nodes[p.name]:
                     raw = self._reused_scores(state, pod, nodes, rows, entry, dirty, p)
                 else:
                     raw = np.asarray(p.score(state, pod, nodes, rows), np.int64)
                 normalized = p.normalize_score(state, pod, raw) if self._normalizes[p.name] else raw
             except Exception as e:
-                return Status.from_error(e, p.name)
+                return plugin_error("Score", p.name, e)
             if raw.shape != rows.shape:
                 return Status.from_error(RuntimeError(f"score plugin {p.name} returned {raw.shape} scores"), p.name)
             if normalized.size and (normalized.min() < MIN_NODE_SCORE or normalized.max() > MAX_NODE_SCORE):
@@ -702,7 +767,7 @@ class Framework:
     def _cross_node_filters(self, state: CycleState) -> bool:
         """Is an active filter's verdict on one node moved by pods on other nodes (topology
         spreading)? Then re-judging only the changed nodes would be wrong: no reuse this cycle."""
-        return any(getattr(p, "reads_other_nodes", False) for p in self._active_filters(state))
+        return any(self._reads_other_nodes[p.name] for p in self._active_filters(state))
 
     def _reuse_filters(
         self, state: CycleState, pod: PodInfo, nodes: NodeTable
@@ -726,12 +791,12 @@ class Framework:
             view = nodes._subset(dirty)
             filters = self._active_filters(state)
             for k, p in enumerate(filters):
-                if not p.reads_pods:
+                if not self._reads_pods[p.name]:
                     continue
                 try:
                     fresh = p.filter(state, pod, view)
                 except Exception as e:
-                    raise PluginError(p.name, e) from e
+                    raise PluginError(p.name, e, "Filter") from e
                 old = results[k]
                 if fresh.everyone_passed and old.everyone_passed:
                     continue
@@ -786,7 +851,7 @@ class Framework:
         full = entry.raw.get(p.name)
         if full is None:
             full = np.asarray(p.score(state, pod, nodes, np.arange(len(nodes), dtype=np.intp)), np.int64)
-        elif dirty is not None and dirty.size and p.reads_pods:
+        elif dirty is not None and dirty.size and self._reads_pods[p.name]:
             full = full.copy()
             full[dirty] = p.score(state, pod, nodes, dirty)
         entry.raw[p.name] = full
@@ -807,7 +872,7 @@ class Framework:
             try:
                 node, status = p.post_filter(state, pod, statuses)
             except Exception as e:
-                status = Status.from_error(e, p.name)
+                status = plugin_error("PostFilter", p.name, e)
                 node = None
             if status.is_success:
                 self._observe("PostFilter", status, t0)
@@ -830,16 +895,26 @@ class Framework:
         t0 = time.perf_counter()
         status = Status.success()
         for p in self.points.reserve:
-            status = _call(p.name, p.reserve, state, pod, node_name)
+            status = _call("Reserve", p.name, p.reserve, state, pod, node_name)
             if not status.is_success:
-                status = status.with_plugin(p.name)
+                status = _named("Reserve", p.name, status)
                 break
         self._observe("Reserve", status, t0)
         return status
 
-    def run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+    def run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> list[Status]:
+        """Every Reserve plugin's Unreserve, in reverse order, each even if an earlier one raised
+        (kube: Unreserve must not fail, and one plugin's bug must not leave the others' room held).
+        Returns the errors, naming their plugins (empty when all went well)."""
+        errors: list[Status] = []
         for p in reversed(self.points.reserve):
-            p.unreserve(state, pod, node_name)
+            try:
+                p.unreserve(state, pod, node_name)
+            except Exception as e:
+                errors.append(plugin_error("Unreserve", p.name, e))
+                log.exception("Unreserve of %s for %s on %s raised; the other plugins still unreserve",
+                              p.name, pod.key, node_name)
+        return errors
 
     def run_permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
         """(Success|Wait|rejection, how long to wait). Any rejection wins over Wait."""
@@ -854,22 +929,22 @@ class Framework:
             try:
                 status, timeout = p.permit(state, pod, node_name)
             except Exception as e:
-                return Status.from_error(e, p.name), 0.0
+                return plugin_error("Permit", p.name, e), 0.0
             if status.is_wait:
                 timeout = min(timeout, MAX_PERMIT_TIMEOUT)
                 if timeout > wait:  # the plugin whose wait lasts longest: its timeout rejects the pod
                     wait, waiter = timeout, p.name
             elif not status.is_success:
-                return status.with_plugin(p.name), 0.0
+                return _named("Permit", p.name, status), 0.0
         return (Status.wait(waiter), wait) if wait else (Status.success(), 0.0)
 
     def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         t0 = time.perf_counter()
         status = Status.success()
         for p in self.points.pre_bind:
-            status = _call(p.name, p.pre_bind, state, pod, node_name)
+            status = _call("PreBind", p.name, p.pre_bind, state, pod, node_name)
             if not status.is_success:
-                status = status.with_plugin(p.name)
+                status = _named("PreBind", p.name, status)
                 break
         self._observe("PreBind", status, t0)
         return status
@@ -878,18 +953,26 @@ class Framework:
         """The first bind plugin that does not Skip decides."""
         t0 = time.perf_counter()
         for p in self.points.bind:
-            status = _call(p.name, p.bind, state, pod, node_name)
+            status = _call("Bind", p.name, p.bind, state, pod, node_name)
             if status.is_skip:
                 continue
             self._observe("Bind", status, t0)
-            return status.with_plugin(p.name)
+            return status if status.is_success else _named("Bind", p.name, status)
         return Status.from_error(RuntimeError("all bind plugins skipped the pod"))
 
-    def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+    def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> list[Status]:
+        """Every PostBind plugin (informational: the pod is bound); one that raises does not stop
+        the rest. Returns the errors, naming their plugins."""
         t0 = time.perf_counter()
+        errors: list[Status] = []
         for p in self.points.post_bind:
-            p.post_bind(state, pod, node_name)
+            try:
+                p.post_bind(state, pod, node_name)
+            except Exception as e:
+                errors.append(plugin_error("PostBind", p.name, e))
+                log.exception("PostBind of %s for %s raised", p.name, pod.key)
         self._observe("PostBind", Status.success(), t0)
+        return errors
 
 
 _REUSE_ENTRIES = 32
@@ -922,11 +1005,11 @@ def _signature(pod: PodInfo) -> tuple[Any, ...]:
     )
 
 
-def _call(plugin: str, fn: Callable[..., Status], *args: Any) -> Status:
+def _call(point: str, plugin: str, fn: Callable[..., Status], *args: Any) -> Status:
     try:
         return fn(*args)
     except Exception as e:
-        return Status.from_error(e, plugin)
+        return plugin_error(point, plugin, e)
 
 
 def _widen(result: FilterResult, n: int, row: int) -> FilterResult:

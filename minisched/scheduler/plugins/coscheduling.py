@@ -33,12 +33,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from minisched.resources import PODS
+from minisched.scheduler.framework import cluster_event as ce
+from minisched.scheduler.framework.cluster_event import ASSIGNED_POD_ADD, ClusterEvent
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import Handle
 from minisched.scheduler.framework.status import Status
 from minisched.scheduler.framework.types import PodInfo
 from minisched.scheduler.lifecycle import GROUP_TRANSITIONS, GroupEvent, GroupState, step
-from minisched.scheduler.queue import ASSIGNED_POD_ADD, ClusterEvent
 from minisched.validation.podgroup import PODGROUPS, pod_group_of
 
 NAME = "Coscheduling"
@@ -114,14 +115,14 @@ class Coscheduling:
         pods.add_event_handler(ResourceEventHandlerFuncs(member_added, None, None))
         groups.add_event_handler(ResourceEventHandlerFuncs(group_added, group_updated, None))
 
-    def events_to_register(self) -> list[ClusterEvent]:
+    def events_to_register(self) -> list[ce.ClusterEventWithHint]:
         # scheduler-plugins registers Pod Add (in kube-scheduler that matches an assigned pod's add)
         # and PodGroup Add/Update. GROUP_MEMBER_ADD stands in for the PodGroup status controller,
         # which minisched lacks: a member's arrival changes its group's status there, an Update.
         # Not AssignedPodDelete: each member rejected at Permit frees its room with that event,
         # while the other members rejected with it are still in flight and record it, so they
         # would be sent round and round (wait, time out, retry) instead of settling.
-        return [GROUP_MEMBER_ADD, POD_GROUP_ADD, POD_GROUP_UPDATE, ASSIGNED_POD_ADD]
+        return ce.events(None, GROUP_MEMBER_ADD, POD_GROUP_ADD, POD_GROUP_UPDATE, ASSIGNED_POD_ADD)
 
     # --- lookups ---------------------------------------------------------------------------------------
 

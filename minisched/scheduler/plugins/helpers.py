@@ -89,3 +89,41 @@ def summed_nonzero(pods: Iterable[PodInfo]) -> tuple[int, int]:
         cpu += p.nonzero_cpu
         mem += p.nonzero_memory
     return cpu, mem
+
+
+# ---- for queueing hints: the pod they are asked about, parsed once per version --------------------
+
+_PARSED: dict[tuple[str, str, str], PodInfo | None] = {}
+_PARSED_MAX = 16384  # parked pods asked about per event; the oldest parse goes first
+
+
+def parsed_pod(pod: Object) -> PodInfo | None:
+    """`pod` parsed (None when it cannot be). A queueing hint is asked for every parked pod on every
+    event, so the parse is kept per (uid, name, resourceVersion); a pod that changes is a new key."""
+    meta = pod.get("metadata") or {}
+    key = (str(meta.get("uid") or ""), f"{meta.get('namespace')}/{meta.get('name')}", str(meta.get("resourceVersion") or ""))
+    if not key[2]:  # an object not from the API (tests, notebooks): no version to key on
+        return _parse(pod)
+    if key in _PARSED:
+        return _PARSED[key]
+    if len(_PARSED) >= _PARSED_MAX:
+        try:  # two schedulers' queues may evict at once (tests run several in a process)
+            del _PARSED[next(iter(_PARSED))]
+        except (KeyError, RuntimeError, StopIteration):
+            _PARSED.clear()
+    _PARSED[key] = info = _parse(pod)
+    return info
+
+
+def _parse(pod: Object) -> PodInfo | None:
+    from minisched.scheduler.framework.types import PodSpecError
+
+    try:
+        return PodInfo.from_pod(pod)
+    except PodSpecError:
+        return None
+
+
+def assigned_node(pod: Object | None) -> str:
+    """spec.nodeName of a pod object ("" for none)."""
+    return str(((pod or {}).get("spec") or {}).get("nodeName") or "")

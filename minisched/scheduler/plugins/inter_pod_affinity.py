@@ -35,11 +35,12 @@ import numpy as np
 import numpy.typing as npt
 
 from minisched.scheduler.framework import batch
+from minisched.scheduler.framework import cluster_event as ce
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import MAX_NODE_SCORE, FilterResult, Handle, PreFilterResult
 from minisched.scheduler.framework.status import Code, Status
 from minisched.scheduler.framework.types import AffinityTerm, LabelSelector, PodInfo
-from minisched.scheduler.plugins.helpers import node_labels, node_name, take
+from minisched.scheduler.plugins.helpers import assigned_node, node_labels, node_name, parsed_pod, take
 from minisched.scheduler.pod_index import (
     PREFERRED_AFFINITY,
     PREFERRED_ANTI_AFFINITY,
@@ -242,6 +243,44 @@ def _incoming_slots(pc: PodIndex, term: AffinityTerm) -> BoolArray:
 
 class InterPodAffinity:
     name = NAME
+
+    def events_to_register(self) -> list[ce.ClusterEventWithHint]:
+        """kube 1.35: an assigned pod added, relabelled or deleted (with a hint); a node added or
+        relabelled (no hint here: a new topology domain may hold what the pod needs)."""
+        return [*ce.events(self.is_schedulable_after_pod_change, ce.ASSIGNED_POD_ADD, ce.ASSIGNED_POD_UPDATE,
+                           ce.ASSIGNED_POD_DELETE),
+                *ce.events(None, ce.NODE_ADD, ce.NODE_LABEL_CHANGE)]
+
+    def is_schedulable_after_pod_change(self, pod: Object, old: Object | None, new: Object | None) -> ce.QueueingHint:
+        """kube's isSchedulableAfterPodChange: an unscheduled pod changes nothing; an added pod
+        helps if it matches all the pod's required affinity terms; a relabelled one if it starts
+        matching them or stops matching its anti-affinity terms; a deleted one if it matched its
+        anti-affinity terms. (Terms with a namespaceSelector are judged by their explicit
+        namespaces alone here, which can only say QUEUE_SKIP wrongly for such terms: those queue.)"""
+        if (new is not None and not assigned_node(new)) or (old is not None and not assigned_node(old)):
+            return ce.QUEUE_SKIP
+        info = parsed_pod(pod)
+        if info is None:
+            return ce.QUEUE
+        pa = info.pod_affinity
+        terms = pa.required_affinity if pa else ()
+        anti = pa.required_anti_affinity if pa else ()
+        if any(t.namespace_selector is not None for t in (*terms, *anti)):
+            return ce.QUEUE
+        before = parsed_pod(old) if old is not None else None
+        after = parsed_pod(new) if new is not None else None
+        if (old is not None and before is None) or (new is not None and after is None):
+            return ce.QUEUE
+        if before is not None and after is not None:
+            if not _matches_all(terms, before) and _matches_all(terms, after):
+                return ce.QUEUE
+            if _matches_all(anti, before) and not _matches_all(anti, after):
+                return ce.QUEUE
+            return ce.QUEUE_SKIP
+        if after is not None:
+            return ce.QUEUE if _matches_all(terms, after) else ce.QUEUE_SKIP
+        assert before is not None
+        return ce.QUEUE if _matches_all(anti, before) else ce.QUEUE_SKIP
     refuses_some_pods = True  # its sign_pod may refuse: batching asks it first
     reads_pods = True
     reads_other_nodes = True  # a node's verdict moves with pods anywhere in its topology domains

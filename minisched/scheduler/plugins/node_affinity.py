@@ -14,11 +14,18 @@ import numpy as np
 import numpy.typing as npt
 
 from minisched.scheduler.framework import batch
+from minisched.scheduler.framework import cluster_event as ce
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import FilterResult, Handle, PreFilterResult
 from minisched.scheduler.framework.status import Code, Status
 from minisched.scheduler.framework.types import NodeSelectorTerm, PodInfo, Requirement
-from minisched.scheduler.plugins.helpers import default_normalize_score, node_labels, node_name, take
+from minisched.scheduler.plugins.helpers import (
+    default_normalize_score,
+    node_labels,
+    node_name,
+    parsed_pod,
+    take,
+)
 from minisched.scheduler.snapshot import NodeTable
 
 NAME = "NodeAffinity"
@@ -121,6 +128,20 @@ def node_names_required(pod: PodInfo) -> frozenset[str] | None:
 
 class NodeAffinity:
     name = NAME
+
+    def events_to_register(self) -> list[ce.ClusterEventWithHint]:
+        """kube 1.35: a node added or its labels changed, with a hint."""
+        return ce.events(self.is_schedulable_after_node_change, ce.NODE_ADD, ce.NODE_LABEL_CHANGE)
+
+    def is_schedulable_after_node_change(self, pod: Object, old: Object | None, new: Object | None) -> ce.QueueingHint:
+        """kube's: queue when the node now matches the pod's nodeSelector and required affinity and
+        did not before (or is new)."""
+        info = parsed_pod(pod)
+        if info is None or new is None:
+            return ce.QUEUE
+        if not fits(info, new):
+            return ce.QUEUE_SKIP
+        return ce.QUEUE if old is None or not fits(info, old) else ce.QUEUE_SKIP
     reads_pods = False  # results depend only on the pod and the node objects
 
     def sign_pod(self, pod: PodInfo) -> tuple[Sequence[batch.Fragment], Status]:

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from minisched.scheduler.framework import batch
+from minisched.scheduler.framework import cluster_event as ce
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import FilterResult, Handle
 from minisched.scheduler.framework.status import Code, Status
@@ -28,6 +29,10 @@ def fits(pod: PodInfo, node: Object) -> bool:
 
 class NodeName:
     name = NAME
+
+    def events_to_register(self) -> list[ce.ClusterEventWithHint]:
+        """kube 1.35: a node added, no hint (the pod's node may be created after it)."""
+        return ce.events(None, ce.NODE_ADD)
     reads_pods = False  # results depend only on the pod and the node objects
 
     def sign_pod(self, pod: PodInfo) -> tuple[Sequence[batch.Fragment], Status]:

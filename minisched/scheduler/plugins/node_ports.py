@@ -10,10 +10,12 @@ import numpy as np
 import numpy.typing as npt
 
 from minisched.scheduler.framework import batch
+from minisched.scheduler.framework import cluster_event as ce
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import FilterResult, Handle, PreFilterResult
 from minisched.scheduler.framework.status import Code, Status
 from minisched.scheduler.framework.types import HostPort, PodInfo
+from minisched.scheduler.plugins.helpers import assigned_node, parsed_pod
 from minisched.scheduler.snapshot import NodeTable
 
 NAME = "NodePorts"
@@ -21,6 +23,7 @@ REASON = "node(s) didn't have free ports for the requested pod ports"
 WILDCARD = "0.0.0.0"
 
 BoolArray = npt.NDArray[np.bool_]
+Object = dict[str, Any]
 
 
 def conflicts(a: HostPort, b: HostPort) -> bool:
@@ -37,6 +40,23 @@ def fits(pod: PodInfo, node_pods: Sequence[PodInfo]) -> bool:
 
 class NodePorts:
     name = NAME
+
+    def events_to_register(self) -> list[ce.ClusterEventWithHint]:
+        """kube 1.35: an assigned pod deleted (with a hint), a node added (no hint)."""
+        return [*ce.events(self.is_schedulable_after_pod_delete, ce.ASSIGNED_POD_DELETE), *ce.events(None, ce.NODE_ADD)]
+
+    def is_schedulable_after_pod_delete(self, pod: Object, old: Object | None, new: Object | None) -> ce.QueueingHint:
+        """kube's isSchedulableAfterPodDeleted: only a bound pod whose host ports clash with the
+        pod's frees a port it needs."""
+        if old is None:
+            return ce.QUEUE
+        if not assigned_node(old):
+            return ce.QUEUE_SKIP
+        info, gone = parsed_pod(pod), parsed_pod(old)
+        if info is None or gone is None:
+            return ce.QUEUE
+        clash = any(conflicts(want, have) for want in info.host_ports for have in gone.host_ports)
+        return ce.QUEUE if clash else ce.QUEUE_SKIP
     reads_pods = True  # results change with the pods on a node
 
     def sign_pod(self, pod: PodInfo) -> tuple[Sequence[batch.Fragment], Status]:

@@ -7,10 +7,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from minisched.scheduler.framework import batch
+from minisched.scheduler.framework import cluster_event as ce
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import FilterResult, Handle
 from minisched.scheduler.framework.status import Code, Status
 from minisched.scheduler.framework.types import PodInfo
+from minisched.scheduler.plugins.helpers import parsed_pod
 from minisched.scheduler.snapshot import NodeTable
 
 NAME = "NodeUnschedulable"
@@ -31,6 +33,22 @@ def fits(pod: PodInfo, node: Object) -> bool:
 
 class NodeUnschedulable:
     name = NAME
+
+    def events_to_register(self) -> list[ce.ClusterEventWithHint]:
+        """kube 1.35: a node added or its taints (spec.unschedulable among them) changed, with a hint."""
+        return ce.events(self.is_schedulable_after_node_change, ce.NODE_ADD, ce.NODE_TAINT_CHANGE)
+
+    def is_schedulable_after_node_change(self, pod: Object, old: Object | None, new: Object | None) -> ce.QueueingHint:
+        """kube's: queue when the node now takes the pod (schedulable, or tolerated) and did not
+        before (or is new)."""
+        if new is None:
+            return ce.QUEUE
+        info = parsed_pod(pod)
+        if info is None:
+            return ce.QUEUE
+        if not fits(info, new):
+            return ce.QUEUE_SKIP
+        return ce.QUEUE if old is None or not fits(info, old) else ce.QUEUE_SKIP
     reads_pods = False  # results depend only on the pod and the node objects
 
     def sign_pod(self, pod: PodInfo) -> tuple[Sequence[batch.Fragment], Status]:

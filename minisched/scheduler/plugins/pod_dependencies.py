@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from minisched.graph import PodGraph
+from minisched.scheduler.framework import cluster_event as ce
 from minisched.scheduler.framework.interface import Handle
 from minisched.scheduler.framework.status import Status
 
@@ -71,6 +72,10 @@ class PodDependencies:
         # pod key -> the keys it waits for, for the pods this plugin holds now (what the cycle
         # check looks at); a pod leaves when it passes, or when forget() hears it was deleted.
         self._holding: dict[str, tuple[str, ...]] = {}
+
+    def events_to_register(self) -> list[ce.ClusterEventWithHint]:
+        """A pod it holds may go once the pods it waits for are bound: an assigned pod's add."""
+        return ce.events(None, ce.ASSIGNED_POD_ADD)
 
     def pre_enqueue(self, pod: Object) -> Status:
         try:

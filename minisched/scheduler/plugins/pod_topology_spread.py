@@ -33,6 +33,7 @@ import numpy.typing as npt
 
 from minisched.resources import REPLICA_SETS, REPLICATION_CONTROLLERS, SERVICES, STATEFUL_SETS, Resource
 from minisched.scheduler.framework import batch
+from minisched.scheduler.framework import cluster_event as ce
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import MAX_NODE_SCORE, FilterResult, Handle, PreFilterResult
 from minisched.scheduler.framework.status import Code, Status
@@ -45,7 +46,7 @@ from minisched.scheduler.framework.types import (
     spread_constraint,
 )
 from minisched.scheduler.plugins import node_affinity, taint_toleration
-from minisched.scheduler.plugins.helpers import node_labels, take
+from minisched.scheduler.plugins.helpers import assigned_node, node_labels, parsed_pod, take
 from minisched.scheduler.snapshot import NO_TAINT, NodeTable
 
 log = logging.getLogger(__name__)
@@ -414,6 +415,39 @@ def _domain_min(per_domain: IntArray, present: BoolArray, min_domains: int | Non
 
 class PodTopologySpread:
     name = NAME
+
+    def events_to_register(self) -> list[ce.ClusterEventWithHint]:
+        """kube 1.35: an assigned pod added, relabelled or deleted (with a hint); a node added,
+        deleted, relabelled or retainted (no hint here: domains come and go with them)."""
+        return [*ce.events(self.is_schedulable_after_pod_change, ce.ASSIGNED_POD_ADD, ce.ASSIGNED_POD_UPDATE,
+                           ce.ASSIGNED_POD_DELETE),
+                *ce.events(None, ce.NODE_ADD, ce.NODE_DELETE, ce.NODE_LABEL_CHANGE, ce.NODE_TAINT_CHANGE)]
+
+    def is_schedulable_after_pod_change(self, pod: Object, old: Object | None, new: Object | None) -> ce.QueueingHint:
+        """kube's isSchedulableAfterPodChange: only an assigned pod of the same namespace counts;
+        an added or deleted one if a constraint selects it, a relabelled one if a constraint's
+        verdict on it changed."""
+        info = parsed_pod(pod)
+        if info is None:
+            return ce.QUEUE
+        for other in (old, new):
+            if other is not None and (not assigned_node(other)
+                                      or (other.get("metadata") or {}).get("namespace", "default") != info.namespace):
+                return ce.QUEUE_SKIP
+        constraints, _ = pod_constraints(info, DO_NOT_SCHEDULE, self.args, self.lister)
+        selectors = [c.selector for c in constraints]
+
+        def labels(obj: Object) -> dict[str, str]:
+            return dict((obj.get("metadata") or {}).get("labels") or {})
+
+        def selected(obj: Object) -> list[bool]:
+            return [s is not None and s.matches(labels(obj)) for s in selectors]
+
+        if old is not None and new is not None:
+            return ce.QUEUE if selected(old) != selected(new) else ce.QUEUE_SKIP
+        changed = new if new is not None else old
+        assert changed is not None
+        return ce.QUEUE if any(selected(changed)) else ce.QUEUE_SKIP
     refuses_some_pods = True  # its sign_pod may refuse: batching asks it first
     reads_pods = True
     reads_other_nodes = True  # a node's verdict moves with pods on other nodes of its domain

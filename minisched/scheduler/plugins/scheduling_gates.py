@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from minisched.scheduler.framework import cluster_event as ce
 from minisched.scheduler.framework.interface import Handle
 from minisched.scheduler.framework.status import Status
 
@@ -20,6 +21,11 @@ def gates(pod: Object) -> list[str]:
 
 class SchedulingGates:
     name = NAME
+
+    def events_to_register(self) -> list[ce.ClusterEventWithHint]:
+        """No cluster event opens a gate: only the pod's own update removing its gates, which the
+        queue asks PreEnqueue about directly (kube registers that update as an event)."""
+        return []
 
     def pre_enqueue(self, pod: Object) -> Status:
         waiting = gates(pod)

@@ -15,11 +15,12 @@ import numpy as np
 import numpy.typing as npt
 
 from minisched.scheduler.framework import batch
+from minisched.scheduler.framework import cluster_event as ce
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import FilterResult, Handle
 from minisched.scheduler.framework.status import Code, Status
 from minisched.scheduler.framework.types import PodInfo, Toleration
-from minisched.scheduler.plugins.helpers import default_normalize_score, node_taints, take
+from minisched.scheduler.plugins.helpers import default_normalize_score, node_taints, parsed_pod, take
 from minisched.scheduler.snapshot import NO_TAINT, NodeTable
 
 NAME = "TaintToleration"
@@ -62,6 +63,21 @@ def intolerable_prefer_no_schedule(pod: PodInfo, node: Object) -> int:
 
 class TaintToleration:
     name = NAME
+
+    def events_to_register(self) -> list[ce.ClusterEventWithHint]:
+        """kube 1.35: a node added or its taints changed, with a hint. (kube also registers the
+        pod's own toleration change; here a pending pod's own update is the queue's business.)"""
+        return ce.events(self.is_schedulable_after_node_change, ce.NODE_ADD, ce.NODE_TAINT_CHANGE)
+
+    def is_schedulable_after_node_change(self, pod: Object, old: Object | None, new: Object | None) -> ce.QueueingHint:
+        """kube's: queue when the node now has no taint the pod does not tolerate and had one before
+        (or is new)."""
+        info = parsed_pod(pod)
+        if info is None or new is None:
+            return ce.QUEUE
+        if untolerated_taint(info, new) is not None:
+            return ce.QUEUE_SKIP
+        return ce.QUEUE if old is None or untolerated_taint(info, old) is not None else ce.QUEUE_SKIP
     reads_pods = False  # results depend only on the pod and the node objects
 
     def sign_pod(self, pod: PodInfo) -> tuple[Sequence[batch.Fragment], Status]:

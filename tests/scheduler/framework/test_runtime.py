@@ -217,7 +217,8 @@ def test_pre_filter_result_narrows_the_nodes() -> None:
 
 def test_plugin_errors_become_error_statuses() -> None:
     r = framework_with_gate("boom").schedule(info("p"), table(make_node("a")).snapshot())
-    assert r.status.is_error and r.status.message() == "plugin bug" and r.status.plugin == "Gate"
+    assert r.status.is_error and r.status.plugin == "Gate"
+    assert r.status.message() == 'running PreFilter plugin "Gate": plugin bug'  # kube's wrapping
     r = framework_with_gate("bad-score").schedule(info("p"), table(make_node("a"), make_node("b")).snapshot())
     assert r.status.is_error and "invalid score 1000" in r.status.message() and r.status.plugin == "Gate"
 

@@ -417,19 +417,20 @@ def test_a_pod_rejected_for_skew_is_retried_when_a_domain_fills() -> None:
         ASSIGNED_POD_ADD,
         NODE_ALLOCATABLE_CHANGE,
         NODE_DELETE,
-        PLUGIN_EVENTS,
         SchedulingQueue,
     )
 
-    for event in (ASSIGNED_POD_ADD, NODE_DELETE):
-        q = SchedulingQueue(plugin_events=PLUGIN_EVENTS)
+    hints = {"minisched": Framework().queueing_hints}  # make_pod's profile
+    selected = make_pod("other", labels={"foo": ""}, node_name="n1")  # the constraint selects it
+    for event, new in ((ASSIGNED_POD_ADD, selected), (NODE_DELETE, None)):
+        q = SchedulingQueue(queueing_hints=hints)
         p = pod("skewed", None, tsc(1, "zone", DNS))
         q.add(p, PodInfo.from_pod(p))
         qpi = q.pop(timeout=1)
         assert qpi is not None
         q.add_unschedulable(qpi, rejected_by={"PodTopologySpread"})
         assert q.move_all_to_active_or_backoff(NODE_ALLOCATABLE_CHANGE) == 0
-        assert q.move_all_to_active_or_backoff(event) == 1
+        assert q.move_all_to_active_or_backoff(event, None, new) == 1
 
 
 def test_args_from_a_scheduler_configuration() -> None:

@@ -41,8 +41,8 @@ def _running(cluster: EmbeddedCluster, name: str, node: str, cls: str, cpu: str 
                                   labels=labels))
 
 
-def _start(cluster: EmbeddedCluster, clock: VirtualClock, nodes: int) -> Scheduler:
-    sched = Scheduler(cluster, clock=clock, seed=1)
+def _start(cluster: EmbeddedCluster, clock: VirtualClock, nodes: int, *, pop_from_backoff: bool = True) -> Scheduler:
+    sched = Scheduler(cluster, clock=clock, seed=1, feature_gates={"SchedulerPopFromBackoffQ": pop_from_backoff})
     sched.start()
     wait_for_nodes(sched, nodes)
     wait_until(lambda: sched.cache.pod_count() == len(cluster.list(PODS)["items"]), what="pods in cache")
@@ -173,10 +173,11 @@ def _nominated(cluster: EmbeddedCluster, name: str) -> str | None:
 
 def _preempt_and_free(cluster: EmbeddedCluster, clock: VirtualClock) -> Scheduler:
     """n1 (1 cpu) runs a low pod; vip (high) preempts it and is nominated to n1; the victim goes.
-    vip is then backing off (virtual clock stopped), so the freed room is up for grabs."""
+    vip is then backing off (virtual clock stopped; SchedulerPopFromBackoffQ off, or an idle
+    scheduler would pop it at once), so the freed room is up for grabs."""
     cluster.create(NODES, make_node("n1", cpu="1"))
     _running(cluster, "low", "n1", "low")
-    sched = _start(cluster, clock, 1)
+    sched = _start(cluster, clock, 1, pop_from_backoff=False)
     cluster.create(PODS, make_pod("vip", cpu="1", memory=None, priority_class_name="high"))
     wait_until(lambda: _nominated(cluster, "vip") == "n1", what="preemptor nominated")
     assert sched.queue.nominated_node_of("default/vip") == "n1"

@@ -9,6 +9,8 @@ import pytest
 
 from minisched.clock import VirtualClock
 from minisched.objects import make_pod
+from minisched.scheduler.framework.cluster_event import RegisteredHint
+from minisched.scheduler.framework.runtime import Framework
 from minisched.scheduler.queue import (
     ASSIGNED_POD_DELETE,
     NODE_ADD,
@@ -22,8 +24,16 @@ from minisched.scheduler.queue import (
 POD_GROUP_UPDATE = ClusterEvent("PodGroup", "Update")
 
 
+def _default_hints() -> dict[ClusterEvent, list[RegisteredHint]]:
+    """The default profile's queueing-hint map, plus a "Gang" plugin that registered PodGroup updates."""
+    hints = {event: list(regs) for event, regs in Framework().queueing_hints.items()}
+    hints.setdefault(POD_GROUP_UPDATE, []).append(RegisteredHint("Gang", None))
+    return hints
+
+
 def _queue(clock: VirtualClock) -> SchedulingQueue:
-    return SchedulingQueue(clock=clock)
+    # make_pod's pods ask for the "minisched" profile, the default profile's name
+    return SchedulingQueue(clock=clock, queueing_hints={"minisched": _default_hints()})
 
 
 def test_active_q_orders_by_priority_then_arrival(virtual_clock: VirtualClock) -> None:
@@ -253,9 +263,6 @@ def test_a_pod_activated_during_its_attempt_goes_to_active_when_the_attempt_ends
 
 # --- events received while pods are in flight (kube's inFlightEvents) -------------------------------------
 
-_EVENTS = {"NodeAffinity": frozenset({NODE_ADD, NODE_LABEL_CHANGE}), "Gang": frozenset({POD_GROUP_UPDATE})}
-
-
 def test_an_event_the_rejector_did_not_register_leaves_the_pod_unschedulable(virtual_clock: VirtualClock) -> None:
     # kube asks the rejecting plugins about each event received during the attempt; before, any move
     # request during the attempt sent the pod to backoff, whatever its rejector listened for
@@ -339,7 +346,7 @@ def test_pruning_keeps_the_events_of_the_oldest_attempt_when_a_pod_is_popped_aga
 
 def test_a_pod_rejected_at_permit_counts_the_events_of_its_binding_cycle(virtual_clock: VirtualClock) -> None:
     # kube keeps the pod in flight until its binding cycle passes Permit
-    q = SchedulingQueue(clock=virtual_clock, plugin_events=_EVENTS)
+    q = _queue(virtual_clock)
     for name in ("moved", "parked"):
         q.add(make_pod(name))
         virtual_clock.advance(0.1)
@@ -357,7 +364,7 @@ def test_a_pod_rejected_at_permit_counts_the_events_of_its_binding_cycle(virtual
 
 
 def test_past_permit_the_binding_cycle_no_longer_records_events(virtual_clock: VirtualClock) -> None:
-    q = SchedulingQueue(clock=virtual_clock, plugin_events=_EVENTS)
+    q = _queue(virtual_clock)
     q.add(make_pod("p"))
     qpi = q.pop(timeout=0)
     assert qpi is not None

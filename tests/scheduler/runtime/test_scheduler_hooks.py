@@ -208,9 +208,9 @@ class _HoldA:
         return (Status.wait(self.name), 30.0) if pod.name == "a" else (Status.success(), 0.0)
 
     def events_to_register(self) -> list[Any]:
-        from minisched.scheduler.queue import ASSIGNED_POD_DELETE
+        from minisched.scheduler.framework.cluster_event import ASSIGNED_POD_DELETE, ClusterEventWithHint
 
-        return [ASSIGNED_POD_DELETE]
+        return [ClusterEventWithHint(ASSIGNED_POD_DELETE)]
 
 
 def test_a_permit_rejection_moves_the_pods_it_kept_out_but_not_itself(cluster: EmbeddedCluster) -> None:
@@ -244,3 +244,36 @@ def test_a_permit_rejection_moves_the_pods_it_kept_out_but_not_itself(cluster: E
         wait_until(lambda: node_of(cluster, "b") == "n1", what="b bound")
         assert sched.queue.where("default/a") == "unschedulable", "the move left the rejected pod out"
         assert sched.queue.get("default/a").unschedulable_plugins == {"HoldA"}  # type: ignore[union-attr]
+
+
+class _Holder:
+    """A Filter plugin that holds a resource: the Closer capability."""
+
+    name = "Holder"
+    reads_pods = False
+
+    def __init__(self) -> None:
+        self.closed = 0
+
+    def filter(self, state: Any, pod: Any, nodes: Any) -> Any:
+        from minisched.scheduler.framework.interface import FilterResult
+
+        return FilterResult.all_pass(len(nodes))
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+def test_plugins_that_hold_resources_are_closed_once_on_stop(cluster: EmbeddedCluster) -> None:
+    from minisched.scheduler.plugins import in_tree_registry
+
+    holder = _Holder()
+    registry = in_tree_registry()
+    registry.register("Holder", lambda args, handle: holder)
+    config = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+              "profiles": [{"schedulerName": "minisched", "plugins": {"filter": {"enabled": [{"name": "Holder"}]}}}]}
+    sched = Scheduler(cluster, config=config, registry=registry)
+    sched.start()
+    assert holder.closed == 0
+    sched.stop()
+    assert holder.closed == 1
