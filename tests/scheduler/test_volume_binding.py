@@ -14,6 +14,7 @@ from minisched.cluster.embedded.volumes import FAKE_PROVISIONER, FakeProvisioner
 from minisched.objects import make_claim, make_node, make_pod, make_storage_class, make_volume
 from minisched.resources import NODES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, PODS, STORAGE_CLASSES
 from minisched.scheduler.events import events_for
+from minisched.scheduler.framework.cluster_event import hint_map
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.status import Code, Status
 from minisched.scheduler.framework.types import PodInfo
@@ -136,7 +137,9 @@ def test_a_newer_object_from_the_informer_replaces_an_assumed_one() -> None:
 
 
 def test_the_plugin_registers_kubes_storage_events() -> None:
-    events = set(volume_binding.new(None, None, StaticStorage()).events_to_register())
+    registrations = volume_binding.new(None, None, StaticStorage()).events_to_register()
+    hint_map([("VolumeBinding", registrations)])  # what the framework builds: refuses a bare ClusterEvent
+    events = {r.event for r in registrations}
     for kind, action in (("PersistentVolume", "Add"), ("PersistentVolume", "Update"),
                          ("PersistentVolumeClaim", "Add"), ("PersistentVolumeClaim", "Update"),
                          ("StorageClass", "Add"), ("CSINode", "Add"), ("CSINode", "Update"), ("Node", "Add")):

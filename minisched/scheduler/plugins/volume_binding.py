@@ -49,6 +49,8 @@ import numpy.typing as npt
 from minisched.errors import ApiError
 from minisched.resources import PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
 from minisched.scheduler.framework import batch
+from minisched.scheduler.framework import cluster_event as ce
+from minisched.scheduler.framework.cluster_event import NODE_ADD, NODE_LABEL_CHANGE, ClusterEvent
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import FilterResult, Handle, PreFilterResult
 from minisched.scheduler.framework.status import Code, Status
@@ -69,7 +71,6 @@ from minisched.scheduler.plugins.storage import (
     not_found,
     storage_from,
 )
-from minisched.scheduler.queue import NODE_ADD, NODE_LABEL_CHANGE, ClusterEvent
 from minisched.scheduler.snapshot import NodeTable
 from minisched.selectors import from_label_selector_json
 from minisched.volumes import (
@@ -433,8 +434,9 @@ class VolumeBinding:
         self.handle = handle
         self.bind_timeout = bind_timeout
 
-    def events_to_register(self) -> list[ClusterEvent]:
-        return list(EVENTS)
+    def events_to_register(self) -> list[ce.ClusterEventWithHint]:
+        # no hints yet: every such event asks again (kube 1.35 has hints for PVC/PV/StorageClass)
+        return ce.events(None, *EVENTS)
 
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> tuple[PreFilterResult | None, Status]:
         claims, status = classify(pod.pod, pod.namespace, self.storage)
