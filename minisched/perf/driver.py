@@ -456,8 +456,12 @@ class Executor:
             # bind times are the observer's own, so checking every 0.2 s makes none of them late
             self.observer.wait_for(_every(0.2, done), timeout, what)
         except TimeoutError as err:
+            done(self.observer)
             self.result.unscheduled.extend(sorted(remaining))
-            raise WorkloadTimeout(f"{err}: {len(remaining)} of {len(keys)} pods not scheduled") from err
+            bound = len(keys) - len(remaining)
+            pace = (f"; {bound} bound at {bound / timeout:.1f} pods/s, so the rest needed ~"
+                    f"{len(remaining) / (bound / timeout) / 60:.0f} min more" if bound else "")
+            raise WorkloadTimeout(f"{err}: {len(remaining)} of {len(keys)} pods not scheduled{pace}") from err
 
     # --- ops
 
