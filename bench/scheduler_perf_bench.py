@@ -313,7 +313,7 @@ def _print_run(r: Any, w: Any, b: str, ref: tuple[str, float] | None, scoring: s
           f"create->bound p50 {_ms(t.latency_p50 if t else None)} p99 {_ms(t.latency_p99 if t else None)}  "
           f"threshold {_fmt(threshold, 5)}  "
           f"CPU {_fmt(cpu, 6)} s/1k pods  RSS {_fmt(rss, 6)} MiB  wall {r.wall_seconds:5.1f}s  "
-          f"{r.problems()}", flush=True)
+          f"load {os.getloadavg()[0]:.1f}  {r.problems()}", flush=True)
     if w.threshold is None and ref:
         print(f"{'':<10}threshold shown is kube's for {w.test_case}/{ref[0]} (reference only, never compared)")
     for u in r.unsupported:
