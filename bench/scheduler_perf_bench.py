@@ -24,7 +24,8 @@ scheduled and was not, or an over-committed node. Ops or options the driver cann
 
 What is measured (`--mode`, printed with every figure):
 - `backlog` (the default): the scheduler is stopped before the measured createPods op, every
-  measured pod is created, then a fresh scheduler starts; pods/s runs from its first binding to its
+  measured pod is created, then a fresh scheduler starts; pods/s runs from its readiness (/readyz:
+  informers synced; a preemption workload's work comes before its first binding) to its
   last and CPU is the scheduler's over that window, so the driver's creation rate is in no figure.
   The `limit` column says whether the machine's cores were all busy (the scheduler, the API server
   and everything else on the machine shared them) or the scheduler had cores to spare.
@@ -294,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load at end {os.getloadavg()[0]:.1f}")
     if rows:
         print(f"\nside by side (mode {args.mode}; pods/s is SchedulingThroughput avg; CPU-s per 1,000 measured pods "
-              f"of the scheduler process" + (" over the drain, first to last binding" if args.mode == "backlog" else "")
+              f"of the scheduler process" + (" over the drain, from its readiness to its last binding" if args.mode == "backlog" else "")
               + "; embedded: the whole bench process):")
         print(side_by_side(rows, backends), flush=True)
     if args.json:
@@ -326,7 +327,8 @@ def _print_run(r: Any, w: Any, b: str, ref: tuple[str, float] | None, scoring: s
         return
     if t.mode == "backlog":
         print(f"{'':<10}measured: backlog drain of {t.pods} pods created in {t.create_seconds:.1f}s before the "
-              f"scheduler started; first binding {t.start_to_first_bind or 0:.1f}s after its start; "
+              f"scheduler started; ready {t.start_to_ready or 0:.1f}s, first binding {t.start_to_first_bind or 0:.1f}s "
+              f"after its start; "
               f"limit: {t.limit}")
         if t.cpu is not None:
             parts = ", ".join(f"{k} {v / t.cpu.window_seconds:.2f}" for k, v in sorted(t.cpu.by_process.items()))

@@ -129,7 +129,9 @@ class RealScheduler:
     def start(self) -> None:
         config = perf_scheduler_config(self.scheduler_name, self.percentage_of_nodes_to_score)
         if self.which == "kube-scheduler":
-            self._pid = self.cp.start_scheduler(config, name="kube-scheduler").pid
+            proc = self.cp.start_scheduler(config, name="kube-scheduler")
+            self._pid = proc.pid
+            _wait_kube_ready(proc.port)
             return
         if self.in_process:
             from minisched.scheduler.scheduler import Scheduler
@@ -199,6 +201,28 @@ class RealScheduler:
 
 def _pid_cpu(pid: int) -> CpuSource:
     return lambda: process_usage(pid).cpu_seconds
+
+
+def _wait_kube_ready(port: int, timeout: float = 120.0) -> None:
+    """Until kube-scheduler's /readyz answers 200: its informers synced and its event handlers
+    (sched-handler-sync) ran, as minisched's /readyz means (start_scheduler waits for /healthz only)."""
+    import http.client
+    import ssl
+
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE  # its self-signed certificate, on loopback
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            conn = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=2)
+            conn.request("GET", "/readyz")
+            if conn.getresponse().status == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    raise TimeoutError(f"kube-scheduler not ready (/readyz) after {timeout:.0f}s")
 
 
 def _wait_ready(proc: subprocess.Popen[bytes], port: int, log: Any, timeout: float = 120.0) -> None:

@@ -18,7 +18,8 @@ Adaptations, each because our API servers keep admission that kube's harness swi
 
 Two modes for the measured createPods op (`collectMetrics`):
 - "backlog": the scheduler is stopped (`Backend.stop_scheduler`), every measured pod created, and a
-  fresh scheduler started; the rate runs from its first binding to its last, so it is the
+  fresh scheduler started; the rate runs from its readiness (informers synced) to its last
+  binding, so it is the
   scheduler's, never the driver's creation rate. CPU is sampled by process (and the whole machine)
   over that window, and `Throughput.limit` says whether every core was busy or the scheduler had
   cores to spare (measure.drain_limit).
@@ -165,6 +166,7 @@ class Throughput:
     # binding to its last (the scheduler's); "arrival": created while it runs (kube's way)
     mode: str = "arrival"
     kept_pace: bool | None = None  # arrival: the scheduler bound as fast as the driver created
+    start_to_ready: float | None = None  # backlog: scheduler start to ready (/readyz: informers synced)
     start_to_first_bind: float | None = None  # backlog: scheduler start to its first binding
     cpu: DrainCpu | None = None  # backlog: CPU over the drain, by process
     limit: str = ""  # what bounded the rate, in a few words
@@ -549,8 +551,9 @@ class Executor:
 
     def _measure_backlog(self, i: int, count: int, namespace: str, path: Path) -> None:
         """The measured op as a backlog drain: the scheduler is stopped, every pod created, then a
-        fresh scheduler started; its rate runs from its first binding to its last, so no creation
-        rate is in it. CPU is accounted over that window (start-up and the initial list left out)."""
+        fresh scheduler started; its rate runs from the moment it is ready (informers synced) to
+        its last binding, so no creation rate is in it. CPU is accounted over that window
+        (start-up and the initial list left out)."""
         self.backend.stop_scheduler()
         started = time.monotonic()
         names = self._create_many(PODS, path, count, namespace)
@@ -561,13 +564,18 @@ class Executor:
                                f"op {i}: the observer to see the backlog")
         with CpuSampler(self.backend.cpu_sources()) as sampler:
             scheduler_started = time.monotonic()
-            self.backend.start()
+            self.backend.start()  # returns once the scheduler is ready: informers synced
+            sampler.sample()  # the new process's first sample, at `ready`
+            ready = time.monotonic()
             self._wait_bound(keys, f"op {i}: {count} pods in {namespace} scheduled", count)
-        binds, latencies = self._binds(keys, lambda _r: scheduler_started)
-        first, last = min(binds), max(binds)
+        binds, latencies = self._binds(keys, lambda _r: ready)
+        # from readiness, not from the first binding: a preemption workload's work (the dry runs,
+        # the victims' deletion) comes before its first binding
+        first, last = min(min(binds), ready), max(binds)
         throughput = Throughput(replay_throughput(binds, first), count, last - first, create_seconds,
-                                mode="backlog", start_to_first_bind=first - scheduler_started)
-        throughput.set_latencies(latencies)
+                                mode="backlog", start_to_first_bind=min(binds) - scheduler_started,
+                                start_to_ready=ready - scheduler_started)
+        throughput.set_latencies(max(0.0, x) for x in latencies)
         by_process = {name: cpu for name in sampler.sources
                       if name != "machine" and (cpu := sampler.cpu_between(name, first, last)) is not None}
         machine = sampler.cpu_between("machine", first, last)
