@@ -164,6 +164,19 @@ def test_performance_sizes_are_kubes_performance_labelled_workloads(
     assert ordered[0].full_name == "PreemptionBasic/1000Nodes"  # smallest first
 
 
+def test_a_backlog_rows_rate_counts_the_seconds_before_its_first_binding(bench: ModuleType) -> None:
+    """PreemptionBasic: kube-scheduler bound nothing for 100 s (dry runs, evictions), then 1,000
+    pods in 5 s; SchedulingThroughput's samples start at the first binding (~200 pods/s), the
+    scheduler's rate over its drain is ~10 pods/s."""
+    from minisched.perf.driver import Throughput, WorkloadResult
+
+    t = Throughput([200.0, 200.0], pods=1000, seconds=105.0, mode="backlog", limit="cores")
+    result = WorkloadResult("PreemptionBasic/1000Nodes", "kube", None, {}, throughput=[t])
+    assert bench.row_of(result, "kube", "100")["pods_per_s"] == pytest.approx(1000 / 105)
+    t.mode = "arrival"
+    assert bench.row_of(result, "kube", "100")["pods_per_s"] == 200.0
+
+
 def test_side_by_side_puts_each_backends_figures_in_its_own_columns(bench: ModuleType) -> None:
     rows = [
         {"workload": "W", "backend": "minisched", "scoring": "100", "pods_per_s": 250.0,
