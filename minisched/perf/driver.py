@@ -16,6 +16,16 @@ Adaptations, each because our API servers keep admission that kube's harness swi
 - a node template without `status.allocatable` gets its capacity there, as the API server's
   defaulting does on create (the embedded cluster does not default it).
 
+Two modes for the measured createPods op (`collectMetrics`):
+- "backlog": the scheduler is stopped (`Backend.stop_scheduler`), every measured pod created, and a
+  fresh scheduler started; the rate runs from its readiness (informers synced) to its last
+  binding, so it is the
+  scheduler's, never the driver's creation rate. CPU is sampled by process (and the whole machine)
+  over that window, and `Throughput.limit` says whether every core was busy or the scheduler had
+  cores to spare (measure.drain_limit).
+- "arrival" (kube's own way): pods are created while the scheduler runs; when it kept pace with the
+  driver (`Throughput.kept_pace`), the rate is the driver's and `limit` says so.
+
 Measured as scheduler_perf's throughputCollector: from the start of a createPods op with
 collectMetrics, 1-second ticks count the op's pods seen bound; the first tick with any bound pod
 only starts the clock, a tick that saw no new pod is merged into the next, and each sample is
@@ -28,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import re
 import threading
 import time
@@ -41,6 +52,7 @@ from minisched.cluster.base import Cluster
 from minisched.controlplane.observe import PodObserver, ProcessUsage, node_allocatable
 from minisched.errors import AlreadyExists, ApiError, Forbidden, NotFound
 from minisched.perf.checks import placement_violations
+from minisched.perf.measure import CpuSampler, CpuSource, DrainCpu, drain_limit, kept_pace
 from minisched.perf.workloads import Workload, is_indexed, load_template
 from minisched.resources import NAMESPACES, NODES, PODS, PRIORITY_CLASSES, Resource, resolve
 
@@ -48,6 +60,7 @@ Object = dict[str, Any]
 PRIORITY_CLASS_PREFIX = "scheduler-perf-priority-"
 DEFAULT_NODE_TEMPLATE = "../templates/node-default.yaml"
 DEFAULT_POD_TEMPLATE = "../templates/pod-default.yaml"
+MODES = ("backlog", "arrival")  # how a measured createPods op is timed: see Throughput.mode
 PRIORITY_CLASS_WAIT = 10.0  # seconds a pod may be refused for a PriorityClass the driver just made
 
 # opcode -> the options this driver runs; any other option of a known opcode is listed unsupported.
@@ -124,7 +137,16 @@ class Backend(Protocol):
 
     def stop(self) -> None: ...
 
+    def stop_scheduler(self) -> None:
+        """Stop the scheduler and leave the cluster up: `start()` runs a fresh one (backlog mode)."""
+        ...
+
     def usage(self) -> ProcessUsage | None: ...
+
+    def cpu_sources(self) -> dict[str, CpuSource]:
+        """CPU-seconds readers of the processes to account a drain to: "scheduler" and any of the
+        control plane's ("kube-apiserver", "etcd")."""
+        ...
 
 
 # ---------------------------------------------------------------------------------------- results
@@ -140,6 +162,19 @@ class Throughput:
     # scheduler's own latency, whatever rate the driver creates pods at (p50, p99, seconds)
     latency_p50: float | None = None
     latency_p99: float | None = None
+    # "backlog": every measured pod created before the scheduler started, rate from its first
+    # binding to its last (the scheduler's); "arrival": created while it runs (kube's way)
+    mode: str = "arrival"
+    kept_pace: bool | None = None  # arrival: the scheduler bound as fast as the driver created
+    start_to_ready: float | None = None  # backlog: scheduler start to ready (/readyz: informers synced)
+    start_to_first_bind: float | None = None  # backlog: scheduler start to its first binding
+    cpu: DrainCpu | None = None  # backlog: CPU over the drain, by process
+    limit: str = ""  # what bounded the rate, in a few words
+
+    @property
+    def scheduler_limited(self) -> bool:
+        """Whether the printed rate is the scheduler's (not the driver's creation rate)."""
+        return self.mode == "backlog" or self.kept_pace is False
 
     @property
     def average(self) -> float | None:
@@ -299,7 +334,10 @@ class Executor:
     """Runs one workload's ops on `backend.cluster` while `backend`'s scheduler runs."""
 
     def __init__(self, workload: Workload, backend: Backend, *, wait_timeout: float | None = None,
-                 log: Callable[[str], None] | None = None) -> None:
+                 log: Callable[[str], None] | None = None, mode: str = "arrival") -> None:
+        if mode not in MODES:
+            raise ValueError(f"mode {mode!r}: one of {', '.join(MODES)}")
+        self.mode = mode
         self.workload = workload
         self.backend = backend
         self.cluster = backend.cluster
@@ -417,10 +455,15 @@ class Executor:
             return not remaining
 
         try:
-            self.observer.wait_for(done, timeout, what)
+            # bind times are the observer's own, so checking every 0.2 s makes none of them late
+            self.observer.wait_for(_every(0.2, done), timeout, what)
         except TimeoutError as err:
+            done(self.observer)
             self.result.unscheduled.extend(sorted(remaining))
-            raise WorkloadTimeout(f"{err}: {len(remaining)} of {len(keys)} pods not scheduled") from err
+            bound = len(keys) - len(remaining)
+            pace = (f"; {bound} bound at {bound / timeout:.1f} pods/s, so the rest needed ~"
+                    f"{len(remaining) / (bound / timeout) / 60:.0f} min more" if bound else "")
+            raise WorkloadTimeout(f"{err}: {len(remaining)} of {len(keys)} pods not scheduled{pace}") from err
 
     # --- ops
 
@@ -463,7 +506,11 @@ class Executor:
         self.ensure_namespace(namespace)
         template = op.get("podTemplatePath") or self.workload.default_pod_template or DEFAULT_POD_TEMPLATE
         path = self.workload.template_path(template)
-        usage_before = self.backend.usage() if op.get("collectMetrics") else None
+        measured = bool(op.get("collectMetrics")) and not op.get("skipWaitToCompletion")
+        if measured and self.mode == "backlog":
+            self._measure_backlog(i, count, namespace, path)
+            return
+        usage_before = self.backend.usage() if measured else None
         started = time.monotonic()
         names = self._create_many(PODS, path, count, namespace)
         created = time.monotonic()
@@ -477,18 +524,69 @@ class Executor:
             self.log(f"  op {i} createPods: {count} in {namespace} (not waited for)")
             return
         self._wait_bound(keys, f"op {i}: {count} pods in {namespace} scheduled", count)
-        if op.get("collectMetrics"):
-            assert self.observer is not None
-            records = [r for k in keys if (r := self.observer.pods.get(k)) is not None and r.bound is not None]
-            binds = [r.bound for r in records if r.bound is not None]
+        if measured:
+            binds, latencies = self._binds(keys, lambda r: r.created)
             last = max(binds) if binds else started
             throughput = Throughput(replay_throughput(binds, started), count, last - started, created - started)
-            throughput.set_latencies(r.bound - r.created for r in records if r.bound is not None)
+            throughput.set_latencies(latencies)
+            throughput.kept_pace = kept_pace(created, last, created - started)
+            throughput.limit = ("driver: the scheduler kept pace with creation" if throughput.kept_pace
+                                else "scheduler: pods queued behind it")
             self.result.throughput.append(throughput)
             after = self.backend.usage()
             if usage_before is not None and after is not None and count:
                 self.result.cpu_seconds_per_1000_pods = (after.cpu_seconds - usage_before.cpu_seconds) / count * 1000
         self.log(f"  op {i} createPods: {count} in {namespace} scheduled in {time.monotonic() - started:.1f}s")
+
+    def _binds(self, keys: set[str], since: Callable[[Any], float]) -> tuple[list[float], list[float]]:
+        """The observer's bind times of `keys`, and each pod's time from `since(record)` to its binding."""
+        assert self.observer is not None
+        binds, latencies = [], []
+        for k in keys:
+            record = self.observer.pods.get(k)
+            if record is not None and record.bound is not None:
+                binds.append(record.bound)
+                latencies.append(record.bound - since(record))
+        return binds, latencies
+
+    def _measure_backlog(self, i: int, count: int, namespace: str, path: Path) -> None:
+        """The measured op as a backlog drain: the scheduler is stopped, every pod created, then a
+        fresh scheduler started; its rate runs from the moment it is ready (informers synced) to
+        its last binding, so no creation rate is in it. CPU is accounted over that window
+        (start-up and the initial list left out)."""
+        self.backend.stop_scheduler()
+        started = time.monotonic()
+        names = self._create_many(PODS, path, count, namespace)
+        create_seconds = time.monotonic() - started
+        keys = {f"{namespace}/{n}" for n in names}
+        assert self.observer is not None
+        self.observer.wait_for(_every(0.2, lambda o: all(k in o.pods for k in keys)), 120,
+                               f"op {i}: the observer to see the backlog")
+        with CpuSampler(self.backend.cpu_sources()) as sampler:
+            scheduler_started = time.monotonic()
+            self.backend.start()  # returns once the scheduler is ready: informers synced
+            sampler.sample()  # the new process's first sample, at `ready`
+            ready = time.monotonic()
+            self._wait_bound(keys, f"op {i}: {count} pods in {namespace} scheduled", count)
+        binds, latencies = self._binds(keys, lambda _r: ready)
+        # from readiness, not from the first binding: a preemption workload's work (the dry runs,
+        # the victims' deletion) comes before its first binding
+        first, last = min(min(binds), ready), max(binds)
+        throughput = Throughput(replay_throughput(binds, first), count, last - first, create_seconds,
+                                mode="backlog", start_to_first_bind=min(binds) - scheduler_started,
+                                start_to_ready=ready - scheduler_started)
+        throughput.set_latencies(max(0.0, x) for x in latencies)
+        by_process = {name: cpu for name in sampler.sources
+                      if name != "machine" and (cpu := sampler.cpu_between(name, first, last)) is not None}
+        machine = sampler.cpu_between("machine", first, last)
+        if machine is not None and last > first:
+            throughput.cpu = DrainCpu(last - first, by_process, machine, os.cpu_count() or 1)
+        throughput.limit = drain_limit(throughput.cpu)
+        self.result.throughput.append(throughput)
+        if "scheduler" in by_process and count:
+            self.result.cpu_seconds_per_1000_pods = by_process["scheduler"] / count * 1000
+        self.log(f"  op {i} createPods: {count} in {namespace} created in {create_seconds:.1f}s, then drained "
+                 f"in {last - first:.1f}s")
 
     def _op_createAny(self, i: int, op: Object) -> None:
         path = self.workload.template_path(op["templatePath"])
@@ -579,8 +677,29 @@ class Executor:
 
 
 def run_workload(workload: Workload, backend: Backend, *, wait_timeout: float | None = None,
-                 log: Callable[[str], None] | None = None) -> WorkloadResult:
-    return Executor(workload, backend, wait_timeout=wait_timeout, log=log).run()
+                 log: Callable[[str], None] | None = None, mode: str = "arrival") -> WorkloadResult:
+    return Executor(workload, backend, wait_timeout=wait_timeout, log=log, mode=mode).run()
+
+
+def _every(seconds: float, predicate: Callable[[PodObserver], bool]) -> Callable[[PodObserver], bool]:
+    """`predicate`, asked at most every `seconds` (False in between): the observer asks after every
+    event, and a scan of thousands of keys per event would cost the bench a core."""
+    next_scan = 0.0
+
+    def throttled(o: PodObserver) -> bool:
+        nonlocal next_scan
+        if time.monotonic() < next_scan:
+            return False
+        next_scan = time.monotonic() + seconds
+        return predicate(o)
+
+    return throttled
+
+
+def own_cpu() -> float:
+    """This process's CPU-seconds (the driver and its watch observer; for the embedded backend,
+    the scheduler and the cluster too)."""
+    return time.process_time()
 
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
