@@ -154,6 +154,7 @@ def _decided(obs: PodObserver, key: str) -> bool:
 
 def run_kube_scheduler(nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> dict[str, Outcome]:
     outcomes: dict[str, Outcome] = {}
+    # envtest-style: both schedulers must see the same nodes, none tainted not-ready by a controller
     with ControlPlane(ControlPlaneOptions(), require_binaries()) as cp:
         cluster = _start_cluster(cp, nodes)
         try:
@@ -206,6 +207,7 @@ def _classify(key: str, kube: Outcome, mini: Outcome) -> Comparison:
 def run_minisched(nodes: list[dict[str, Any]], pods: list[dict[str, Any]],
                   kube: dict[str, Outcome]) -> list[Comparison]:
     results: list[Comparison] = []
+    # envtest-style: both schedulers must see the same nodes, none tainted not-ready by a controller
     with ControlPlane(ControlPlaneOptions(), require_binaries()) as cp:
         cluster = _start_cluster(cp, nodes)
         sched = Scheduler(cluster, config=matched_scheduler_config(PROFILE), keep_decisions=PODS * 4)

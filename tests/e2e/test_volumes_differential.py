@@ -40,6 +40,7 @@ Object = dict[str, Any]
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[RealCluster]:
+    # envtest-style, as test_differential.py: the volume test on kind's plane is in test_kind_like_plane.py
     with ControlPlane(ControlPlaneOptions(), require_binaries()) as cp:
         c = RealCluster.from_kubeconfig(path=str(cp.kubeconfig))
         c.create("namespaces", {"metadata": {"name": NS}})

@@ -10,6 +10,15 @@
   as it does on a fresh embedded cluster.
 - `real_namespace`: a fresh namespace for one test.
 
+Why most tests keep the envtest-style plane (no kube-controller-manager, ServiceAccount and
+TaintNodesByCondition admission off, no nodes or pods but the test's own): they compare the API
+server's own behaviour with the embedded cluster's (the contract suite) or one scheduler's decisions
+with another's, and a controller acting meanwhile (a new node tainted not-ready until the node
+lifecycle controller lifts it, the garbage collector deleting what a test left for the next step,
+kind's system pods in every count) would change what they measure, not what they test. What a
+student's kind cluster does is tested on the kind-like plane: the chapters and labs
+(test_notebooks_on_real_server.py), the plane itself, pace, re-runs and reset.
+
 Without the binaries these fixtures skip, saying how to build them; with CI=true they fail instead,
 because in CI a missing control plane means the build is broken, not that the tests do not apply.
 """
