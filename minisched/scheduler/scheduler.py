@@ -102,6 +102,7 @@ from minisched.scheduler.framework.interface import (
     AsyncPreemptor,
     Closer,
     InformerUser,
+    Nominator,
     NominatorUser,
     PodForgetter,
 )
@@ -340,6 +341,7 @@ class SchedulerHandle:
         self.informer_factory: SharedInformerFactory | None = None
         self.pdb_informer: Any = None  # set by Scheduler.start when a plugin reads PDBs
         self.namespace_lister: Any = None  # namespace labels for namespaceSelector (InterPodAffinity)
+        self.nominator: Nominator | None = None  # the queue, once built (after the plugins)
 
     def waiting_pods(self) -> list[tuple[str, Object]]:
         """(key, pod) of every pod waiting at Permit (kube's IterateOverWaitingPods)."""
@@ -563,6 +565,7 @@ class Scheduler:
             profile_of=_scheduler_name,
             pop_from_backoff=self.feature_gates[POP_FROM_BACKOFF_Q],
         )
+        self.handle.nominator = self.queue
         # the victims' API calls of asynchronous preemption (kube: a goroutine per preemptor)
         self._preemption_workers: _DaemonWorkers | None = None
         for fwk in self.frameworks.values():
