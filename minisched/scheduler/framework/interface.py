@@ -308,6 +308,21 @@ class AsyncPreemptor(Plugin, Protocol):
 
 
 @runtime_checkable
+class UsesPodDisruptionBudgets(Plugin, Protocol):
+    """A plugin that reads PodDisruptionBudgets (DefaultPreemption): the scheduler starts their
+    informer for it, behind the handle's `pod_disruption_budgets()`."""
+
+    uses_pod_disruption_budgets: bool
+
+
+@runtime_checkable
+class CountsVictims(Plugin, Protocol):
+    """A PostFilter plugin that counts the pods it preempted, for the scheduler's statistics."""
+
+    victims_total: int
+
+
+@runtime_checkable
 class Closer(Plugin, Protocol):
     """A plugin holding resources (threads, connections): closed when the scheduler stops."""
 
