@@ -101,9 +101,12 @@ from minisched.scheduler.framework.features import (
 from minisched.scheduler.framework.interface import (
     AsyncPreemptor,
     Closer,
+    CountsVictims,
     InformerUser,
+    Nominator,
     NominatorUser,
     PodForgetter,
+    UsesPodDisruptionBudgets,
 )
 from minisched.scheduler.framework.profile import Profile, default_profile, load_profiles
 from minisched.scheduler.framework.runtime import PARTITION, Framework
@@ -340,6 +343,7 @@ class SchedulerHandle:
         self.informer_factory: SharedInformerFactory | None = None
         self.pdb_informer: Any = None  # set by Scheduler.start when a plugin reads PDBs
         self.namespace_lister: Any = None  # namespace labels for namespaceSelector (InterPodAffinity)
+        self.nominator: Nominator | None = None  # the queue, once built (after the plugins)
 
     def waiting_pods(self) -> list[tuple[str, Object]]:
         """(key, pod) of every pod waiting at Permit (kube's IterateOverWaitingPods)."""
@@ -563,6 +567,7 @@ class Scheduler:
             profile_of=_scheduler_name,
             pop_from_backoff=self.feature_gates[POP_FROM_BACKOFF_Q],
         )
+        self.handle.nominator = self.queue
         # the victims' API calls of asynchronous preemption (kube: a goroutine per preemptor)
         self._preemption_workers: _DaemonWorkers | None = None
         for fwk in self.frameworks.values():
@@ -899,7 +904,7 @@ class Scheduler:
         pods.add_event_handler(ResourceEventHandlerFuncs(self._on_pod_add, self._on_pod_update, self._on_pod_delete))
         nodes.add_event_handler(ResourceEventHandlerFuncs(self._on_node_add, self._on_node_update, self._on_node_delete))
         self._watch_storage()
-        if any(getattr(p, "uses_pod_disruption_budgets", False)
+        if any(isinstance(p, UsesPodDisruptionBudgets) and p.uses_pod_disruption_budgets
                for fwk in self.frameworks.values() for p in fwk.points.post_filter):
             self.handle.pdb_informer = self.factory.informer_for(POD_DISRUPTION_BUDGETS)
         # kube-scheduler watches namespaces for the namespaceSelector of pod affinity terms
@@ -1167,10 +1172,10 @@ class Scheduler:
             self._fail(qpi, fwk, info, status.message(), POD_REASON_UNSCHEDULABLE, nominated="")
             return
         if fwk.points.post_filter:
-            before = sum(getattr(p, "victims_total", 0) for p in fwk.points.post_filter)
+            before = _victims_total(fwk)
             nominated, pf_status = fwk.run_post_filter(state, info, diagnosis)
             if pf_status.is_success and nominated:
-                victims = sum(getattr(p, "victims_total", 0) for p in fwk.points.post_filter) - before
+                victims = _victims_total(fwk) - before
                 self.stats.preemptions += 1
                 self.stats.victims += victims
                 self._observe("observe_preemption", victims)
@@ -1525,6 +1530,11 @@ def _queueing_hints(fwk: Framework) -> dict[ClusterEvent, list[RegisteredHint]]:
     hints = {event: list(regs) for event, regs in fwk.queueing_hints.items()}
     hints.setdefault(WILDCARD_EVENT, []).append(RegisteredHint(PARTITION, None))
     return hints
+
+
+def _victims_total(fwk: Framework) -> int:
+    """The pods the profile's PostFilter plugins preempted so far (those that count them)."""
+    return sum(p.victims_total for p in fwk.points.post_filter if isinstance(p, CountsVictims))
 
 
 def _scheduler_name(pod: Object) -> str:

@@ -14,7 +14,7 @@ from minisched.errors import Invalid
 from minisched.objects import make_node, make_pod
 from minisched.resources import NODES, PODS
 from minisched.scheduler.framework.profile import load_profiles
-from minisched.scheduler.framework.runtime import Framework
+from minisched.scheduler.framework.runtime import Framework, SimpleHandle
 from minisched.scheduler.lifecycle import GroupState
 from minisched.scheduler.scheduler import Scheduler
 from minisched.validation.podgroup import (
@@ -52,12 +52,14 @@ def requested_cpu(sched: Scheduler) -> int:
 
 
 def test_coscheduling_sits_at_four_points() -> None:
-    fwk = Framework(load_profiles(CONFIG)[0], handle=_FakeHandle())  # type: ignore[arg-type]
+    fwk = Framework(load_profiles(CONFIG)[0], handle=_FakeHandle())
     for point in ("preEnqueue", "postFilter", "reserve", "permit"):
         assert "Coscheduling" in fwk.plugin_names(point), point
 
 
-class _FakeHandle:
+class _FakeHandle(SimpleHandle):
+    """A handle (no cluster, no snapshot source) with Permit's waiting pods, which Coscheduling reads."""
+
     def waiting_pods(self) -> list[tuple[str, dict[str, Any]]]:
         return []
 

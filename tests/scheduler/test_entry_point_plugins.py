@@ -4,6 +4,7 @@ scheduler's configuration names it, as kube-scheduler's --config names out-of-tr
 
 from __future__ import annotations
 
+import tomllib
 from collections import Counter
 from importlib.metadata import EntryPoint
 from pathlib import Path
@@ -22,6 +23,8 @@ from minisched.scheduler.plugins import default_registry, in_tree_registry
 from minisched.scheduler.scheduler import Scheduler
 from tests.scheduler.runtime.helpers import bound_pods, wait_for_nodes, wait_until
 
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "minisched-plugin-example"
+
 CONFIG = {
     "apiVersion": "kubescheduler.config.k8s.io/v1",
     "kind": "KubeSchedulerConfiguration",
@@ -34,9 +37,11 @@ CONFIG = {
 
 
 def test_the_example_package_is_found_through_its_entry_point() -> None:
+    declared = tomllib.loads((EXAMPLE / "pyproject.toml").read_text())["project"]["entry-points"]["minisched.plugins"]
     found = entry_point_registry()
-    assert "NodeLabelScore" in found, "pip install -e examples/minisched-plugin-example (make venv does)"
-    assert set(default_registry()) == set(in_tree_registry()) | {"NodeLabelScore"}
+    assert set(declared) <= set(found), "pip install -e examples/minisched-plugin-example (make venv does)"
+    assert set(declared) == {"NodeLabelScore", "MaxPodsPerNode"}
+    assert set(default_registry()) == set(in_tree_registry()) | set(declared)
 
 
 def test_a_profile_in_the_config_file_runs_it(tmp_path: Path) -> None:

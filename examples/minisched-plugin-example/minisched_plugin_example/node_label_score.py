@@ -9,7 +9,8 @@ import numpy as np
 import numpy.typing as npt
 
 from minisched.scheduler.framework.cycle_state import CycleState
-from minisched.scheduler.framework.interface import MAX_NODE_SCORE, Handle
+from minisched.scheduler.framework.interface import MAX_NODE_SCORE, Handle, ScorePlugin
+from minisched.scheduler.framework.registry import PluginFactory
 from minisched.scheduler.framework.types import PodInfo
 from minisched.scheduler.snapshot import NodeTable
 
@@ -44,3 +45,8 @@ def new(args: Mapping[str, Any] | None, handle: Handle | None) -> NodeLabelScore
     if not isinstance(label, str) or not label or not isinstance(value, str):
         raise ValueError(f"{NAME} needs args {{label: <key>, value: <value>}} (strings), got {args!r}")
     return NodeLabelScore(label, value)
+
+
+# mypy checks the class against the Score Protocol, and `new` against the registry's factory type
+_CONTRACT: type[ScorePlugin] = NodeLabelScore
+_FACTORY: PluginFactory = new

@@ -86,6 +86,22 @@ class SignPlugin(Plugin, Protocol):
     def sign_pod(self, pod: PodInfo) -> tuple[Sequence[Fragment], Status]: ...
 
 
+@runtime_checkable
+class RefusingSigner(SignPlugin, Protocol):
+    """A signer whose sign_pod may refuse a pod (`refuses_some_pods`): batching asks it first."""
+
+    refuses_some_pods: bool
+
+
+@runtime_checkable
+class EveryPodRefuser(SignPlugin, Protocol):
+    """A signer that can tell, without a pod, that it refuses them all (PodTopologySpread with
+    default constraints): then no pod gets a signature and no signer is called."""
+
+    @property
+    def refuses_every_pod(self) -> bool: ...
+
+
 def unsignable(plugin: str, why: str) -> tuple[Sequence[Fragment], Status]:
     """What a plugin answers for a pod it cannot sign (kube: an Unschedulable status)."""
     return (), Status.unschedulable(why, plugin=plugin)
@@ -146,8 +162,8 @@ def batchable_plugins(points: Iterable[Sequence[Any]]) -> tuple[list[SignPlugin]
             else:
                 unsupported.append(p.name)
     # those that refuse some pods first: a refusal ends the signing, before the costlier signers
-    signers = sorted(seen.values(), key=lambda p: not getattr(p, "refuses_some_pods", False))
-    if any(getattr(p, "refuses_every_pod", False) for p in signers):
+    signers = sorted(seen.values(), key=lambda p: not (isinstance(p, RefusingSigner) and p.refuses_some_pods))
+    if any(isinstance(p, EveryPodRefuser) and p.refuses_every_pod for p in signers):
         return None, unsupported  # as kube, where it refuses each pod in turn, minus the calls
     return (None if unsupported else signers), unsupported
 

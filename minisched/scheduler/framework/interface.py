@@ -96,9 +96,23 @@ class EventRecorder(Protocol):
     def event(self, regarding: Object, event_type: str, reason: str, message: str) -> None: ...
 
 
+class Nominator(Protocol):
+    """kube's PodNominator as plugins see it: the pods that preemption (or an earlier scheduler,
+    through status.nominatedNodeName) nominated to a node, waiting for the room made for them."""
+
+    def nominated_pods(self) -> dict[str, list[Object]]:
+        """node name -> the pods nominated to it."""
+        ...
+
+    def nominate(self, pod: Object, node_name: str, info: Any = None) -> None: ...
+
+    def delete_nominated(self, pod: Object) -> None: ...
+
+
 @runtime_checkable
 class Handle(Protocol):
-    """What the framework gives plugins: the API, the current snapshot and the event recorder."""
+    """What the framework gives plugins: the API, the current snapshot, the event recorder and the
+    nominator (None until the scheduler has its queue, and for a framework run without one)."""
 
     @property
     def cluster(self) -> Cluster | None: ...
@@ -107,6 +121,9 @@ class Handle(Protocol):
 
     @property
     def event_recorder(self) -> EventRecorder | None: ...
+
+    @property
+    def nominator(self) -> Nominator | None: ...
 
 
 @runtime_checkable
@@ -288,6 +305,21 @@ class AsyncPreemptor(Plugin, Protocol):
     activate: Callable[[Object], None] | None
 
     def running_preemption(self, uid: str) -> bool: ...
+
+
+@runtime_checkable
+class UsesPodDisruptionBudgets(Plugin, Protocol):
+    """A plugin that reads PodDisruptionBudgets (DefaultPreemption): the scheduler starts their
+    informer for it, behind the handle's `pod_disruption_budgets()`."""
+
+    uses_pod_disruption_budgets: bool
+
+
+@runtime_checkable
+class CountsVictims(Plugin, Protocol):
+    """A PostFilter plugin that counts the pods it preempted, for the scheduler's statistics."""
+
+    victims_total: int
 
 
 @runtime_checkable

@@ -54,6 +54,7 @@ from minisched.scheduler.framework.interface import (
     FilterPlugin,
     FilterResult,
     Handle,
+    Nominator,
     NormalizeScorePlugin,
     PermitPlugin,
     Plugin,
@@ -150,6 +151,7 @@ class SimpleHandle:
     event_recorder: EventRecorder | None = None
     informer_factory: Any = None  # for plugins that list other objects (PodTopologySpread's defaults)
     workloads: Any = None  # or those objects' listers directly (tests, benchmarks)
+    nominator: Nominator | None = None
 
     def snapshot(self) -> NodeTable:
         if self.snapshot_fn is None:

@@ -310,7 +310,7 @@ class InterPodAffinity:
         lister = getattr(self.handle, "namespace_lister", None)
         if lister is not None:
             return lister
-        cluster = getattr(self.handle, "cluster", None)
+        cluster = self.handle.cluster if self.handle is not None else None
         return ClusterNamespaces(cluster) if cluster is not None else StaticNamespaces()
 
     def _namespace_labels(self, pod: PodInfo, terms: Iterable[AffinityTerm]) -> Mapping[str, str] | None:

@@ -637,7 +637,7 @@ def workloads_of(handle: Handle | None) -> WorkloadLister:
     factory = getattr(handle, "informer_factory", None)
     if factory is not None:
         return InformerWorkloads(factory)
-    cluster = getattr(handle, "cluster", None)
+    cluster = handle.cluster if handle is not None else None
     if cluster is not None:
         return ClusterWorkloads(cluster)
     log.debug("PodTopologySpread without a cluster: no Services or controllers, so no default spreading")

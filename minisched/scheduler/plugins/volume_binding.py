@@ -529,7 +529,7 @@ class VolumeBinding:
         volumes = claims.by_node.get(node_name)
         if volumes is None:
             return Status.from_error(RuntimeError(f'no pod volume found for node "{node_name}"'), NAME)
-        cluster = getattr(self.handle, "cluster", None)
+        cluster = self.handle.cluster if self.handle is not None else None
         if cluster is None:
             return Status.from_error(RuntimeError("binding volumes: this scheduler has no cluster to write to"), NAME)
         written = 0

@@ -19,7 +19,12 @@ from collections.abc import Callable
 from typing import Any
 
 from minisched.scheduler.framework.cycle_state import CycleState
-from minisched.scheduler.framework.interface import OneNodeWhatIfFilter, PreFilterExtensions
+from minisched.scheduler.framework.interface import (
+    DeclaresPodReads,
+    OneNodeWhatIfFilter,
+    PreFilterExtensions,
+    ReadsOtherNodes,
+)
 from minisched.scheduler.framework.status import Status
 from minisched.scheduler.framework.types import PodInfo
 from minisched.scheduler.plugins.default_preemption.select_victims import RefilterNode, WorkingNode
@@ -269,7 +274,7 @@ class WorkingNodes:
             return cached[2]
         with_extensions = {p.name for p in points.filter if isinstance(p, PreFilterExtensions)}
         blind = frozenset(p.name for p in points.filter if p.name in self.pod_blind_filters()
-                          and not getattr(p, "reads_other_nodes", False))
+                          and not (isinstance(p, ReadsOtherNodes) and p.reads_other_nodes))
         what_if = frozenset(p.name for p in points.filter if isinstance(p, OneNodeWhatIfFilter)
                             and p.name not in with_extensions)
         extensions = frozenset(p.name for p in points.pre_filter if isinstance(p, PreFilterExtensions))
@@ -289,7 +294,8 @@ class WorkingNodes:
         if cached is not None and cached[0] is points.filter and cached[1] == len(points.filter):
             return cached[2]
         blind = frozenset(p.name for p in points.filter
-                          if getattr(p, "reads_pods", True) is False and not isinstance(p, PreFilterExtensions))
+                          if isinstance(p, DeclaresPodReads) and p.reads_pods is False
+                          and not isinstance(p, PreFilterExtensions))
         self._blind = (points.filter, len(points.filter), blind)
         return blind
 
