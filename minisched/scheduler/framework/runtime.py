@@ -999,7 +999,8 @@ def _signature(pod: PodInfo) -> tuple[Any, ...]:
     equal verdicts on the same nodes."""
     spreading = (pod.namespace, pod.labels, pod.spread_constraints) if pod.spread_constraints else ()
     return (
-        tuple(sorted(pod.requests.items())), pod.nonzero_cpu, pod.nonzero_memory, pod.tolerations,
+        tuple(sorted(pod.requests.items())), pod.nonzero_cpu, pod.nonzero_memory, pod.incoming_nonzero_cpu,
+        pod.incoming_nonzero_memory, pod.tolerations,
         pod.node_selector, pod.required_terms, pod.preferred_terms, pod.host_ports, pod.images, pod.node_name,
         spreading,
     )
