@@ -504,9 +504,10 @@ class Framework:
         if feasible.size == 0:
             extra = dict(with_nominated)  # nothing fit, so every node was evaluated
             if allowed is not None:
-                outside = Status(
-                    Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("node is filtered out by the prefilter result",)
-                )
+                # kube 1.35's absent-nodes status (schedule_one.go findNodesThatFitPod): the
+                # narrowing plugins, sorted, as Go prints a []string
+                outside = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                                 (f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(set(narrowed_by)))}]",))
                 extra |= {names[int(r)]: outside for r in evaluated if not allowed[r]}
             diagnosis = Diagnosis.from_filters(
                 n, list(names), evaluated, decision.filter_plugins, results, decision.first_fail, extra

@@ -212,7 +212,7 @@ def test_pre_filter_result_narrows_the_nodes() -> None:
     t = table(make_node("a", cpu="64"), make_node("b"))
     assert framework_with_gate("only-b").schedule(info("p"), t.snapshot()).node == "b"
     r = framework_with_gate("only-b").schedule(info("p", cpu="10"), t.snapshot())
-    assert r.status.message() == "0/2 nodes are available: 1 Insufficient cpu, 1 node is filtered out by the prefilter result."
+    assert r.status.message() == "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't satisfy plugin(s) [Gate]."
 
 
 def test_plugin_errors_become_error_statuses() -> None:
@@ -249,16 +249,16 @@ def test_filter_only_view_for_preemption() -> None:
 
 
 def test_node_name_affinity_narrows_in_prefilter_as_kube_reports_it() -> None:
-    # the event kube-scheduler wrote for this situation (a pod pinned by matchFields to a node whose
-    # host port is taken): "0/3 nodes are available: 1 node(s) didn't have free ports for the
-    # requested pod ports, 2 node is filtered out by the prefilter result."
+    # a pod pinned by matchFields to a node whose host port is taken; kube 1.35.4 gives the nodes
+    # outside NodeAffinity's PreFilterResult "node(s) didn't satisfy plugin(s) [NodeAffinity]"
+    # (schedule_one.go:542; older releases said "node is filtered out by the prefilter result")
     t = table(make_node("n1"), make_node("n2"), make_node("n3"))
     t.add_pod("n1", info("holder", host_ports=[80]))
     pinned = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
         {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]}}}
     r = Framework(seed=1).schedule(info("p", host_ports=[80], affinity=pinned), t.snapshot())
     assert r.status.message() == ("0/3 nodes are available: 1 node(s) didn't have free ports for the requested "
-                                  "pod ports, 2 node is filtered out by the prefilter result.")
+                                  "pod ports, 2 node(s) didn't satisfy plugin(s) [NodeAffinity].")
     statuses = r.diagnosis.statuses()
     assert statuses["n2"].code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE and statuses["n1"].plugin == "NodePorts"
 
