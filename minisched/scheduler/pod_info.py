@@ -191,7 +191,8 @@ class SpreadConstraint:
 @dataclass(frozen=True, slots=True)
 class PodInfo:
     """A pod as the scheduler sees it. `requests` are in scheduler units and count init and sidecar
-    containers and overhead as kube-scheduler does; `nonzero_*` are what scoring uses."""
+    containers and overhead as kube-scheduler does; `nonzero_*` and `incoming_nonzero_*` are what
+    scoring uses."""
 
     pod: Object = field(repr=False, compare=False)
     key: str
@@ -199,8 +200,13 @@ class PodInfo:
     name: str
     uid: str
     requests: Mapping[str, int]  # without "pods": a pod always takes one pod slot
-    nonzero_cpu: int
+    nonzero_cpu: int  # what the pod counts for on its node (kube's PodInfo.CalculateResource)
     nonzero_memory: int
+    # what the pod adds to NodeResourcesFit's score as the pod being scheduled (kube's
+    # calculatePodResourceRequest): with pod-level requests, more than nonzero_* when a container
+    # without a cpu or memory request sits beside one that has it, or beside overhead
+    incoming_nonzero_cpu: int
+    incoming_nonzero_memory: int
     priority: int = 0
     scheduler_name: str = ""
     node_name: str = ""
@@ -242,7 +248,8 @@ def _parse(pod: Object, meta: Object, key: str, namespace: str, name: str, prior
         raise PodSpecError("has no spec")
     containers = _list(spec, "containers")
     init_containers = _list(spec, "initContainers")
-    requests, nonzero = _pod_requests(containers, init_containers, spec.get("overhead"), spec.get("resources"))
+    requests, nonzero, incoming = _pod_requests(containers, init_containers, spec.get("overhead"),
+                                                spec.get("resources"))
     if priority is None:
         raw = spec.get("priority", 0)
         if raw is None:
@@ -282,6 +289,8 @@ def _parse(pod: Object, meta: Object, key: str, namespace: str, name: str, prior
         requests=requests,
         nonzero_cpu=nonzero.get(CPU, 0),
         nonzero_memory=nonzero.get(MEMORY, 0),
+        incoming_nonzero_cpu=incoming.get(CPU, 0),
+        incoming_nonzero_memory=incoming.get(MEMORY, 0),
         priority=priority,
         scheduler_name=str(spec.get("schedulerName") or ""),
         node_name=str(spec.get("nodeName") or ""),
@@ -366,18 +375,26 @@ def _pod_level_requests(raw: Any, containers: Mapping[str, int]) -> dict[str, in
     if not isinstance(requests, dict) or not isinstance(limits, dict):
         raise PodSpecError("spec.resources.requests/limits is not a map")
     out: dict[str, int] = {}
-    for field_name, given in (("requests", requests), ("limits", limits)):
-        for resource, text in given.items():
-            if not is_pod_level_resource(resource) or resource in out:
-                continue
-            if field_name == "limits" and resource in containers and not resource.startswith("hugepages-"):
-                out[resource] = containers[resource]
-                continue
-            try:
-                out[resource] = resource_amount(resource, text)
-            except ValueError as e:
-                raise PodSpecError(f"spec.resources.{field_name}[{resource}]: {e}") from None
+    for resource, text in requests.items():
+        if is_pod_level_resource(resource):
+            out[resource] = _pod_level_amount("requests", resource, text)
+    if limits:
+        # defaultPodRequests: first the containers' aggregate of every overcommittable pod-level
+        # resource (also one the limits leave out), then the limits
+        for resource in (CPU, MEMORY):
+            if resource in containers:
+                out.setdefault(resource, containers[resource])
+        for resource, text in limits.items():
+            if is_pod_level_resource(resource) and resource not in out:
+                out[resource] = _pod_level_amount("limits", resource, text)
     return out or None
+
+
+def _pod_level_amount(field_name: str, resource: str, text: Any) -> int:
+    try:
+        return resource_amount(resource, text)
+    except ValueError as e:
+        raise PodSpecError(f"spec.resources.{field_name}[{resource}]: {e}") from None
 
 
 def is_pod_level_resource(name: str) -> bool:
@@ -387,11 +404,12 @@ def is_pod_level_resource(name: str) -> bool:
 
 def _pod_requests(
     containers: list[Object], init_containers: list[Object], overhead: Any, pod_level: Any = None
-) -> tuple[dict[str, int], dict[str, int]]:
-    """(requests, non-missing requests): kube's resourcehelper.PodRequests without and with
-    NonMissingContainerRequests (framework.calculateResource). Each container's quantities are
-    parsed once for both. Pod-level requests replace the containers' sum for the resources they
-    set; overhead is added last."""
+) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+    """(requests, non-missing requests on a node, non-missing requests as the incoming pod): kube's
+    resourcehelper.PodRequests without and with NonMissingContainerRequests, the latter as
+    PodInfo.CalculateResource and as noderesources' calculatePodResourceRequest ask for it. Each
+    container's quantities are parsed once for all three. Pod-level requests replace the
+    containers' sum for the resources they set; overhead is added last."""
     app = [_container_requests(c, f"spec.containers[{i}]") for i, c in enumerate(containers)]
     init = [(_container_requests(c, f"spec.initContainers[{i}]"), c.get("restartPolicy") == "Always")
             for i, c in enumerate(init_containers)]
@@ -407,15 +425,18 @@ def _pod_requests(
                     raise PodSpecError(f"spec.overhead[{resource}]: {e}") from None
     pod_requests = _pod_level_requests(pod_level, _sum_requests(app, init, {}) if pod_level else {})
     requests = _sum_requests(app, init, extra, pod_requests)
+    # calculatePodResourceRequest (the incoming pod's part of NodeResourcesFit's score): every
+    # container missing a cpu or memory request counts the default, whatever the pod level sets
+    incoming = _sum_requests([_non_missing(r) for r in app], [(_non_missing(r), s) for r, s in init], extra,
+                             pod_requests)
     if pod_requests is None:
-        nonzero = _sum_requests([_non_missing(r) for r in app], [(_non_missing(r), s) for r, s in init], extra)
-    else:
-        # kube's getNonMissingContainerRequests with pod-level requests: the default stands in
-        # only for a resource missing from the containers and the pod level alike
-        missing = [r for r in (CPU, MEMORY) if r not in requests]
-        nonzero = _sum_requests([_non_missing(r, missing) for r in app],
-                                [(_non_missing(r, missing), s) for r, s in init], extra, pod_requests)
-    return requests, nonzero
+        return requests, incoming, incoming
+    # CalculateResource with pod-level requests (getNonMissingContainerRequests): the default
+    # stands in only for a resource missing from the containers, the pod level and the overhead
+    missing = [r for r in (CPU, MEMORY) if r not in requests]
+    nonzero = _sum_requests([_non_missing(r, missing) for r in app],
+                            [(_non_missing(r, missing), s) for r, s in init], extra, pod_requests)
+    return requests, nonzero, incoming
 
 
 def _sum_requests(

@@ -86,6 +86,9 @@ class NodeTable:
         self._image_ids: dict[str, int] = {}
         self.image_list: list[str] = []
         self._image_size = np.zeros(0, np.int64)
+        # nodes holding each image, kept as nodes come and go: as in kube's cache, an image's size
+        # is the one its first holder reported, until no node holds it any more
+        self._image_holders = np.zeros(0, np.int64)
         self._images = np.zeros((0, 0), np.bool_)
         self._image_counts: IntArray | None = None  # nodes holding each image; None: recount
         self._pods: list[dict[str, PodInfo]] = []
@@ -397,6 +400,7 @@ class NodeTable:
                 elif g == "images":
                     self._images = self._images.copy()
                     self._image_size = self._image_size.copy()
+                    self._image_holders = self._image_holders.copy()
                 elif g == "pods":
                     self._pods = list(self._pods)
                 elif g == "rows":
@@ -480,6 +484,7 @@ class NodeTable:
             pad = len(self.image_list) - self._images.shape[1]
             self._images = np.pad(self._images, ((0, 0), (0, pad)))
             self._image_size = np.pad(self._image_size, (0, pad))
+            self._image_holders = np.pad(self._image_holders, (0, pad))
         return iid
 
     def add_node(self, node: Object) -> None:
@@ -502,6 +507,7 @@ class NodeTable:
         self._req[row] = 0
         self._nonzero[row] = 0
         self._ports[row] = 0
+        self._images[row] = False
         self._pods.append({})
         self._write_node_row(row, parsed)
         for p in self._orphans.pop(name, {}).values():
@@ -546,12 +552,19 @@ class NodeTable:
             tid = self._taint_col_for(t)
             if self._taint_pos[row, tid] == NO_TAINT:  # a duplicate keeps its first position
                 self._taint_pos[row, tid] = pos
+        # kube's cache on a node update: its images are removed (an image no node holds is
+        # forgotten), then added, the first entry of a name counting
+        self._image_holders[self._images[row]] -= 1
         self._images[row] = False
+        size_of: dict[int, int] = {}  # image column -> size (a name listed twice: its first entry)
         for image, size in parsed.images:
-            iid = self._image_col_for(image)
-            self._images[row, iid] = True
-            if not self._image_size[iid]:  # kube's cache keeps the size first seen for a name
-                self._image_size[iid] = size
+            size_of.setdefault(self._image_col_for(image), size)
+        if size_of:
+            cols = np.fromiter(size_of, np.intp, len(size_of))
+            self._images[row, cols] = True
+            self._image_holders[cols] += 1
+            first = self._image_holders[cols] == 1  # the first holder's size stands for every node
+            self._image_size[cols[first]] = np.fromiter(size_of.values(), np.int64, len(size_of))[first]
 
     def remove_node(self, name: str) -> None:
         """Remove a node's row. Its pods wait as orphans in case the node comes back (kube's cache
@@ -560,6 +573,7 @@ class NodeTable:
         if row is None:
             return
         self._writable(*_GROUPS)
+        self._image_holders[self._images[row]] -= 1
         if self._pods[row]:
             self._orphans[name] = dict(self._pods[row])  # a copy: snapshots still hold the original
             if self.pod_index is not None:

@@ -94,7 +94,7 @@ def test_least_allocated_and_weighted_total() -> None:
 def _decision() -> Decision:
     names = ["n1", "n2", "n3", "n4"]
     failed = np.array([False, False, False, True])
-    taint = FilterResult.fail_where(failed, "node(s) had untolerated taint {gpu: }")
+    taint = FilterResult.fail_where(failed, "node(s) had untolerated taint(s)")
     feasible = np.array([0, 1, 2], np.intp)
     scores = {
         "TaintToleration": PluginScores(np.array([0, 2, 1]), np.array([100, 0, 50]), 3),
@@ -127,7 +127,7 @@ def test_text_and_html_renderings() -> None:
     d = _decision()
     text = breakdown_text(d)
     assert text.splitlines()[0] == "pod default/web: weighted scores, 3 feasible of 4 evaluated"
-    assert "* n1" in text and "x n4: filtered by TaintToleration: node(s) had untolerated taint {gpu: }" in text
+    assert "* n1" in text and "x n4: filtered by TaintToleration: node(s) had untolerated taint(s)" in text
     assert text.splitlines()[-1] == "chosen: n1"
     assert "(x3)" in text.splitlines()[1]
     page = breakdown_html(d, "raw")
@@ -149,7 +149,7 @@ def test_plot_has_one_bar_series_per_plugin() -> None:
     matplotlib.use("Agg")
     ax = plot_breakdown(_decision())
     assert len(ax.containers) == 2
-    assert filtered_nodes(_decision()) == [("n4", "TaintToleration", "node(s) had untolerated taint {gpu: }")]
+    assert filtered_nodes(_decision()) == [("n4", "TaintToleration", "node(s) had untolerated taint(s)")]
 
 
 def test_unweighted_views_say_their_total_is_weighted_and_the_legend_leaves_the_bars_free() -> None:

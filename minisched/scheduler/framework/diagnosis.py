@@ -4,7 +4,7 @@ kube-scheduler's FitError message counts, over the nodes it examined, each reaso
 filter gave, writes "<count> <reason>" for each, sorts those strings (as strings: "10 x" sorts before
 "2 y"), and joins them:
 
-    0/5 nodes are available: 3 Insufficient cpu, 2 node(s) had untolerated taint {key: value}.
+    0/5 nodes are available: 2 node(s) had untolerated taint(s), 3 Insufficient cpu.
 
 A PreFilter rejection replaces the per-node part; PostFilter's message (DefaultPreemption's, itself
 a FitError text ending in its own period, "preemption: 0/5 nodes are available: ...") is appended

@@ -506,9 +506,10 @@ class Framework:
         if feasible.size == 0:
             extra = dict(with_nominated)  # nothing fit, so every node was evaluated
             if allowed is not None:
-                outside = Status(
-                    Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("node is filtered out by the prefilter result",)
-                )
+                # kube 1.35's absent-nodes status (schedule_one.go findNodesThatFitPod): the
+                # narrowing plugins, sorted, as Go prints a []string
+                outside = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                                 (f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(set(narrowed_by)))}]",))
                 extra |= {names[int(r)]: outside for r in evaluated if not allowed[r]}
             diagnosis = Diagnosis.from_filters(
                 n, list(names), evaluated, decision.filter_plugins, results, decision.first_fail, extra
@@ -1001,7 +1002,8 @@ def _signature(pod: PodInfo) -> tuple[Any, ...]:
     equal verdicts on the same nodes."""
     spreading = (pod.namespace, pod.labels, pod.spread_constraints) if pod.spread_constraints else ()
     return (
-        tuple(sorted(pod.requests.items())), pod.nonzero_cpu, pod.nonzero_memory, pod.tolerations,
+        tuple(sorted(pod.requests.items())), pod.nonzero_cpu, pod.nonzero_memory, pod.incoming_nonzero_cpu,
+        pod.incoming_nonzero_memory, pod.tolerations,
         pod.node_selector, pod.required_terms, pod.preferred_terms, pod.host_ports, pod.images, pod.node_name,
         spreading,
     )

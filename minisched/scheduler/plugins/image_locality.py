@@ -43,15 +43,17 @@ def calculate_priority(sum_scores: int, num_containers: int) -> int:
 
 
 def _images_of(node: Object) -> dict[str, int]:
+    """Image name -> size as the node reports it (a name listed twice: its first entry)."""
     out: dict[str, int] = {}
     for img in (node.get("status") or {}).get("images") or []:
         for name in img.get("names") or []:
-            out[str(name)] = int(img.get("sizeBytes") or 0)
+            out.setdefault(str(name), int(img.get("sizeBytes") or 0))
     return out
 
 
 def node_score(pod: PodInfo, node: Object, all_nodes: Sequence[Object]) -> int:
-    """The pure score for one node, given every node of the snapshot (for the spread)."""
+    """The pure score for one node, given every node of the snapshot in the order they were added
+    (for the spread, and the size: kube's cache keeps the one the image's first holder reported)."""
     if not pod.images:
         return 0
     here = _images_of(node)
@@ -59,8 +61,8 @@ def node_score(pod: PodInfo, node: Object, all_nodes: Sequence[Object]) -> int:
     total = 0
     for image in pod.images:
         if image in here:
-            having = sum(1 for imgs in everywhere if image in imgs)
-            total += scaled_image_score(here[image], having, len(all_nodes))
+            holders = [imgs[image] for imgs in everywhere if image in imgs]
+            total += scaled_image_score(holders[0], len(holders), len(all_nodes))
     return calculate_priority(total, len(pod.images))
 
 

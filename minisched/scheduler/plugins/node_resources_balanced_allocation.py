@@ -25,6 +25,7 @@ from minisched.scheduler.plugins.node_resources_fit import (
     node_score_inputs,
     parse_resources,
     pod_score_requests,
+    resources_signature,
     score_inputs,
 )
 from minisched.scheduler.snapshot import NodeTable
@@ -98,8 +99,7 @@ class NodeResourcesBalancedAllocation:
 
     def sign_pod(self, pod: PodInfo) -> tuple[Sequence[batch.Fragment], Status]:
         """kube's BalancedAllocation.SignPod: the pod's requests."""
-        return [(batch.RESOURCES, (tuple(sorted(pod.requests.items())), pod.nonzero_cpu, pod.nonzero_memory))], \
-            Status.success()
+        return [(batch.RESOURCES, resources_signature(pod))], Status.success()
 
     def __init__(self, resources: Sequence[ResourceSpec] = DEFAULT_RESOURCES) -> None:
         self.resources = tuple(resources)

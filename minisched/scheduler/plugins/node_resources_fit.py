@@ -210,16 +210,24 @@ def allocation_score(strategy: str, requested: Sequence[int], allocatable: Seque
 
 
 def pod_score_requests(pod: PodInfo, resources: Sequence[ResourceSpec], *, use_requested: bool) -> list[int]:
-    """The pod's request per scored resource; cpu/memory "non-zero" unless `use_requested`."""
+    """The pod's request per scored resource (kube's calculatePodResourceRequestList); cpu/memory
+    "non-zero" as the incoming pod's unless `use_requested`."""
     out = []
     for r in resources:
         if not use_requested and r.name == CPU:
-            out.append(pod.nonzero_cpu)
+            out.append(pod.incoming_nonzero_cpu)
         elif not use_requested and r.name == MEMORY:
-            out.append(pod.nonzero_memory)
+            out.append(pod.incoming_nonzero_memory)
         else:
             out.append(pod.request(r.name))
     return out
+
+
+def resources_signature(pod: PodInfo) -> tuple[Any, ...]:
+    """What NodeResourcesFit and BalancedAllocation read from a pod: its requests, and the non-zero
+    ones it counts for on a node and as the incoming pod."""
+    return (tuple(sorted(pod.requests.items())), pod.nonzero_cpu, pod.nonzero_memory,
+            pod.incoming_nonzero_cpu, pod.incoming_nonzero_memory)
 
 
 def node_score_inputs(pod: PodInfo, node: Object, node_pods: Sequence[PodInfo],
@@ -358,8 +366,7 @@ class NodeResourcesFit:
 
     def sign_pod(self, pod: PodInfo) -> tuple[Sequence[batch.Fragment], Status]:
         """kube's Fit.SignPod: the pod's requests (with the non-zero defaults scoring uses)."""
-        return [(batch.RESOURCES, (tuple(sorted(pod.requests.items())), pod.nonzero_cpu, pod.nonzero_memory))], \
-            Status.success()
+        return [(batch.RESOURCES, resources_signature(pod))], Status.success()
 
     def __init__(self, args: FitArgs = FitArgs()) -> None:
         self.args = args

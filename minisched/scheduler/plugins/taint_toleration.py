@@ -2,8 +2,10 @@
 tolerate them; untolerated PreferNoSchedule taints lower a node's score.
 
 Vectorised as: which of the snapshot's distinct taints does this pod tolerate (a loop over distinct
-taints, not nodes), then one lookup in the [node, taint] position matrix. The position keeps kube's
-choice of *which* taint to name: the first untolerated one in the node's own list.
+taints, not nodes), then one lookup in the [node, taint] presence matrix. The reason names no taint:
+since 1.35 kube-scheduler says "node(s) had untolerated taint(s)" (before, "node(s) had untolerated
+taint {key: value}" with the node's first untolerated taint), so a FailedScheduling event shows no
+taint's key or value.
 """
 
 from __future__ import annotations
@@ -30,11 +32,9 @@ Taint = tuple[str, str, str]
 IntArray = npt.NDArray[np.int64]
 
 _FILTER_EFFECTS = ("NoSchedule", "NoExecute")
-_MAX_REASON_BITS = 62
-
-
-def reason(taint: Taint) -> str:
-    return f"node(s) had untolerated taint {{{taint[0]}: {taint[1]}}}"
+# kube 1.35's Filter (tainttoleration/taint_toleration.go); its ErrReasonNotMatch constant, "node(s)
+# had taints that the pod didn't tolerate", is no Filter's reason
+REASON = "node(s) had untolerated taint(s)"
 
 
 def tolerated(tolerations: Sequence[Toleration], taint: Taint) -> bool:
@@ -88,27 +88,14 @@ class TaintToleration:
         cols = [i for i, t in enumerate(nodes.taints) if t[2] in _FILTER_EFFECTS and not tolerated(pod.tolerations, t)]
         if not cols:
             return FilterResult.all_pass(n)
-        positions = nodes.taint_positions[:, cols]
+        positions = nodes.taint_positions
         if len(cols) == 1:  # the common case: one taint this pod does not tolerate
-            failed = positions[:, 0] != NO_TAINT
-            if not failed.any():
-                return FilterResult.all_pass(n)
-            return FilterResult.fail_where(failed, reason(nodes.taints[cols[0]]), Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
-        first = positions.argmin(axis=1)  # kube names the first untolerated taint in the node's list
-        failed = positions[np.arange(n), first] != NO_TAINT
+            failed = positions[:, cols[0]] != NO_TAINT
+        else:
+            failed = (positions[:, cols] != NO_TAINT).any(axis=1)
         if not failed.any():
             return FilterResult.all_pass(n)
-        reasons = np.zeros(n, np.int64)
-        messages: list[str] = []
-        for j, tid in enumerate(cols):  # distinct taints are few: loop over them, not over nodes
-            hit = failed & (first == j)
-            if hit.any():
-                bit = min(len(messages), _MAX_REASON_BITS)
-                if bit == len(messages):
-                    messages.append(reason(nodes.taints[tid]) if bit < _MAX_REASON_BITS
-                                    else "node(s) had untolerated taint")
-                reasons[hit] = 1 << bit
-        return FilterResult(~failed, reasons, tuple(messages), Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+        return FilterResult.fail_where(failed, REASON, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: npt.NDArray[np.intp]) -> IntArray:
         tols = prefer_no_schedule_tolerations(pod)

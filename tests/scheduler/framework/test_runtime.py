@@ -88,7 +88,7 @@ def test_failed_scheduling_message_in_kube_form() -> None:
         make_node(f"t{i}", cpu="8", taints=[taint("dedicated", "infra")]) for i in range(2)]
     r = Framework(seed=1).schedule(info("p", cpu="2"), table(*nodes).snapshot())
     assert r.node is None and r.status.code == Code.UNSCHEDULABLE
-    want = "0/5 nodes are available: 2 node(s) had untolerated taint {dedicated: infra}, 3 Insufficient cpu."
+    want = "0/5 nodes are available: 2 node(s) had untolerated taint(s), 3 Insufficient cpu."
     assert r.status.message() == want == r.diagnosis.message() == r.decision.message
     statuses = r.diagnosis.statuses()
     # kube 1.35: 2 cpus asked of a 1-cpu node is beyond its allocatable: no eviction can help
@@ -137,7 +137,7 @@ def test_decision_record() -> None:
     assert r.node == "roomy" == d.chosen and d.evaluated == 4 and d.feasible == 2
     verdicts = d.filter_verdicts()
     assert verdicts["full"]["NodeResourcesFit"] == "Insufficient cpu"
-    assert verdicts["tainted"]["TaintToleration"] == "node(s) had untolerated taint {x: y}"
+    assert verdicts["tainted"]["TaintToleration"] == "node(s) had untolerated taint(s)"
     assert verdicts["roomy"]["NodeResourcesFit"] == "passed"
     scores = d.scores()
     assert scores["roomy"]["TaintToleration"] == {"raw": 0, "normalized": 100, "weighted": 300}
@@ -147,14 +147,14 @@ def test_decision_record() -> None:
     assert {r["node"]: r.get("filtered_by") for r in rows[2:]} == {"full": "NodeResourcesFit", "tainted": "TaintToleration"}
     doc = json.loads(d.to_annotation())
     assert doc["chosen"] == "roomy" and doc["feasible"] == 2
-    assert doc["filtered"] == {"NodeResourcesFit: Insufficient cpu": 1, "TaintToleration: node(s) had untolerated taint {x: y}": 1}
+    assert doc["filtered"] == {"NodeResourcesFit: Insufficient cpu": 1, "TaintToleration: node(s) had untolerated taint(s)": 1}
     assert doc["scores"][0]["node"] == "roomy"
     sim = d.simulator_annotations()
     prefix = "kube-scheduler-simulator.sigs.k8s.io/"
     assert sim[prefix + "selected-node"] == "roomy"
     filters = json.loads(sim[prefix + "filter-result"])
     assert filters["tainted"] == {"NodeUnschedulable": "passed", "NodeName": "passed",
-                                  "TaintToleration": "node(s) had untolerated taint {x: y}"}  # stops there, as kube
+                                  "TaintToleration": "node(s) had untolerated taint(s)"}  # stops there, as kube
     assert filters["full"]["NodeResourcesFit"] == "Insufficient cpu"
     final = json.loads(sim[prefix + "finalscore-result"])
     assert final["roomy"]["TaintToleration"] == "300"
@@ -212,7 +212,7 @@ def test_pre_filter_result_narrows_the_nodes() -> None:
     t = table(make_node("a", cpu="64"), make_node("b"))
     assert framework_with_gate("only-b").schedule(info("p"), t.snapshot()).node == "b"
     r = framework_with_gate("only-b").schedule(info("p", cpu="10"), t.snapshot())
-    assert r.status.message() == "0/2 nodes are available: 1 Insufficient cpu, 1 node is filtered out by the prefilter result."
+    assert r.status.message() == "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't satisfy plugin(s) [Gate]."
 
 
 def test_plugin_errors_become_error_statuses() -> None:
@@ -249,16 +249,16 @@ def test_filter_only_view_for_preemption() -> None:
 
 
 def test_node_name_affinity_narrows_in_prefilter_as_kube_reports_it() -> None:
-    # the event kube-scheduler wrote for this situation (a pod pinned by matchFields to a node whose
-    # host port is taken): "0/3 nodes are available: 1 node(s) didn't have free ports for the
-    # requested pod ports, 2 node is filtered out by the prefilter result."
+    # a pod pinned by matchFields to a node whose host port is taken; kube 1.35.4 gives the nodes
+    # outside NodeAffinity's PreFilterResult "node(s) didn't satisfy plugin(s) [NodeAffinity]"
+    # (schedule_one.go:542; older releases said "node is filtered out by the prefilter result")
     t = table(make_node("n1"), make_node("n2"), make_node("n3"))
     t.add_pod("n1", info("holder", host_ports=[80]))
     pinned = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
         {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]}}}
     r = Framework(seed=1).schedule(info("p", host_ports=[80], affinity=pinned), t.snapshot())
     assert r.status.message() == ("0/3 nodes are available: 1 node(s) didn't have free ports for the requested "
-                                  "pod ports, 2 node is filtered out by the prefilter result.")
+                                  "pod ports, 2 node(s) didn't satisfy plugin(s) [NodeAffinity].")
     statuses = r.diagnosis.statuses()
     assert statuses["n2"].code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE and statuses["n1"].plugin == "NodePorts"
 

@@ -64,6 +64,45 @@ def test_image_locality_formula() -> None:
     assert image_locality.calculate_priority(1500 * MB, 2) == 100 * (1500 - 23) // (2000 - 23)
 
 
+def test_image_locality_size_is_the_first_holders_as_kubes_cache() -> None:
+    """kube 1.35.4 backend/cache/cache.go addNodeImageStates / removeNodeImageStates: an image's
+    size is the one the first node holding it reported, kept while any node holds it; a node's
+    update removes then re-adds its images. One container of app:1 on every node that has it, so
+    score = 100 * (size * holders/nodes - 23Mi) / (1000Mi - 23Mi) (calculatePriority)."""
+    from minisched.scheduler.snapshot import NodeTable
+
+    plugin = image_locality.ImageLocality()
+    pod = PodInfo.from_pod(make_pod("p", image="app:1"))
+    table = NodeTable()
+
+    def scores() -> list[int]:
+        snap = table.snapshot()
+        return plugin.score(CycleState(), pod, snap, np.arange(len(snap), dtype=np.intp)).tolist()
+
+    table.add_node(make_node("a", images=[("app:1", 300 * MB)]))
+    table.add_node(make_node("b", images=[("app:1", 600 * MB)]))
+    assert scores() == [28, 28]  # both 300Mi, the first holder's: 100 * 277 / 977 = 28
+    table.remove_node("a")
+    assert scores() == [28]  # b still holds it: still 300Mi
+    table.remove_node("b")
+    table.add_node(make_node("c", images=[("app:1", 800 * MB)]))
+    assert scores() == [79]  # nobody held it: c's 800Mi, 100 * 777 / 977 = 79
+    table.update_node(make_node("c", images=[("app:1", 500 * MB)]))
+    assert scores() == [48]  # c alone held it: its update reports anew, 100 * 477 / 977 = 48
+    table.add_node(make_node("d", images=[("app:1", 900 * MB)]))
+    table.update_node(make_node("c", images=[("app:1", 100 * MB)]))
+    assert scores() == [48, 48]  # d held it meanwhile: 500Mi stays for both
+    # a first holder reporting 0 bytes sets 0, which a later holder does not replace
+    zero = NodeTable()
+    zero.add_node(make_node("z", images=[("app:1", 0)]))
+    zero.add_node(make_node("y", images=[("app:1", 700 * MB)]))
+    snap = zero.snapshot()
+    assert plugin.score(CycleState(), pod, snap, np.arange(2, dtype=np.intp)).tolist() == [0, 0]
+    # the pure rule, given the nodes in the order they were added, agrees
+    nodes = [make_node("a", images=[("app:1", 300 * MB)]), make_node("b", images=[("app:1", 600 * MB)])]
+    assert [image_locality.node_score(pod, n, nodes) for n in nodes] == [28, 28]
+
+
 def test_node_ports() -> None:
     ports = node_ports.NodePorts()
     table = table_of([make_node("a"), make_node("b")], {"a": [make_pod("web", host_ports=[80])]})

@@ -139,6 +139,84 @@ def test_scores_use_pod_level_requests() -> None:
         balanced.score(CycleState(), plain, table, rows).tolist()
 
 
+MI = 2**20
+
+
+@pytest.mark.parametrize(
+    ("name", "new", "incoming", "on_node"),
+    [
+        # kube 1.35.4 computes a pod's non-zero cpu/memory twice. As the incoming pod,
+        # noderesources/resource_allocation.go calculatePodResourceRequest passes
+        # NonMissingContainerRequests {cpu: 100m, memory: 200Mi} to resourcehelper.PodRequests,
+        # whose AggregateContainerRequests gives *each container* missing a request the default
+        # (applyNonMissing), and then PodRequests replaces the sum by the pod-level request of each
+        # resource the pod level sets, then adds overhead. On its node, framework/types.go
+        # CalculateResource asks getNonMissingContainerRequests first: with pod-level requests the
+        # default is passed only for a resource absent from PodRequests (containers, pod level and
+        # overhead alike).
+        # c0 {memory 1Gi}, c1 {}; pod level {cpu 2}. Incoming: c0 -> cpu 100m + mem 1Gi, c1 ->
+        # cpu 100m + mem 200Mi; cpu replaced by 2 -> (2000, 1Gi + 200Mi). On the node: memory is
+        # in PodRequests, so no default -> (2000, 1Gi).
+        ("pod-level cpu; one container sets memory, one nothing",
+         pod(containers=[(None, "1Gi"), (None, None)], pod_level={"requests": {"cpu": "2"}}),
+         (2000, 1024 * MI + 200 * MI), (2000, 1024 * MI)),
+        # c0 {cpu 500m}, c1 {}; pod level {memory 1Gi}. Incoming: cpu 500 + 100 -> 600, memory
+        # replaced -> 1Gi. On the node: cpu present -> 500.
+        ("pod-level memory; one container sets cpu, one nothing",
+         pod(containers=[("500m", None), (None, None)], pod_level={"requests": {"memory": "1Gi"}}),
+         (600, 1024 * MI), (500, 1024 * MI)),
+        # c0 {}; pod level {cpu 1}; overhead {memory 100Mi}. Incoming: memory 200Mi default + 100Mi
+        # overhead -> 300Mi. On the node: PodRequests has memory (the overhead) -> 100Mi.
+        ("pod-level cpu; memory only in the overhead",
+         pod(containers=[(None, None)], pod_level={"requests": {"cpu": "1"}}, overhead={"memory": "100Mi"}),
+         (1000, 300 * MI), (1000, 100 * MI)),
+        # both at pod level: both replaced, no default anywhere
+        ("pod-level cpu and memory", pod(containers=[(None, None)] * 2,
+         pod_level={"requests": {"cpu": "1", "memory": "1Gi"}}), (1000, 1024 * MI), (1000, 1024 * MI)),
+        # no pod-level resources: the same per-container defaults both ways (1000 + 100, 2 x 200Mi)
+        ("no pod-level resources", pod(containers=[("1", None), (None, None)]),
+         (1100, 400 * MI), (1100, 400 * MI)),
+        # pod-level limits only: the API server's defaultPodRequests (pkg/apis/core/v1/defaults.go)
+        # sets the pod-level memory request to the containers' aggregate (64Mi: they set one) and
+        # cpu to the limit (2); memory is then replaced at pod level, so no default for c1.
+        ("pod-level limits: requests defaulted from the containers, then the limits",
+         pod(containers=[(None, "64Mi"), (None, None)], pod_level={"limits": {"cpu": "2"}}),
+         (2000, 64 * MI), (2000, 64 * MI)),
+    ],
+)
+def test_incoming_pod_nonzero_requests_as_kube(name: str, new: Object, incoming: tuple[int, int],
+                                               on_node: tuple[int, int]) -> None:
+    info = PodInfo.from_pod(new)
+    assert (info.incoming_nonzero_cpu, info.incoming_nonzero_memory) == incoming, name
+    assert (info.nonzero_cpu, info.nonzero_memory) == on_node, name
+    scored = node_resources_fit.pod_score_requests(info, node_resources_fit.DEFAULT_RESOURCES, use_requested=False)
+    assert tuple(scored) == incoming, name
+
+
+def test_incoming_pod_level_defaults_decide_the_node() -> None:
+    """Pod level {cpu 1}; containers {memory 64Mi}, {}, {}: kube scores it as cpu 1000m and memory
+    64Mi + 2 x 200Mi = 464Mi (calculatePodResourceRequest), its requests as cpu 1000m, memory 64Mi.
+    Node a: 4 cpu, 512Mi; node b: 2 cpu, 4Gi; both empty.
+      LeastAllocated a: cpu (4000-1000)*100/4000 = 75, memory (512-464)*100/512 = 9 -> (75+9)/2 = 42
+                     b: cpu (2000-1000)*100/2000 = 50, memory (4096-464)*100/4096 = 88 -> 69
+      BalancedAllocation (requests, no defaults) a: |1/4 - 64/512|/2 = 0.0625 -> 93
+                                                 b: |1/2 - 64/4096|/2 = 0.2421875 -> 75
+    a 42 + 93 = 135 < b 69 + 75 = 144: b. Scored with the memory of 64Mi (no defaults beside the
+    pod level), a would win: 81 + 93 = 174 > 74 + 75 = 149."""
+    nodes = [make_node("a", cpu="4", memory="512Mi"), make_node("b", cpu="2", memory="4Gi")]
+    table = table_of(nodes)
+    rows = np.arange(2, dtype=np.intp)
+    info = PodInfo.from_pod(pod(containers=[(None, "64Mi"), (None, None), (None, None)],
+                                pod_level={"requests": {"cpu": "1"}}))
+    fit = node_resources_fit.new(None, None)
+    balanced = node_resources_balanced_allocation.new(None, None)
+    assert fit.score(CycleState(), info, table, rows).tolist() == [42, 69]
+    assert balanced.score(CycleState(), info, table, rows).tolist() == [93, 75]
+    # the pure one-node rules agree
+    assert [node_resources_fit.node_score(info, n, []) for n in nodes] == [42, 69]
+    assert [node_resources_balanced_allocation.node_score(info, n, []) for n in nodes] == [93, 75]
+
+
 def ports_pod(name: str, *, container: int | None = None, init: int | None = None, sidecar: int | None = None) -> Object:
     p = make_pod(name, host_ports=[container] if container else None)
     inits = []

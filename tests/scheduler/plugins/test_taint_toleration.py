@@ -38,14 +38,19 @@ def test_filter(taints: list, tolerations: list, fits: bool) -> None:
         assert r.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 
 
-def test_reason_names_the_first_untolerated_taint_in_node_order() -> None:
+def test_reason_names_no_taint_as_kube_1_35() -> None:
+    """kube 1.35.4 tainttoleration/taint_toleration.go:131 (Filter): one reason for every node,
+    whatever taints it has and in whatever order (1.34 named the first: "{z-key: 1}")."""
     table = table_of([
         make_node("a", taints=[taint("z-key", "1"), taint("a-key", "2")]),
         make_node("b", taints=[taint("a-key", "2"), taint("z-key", "1")]),
+        make_node("c", taints=[taint("z-key", "1", "NoExecute")]),
+        make_node("clean"),
     ])
     r = T.filter(CycleState(), PodInfo.from_pod(make_pod("p")), table)
-    assert r.reasons_at(0) == ("node(s) had untolerated taint {z-key: 1}",)
-    assert r.reasons_at(1) == ("node(s) had untolerated taint {a-key: 2}",)
+    assert [r.reasons_at(i) for i in range(3)] == [("node(s) had untolerated taint(s)",)] * 3
+    assert r.passed.tolist() == [False, False, False, True]
+    assert r.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 
 
 def test_score_prefers_fewer_intolerable_prefer_no_schedule_taints() -> None:

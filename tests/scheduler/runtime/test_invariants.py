@@ -62,7 +62,7 @@ def test_5000_pods_on_500_nodes_bound_once_never_overcommitted_failures_explaine
                 pod = make_pod(name, cpu="16", memory="1Gi")
                 expected_unschedulable[name] = (
                     f"0/{NODES_TOTAL} nodes are available: {NODES_TOTAL - TAINTED} Insufficient cpu, "
-                    f"{TAINTED} node(s) had untolerated taint {{dedicated: infra}}. no new claims to deallocate, "
+                    f"{TAINTED} node(s) had untolerated taint(s). no new claims to deallocate, "
                     "preemption: "
                     # kube 1.35: 16 cpus are beyond every node's allocatable (2-8): preemption cannot help
                     f"0/{NODES_TOTAL} nodes are available: {NODES_TOTAL} Preemption is not helpful for "
@@ -73,7 +73,7 @@ def test_5000_pods_on_500_nodes_bound_once_never_overcommitted_failures_explaine
                 # each node counts under the first filter that rejects it: TaintToleration runs first
                 expected_unschedulable[name] = (
                     f"0/{NODES_TOTAL} nodes are available: {NODES_TOTAL - TAINTED} node(s) didn't match Pod's "
-                    f"node affinity/selector, {TAINTED} node(s) had untolerated taint {{dedicated: infra}}. "
+                    f"node affinity/selector, {TAINTED} node(s) had untolerated taint(s). "
                     f"no new claims to deallocate, preemption: 0/{NODES_TOTAL} nodes are available: "
                     f"{NODES_TOTAL} Preemption is not "
                     "helpful for scheduling."

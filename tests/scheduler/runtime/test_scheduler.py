@@ -60,7 +60,7 @@ def test_unschedulable_pod_gets_failed_scheduling_and_waits_for_a_node(
     (event,) = events_for(cluster, pod, "FailedScheduling")
     assert event["type"] == "Warning"
     expected = (
-        "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint {dedicated: gpu}. "
+        "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s). "
         # kube 1.35's DynamicResources PostFilter speaks before DefaultPreemption
         "no new claims to deallocate, "
         # kube 1.35: 2 cpus are beyond the small node's allocatable, so preemption cannot help there either
