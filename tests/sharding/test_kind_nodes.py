@@ -52,7 +52,7 @@ def kind_like() -> Iterator[EmbeddedCluster]:
 
 def test_created_plainly_the_tainted_node_stalls_the_run_without_popping_from_backoff(
         kind_like: EmbeddedCluster, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(DEFAULTS, POP_FROM_BACKOFF_Q, False)  # type: ignore[index]
+    monkeypatch.setitem(DEFAULTS, POP_FROM_BACKOFF_Q, False)
     with pytest.raises(TimeoutError, match="paused at its bind"):
         paused_before_bind_run(kind_like, VirtualClock(), group="plain", node_labels={CHAPTER_LABEL: CHAPTER},
                                timeout=5)

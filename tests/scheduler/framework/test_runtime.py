@@ -312,8 +312,11 @@ class _PostFilterPlugin:
 
 def post_filter_framework(*plugins: _PostFilterPlugin) -> Framework:
     registry = in_tree_registry()
+    def factory(plugin: _PostFilterPlugin) -> Any:
+        return lambda args, handle: plugin
+
     for plugin in plugins:
-        registry.register(plugin.name, lambda args, handle, plugin=plugin: plugin)
+        registry.register(plugin.name, factory(plugin))
     profile = load_profiles({**HEADER, "profiles": [{"plugins": {"postFilter": {
         "disabled": [{"name": "*"}], "enabled": [{"name": p.name} for p in plugins]}}}]})[0]
     return Framework(profile, registry, seed=1)
