@@ -454,8 +454,8 @@ def paused_before_bind_run(
     informers (a chapter's own nodes only). `add_node` creates a node (default: a plain create);
     on kind give one that returns once the node is Ready and untainted (the workbook's
     `join_node_when_ready`): a node re-created under a name kind's node lifecycle controller still
-    remembers starts tainted not-ready, and on the VirtualClock the pod it rejects would sit in
-    backoff for good."""
+    remembers starts tainted not-ready, and (with SchedulerPopFromBackoffQ off) on the VirtualClock
+    the pod it rejects would sit in backoff for good."""
     from minisched.clock import VirtualClock
     from minisched.objects import make_node, make_pod, make_priority_class
     from minisched.resources import PRIORITY_CLASSES

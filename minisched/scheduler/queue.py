@@ -7,10 +7,12 @@ pending pod is in exactly one of four places:
   earlier arrival). `pop()` takes its head.
 - backoffQ: pods that failed and wait out their backoff (1 s, doubling per failure, 10 s cap;
   counted as kube counts it: the consecutive errors if the last attempt was an error, else the
-  rejections). A flusher moves the expired ones to activeQ every second; when activeQ is empty,
-  `pop()` takes the pod whose backoff ends first from the rejected ones (kube's
-  SchedulerPopFromBackoffQ, on by default since 1.33: a scheduler with nothing else to do need
-  not wait). Pods that failed with an error wait their backoff out.
+  rejections). A flusher moves the expired ones to activeQ every second. With kube's
+  SchedulerPopFromBackoffQ (on by default since 1.33; the Scheduler's feature gate, a bare queue's
+  `pop_from_backoff`), `pop()` takes the rejected pod whose backoff ends first when activeQ is
+  empty (a scheduler with nothing else to do need not wait), and backoff ends are truncated to
+  1-second windows ordered inside by QueueSort, which the flusher moves whole (KEP-5142). Pods
+  that failed with an error wait their backoff out.
 - unschedulable: pods that no node could take. They stay until a cluster event that could help
   them moves them back, or until they have waited 5 minutes (checked every 30 s). Which events
   help is the plugins' to say: each profile's queueing-hint map (event -> [(plugin, hint)], built
@@ -37,6 +39,7 @@ Every wait and every timestamp uses a `Clock`, so tests drive it with `VirtualCl
 from __future__ import annotations
 
 import heapq
+import math
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -94,6 +97,10 @@ DEFAULT_POD_INITIAL_BACKOFF = 1.0
 DEFAULT_POD_MAX_BACKOFF = 10.0
 DEFAULT_MAX_IN_UNSCHEDULABLE = 300.0  # kube's podMaxInUnschedulablePodsDuration: 5 minutes
 BACKOFF_FLUSH_PERIOD = 1.0
+# kube's backoffQOrderingWindowDuration (KEP-5142), with SchedulerPopFromBackoffQ: backoff expiries
+# are truncated to whole windows, pods in one window are ordered as activeQ orders them, and the
+# flusher ticks on window boundaries so that it moves a whole window at once
+BACKOFF_ORDERING_WINDOW = 1.0
 UNSCHEDULABLE_FLUSH_PERIOD = 30.0
 
 QUEUE_ACTIVE = "active"
@@ -234,12 +241,13 @@ class _Heap:
 
 class _BackoffQueues:
     """kube's backoffQueue: two heaps by backoff expiry, one for pods rejected by plugins (which
-    `pop()` may take early when activeQ is empty) and one for pods that failed with an error
-    (which always wait their backoff out), seen from outside as one queue."""
+    `pop()` may take early when activeQ is empty; `rejected_less` may break ties by priority) and
+    one for pods that failed with an error (which always wait their backoff out), seen from
+    outside as one queue."""
 
-    def __init__(self, less: Less) -> None:
-        self.rejected = _Heap(less)
-        self.errored = _Heap(less)
+    def __init__(self, rejected_less: Less, errored_less: Less) -> None:
+        self.rejected = _Heap(rejected_less)
+        self.errored = _Heap(errored_less)
 
     def __len__(self) -> int:
         return len(self.rejected) + len(self.errored)
@@ -252,7 +260,8 @@ class _BackoffQueues:
 
     def push(self, qpi: QueuedPodInfo) -> None:
         self.remove(qpi.key)
-        (self.errored if qpi.consecutive_errors_count else self.rejected).push(qpi)
+        # kube's backoffQueue.add: a pod no plugin rejected failed with an error
+        (self.rejected if qpi.unschedulable_plugins else self.errored).push(qpi)
 
     def remove(self, key: str) -> QueuedPodInfo | None:
         return self.rejected.remove(key) or self.errored.remove(key)
@@ -262,7 +271,7 @@ class _BackoffQueues:
         a, b = self.rejected.peek(), self.errored.peek()
         if a is None or b is None:
             return a or b
-        return b if self.rejected._less(b, a) else a
+        return b if self.errored._less(b, a) else a
 
     def items(self) -> Iterator[QueuedPodInfo]:
         yield from self.rejected.items()
@@ -311,7 +320,9 @@ class SchedulingQueue:
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._active = _Heap(less)
-        self._backoff = _BackoffQueues(self._backoff_less)
+        # kube's lessBackoffCompletedWithPriority for rejected pods when popping from backoffQ
+        self._backoff = _BackoffQueues(
+            self._backoff_less_with_priority if pop_from_backoff else self._backoff_less, self._backoff_less)
         self._unschedulable: dict[str, QueuedPodInfo] = {}
         self._gated: dict[str, QueuedPodInfo] = {}
         # asked (under the queue's lock) before an unschedulable pod moves; True keeps it parked
@@ -354,15 +365,34 @@ class SchedulingQueue:
         the rejections; 0 for a pod that never failed (no backoff)."""
         return qpi.consecutive_errors_count or qpi.unschedulable_count
 
+    def _align_to_window(self, t: float) -> float:
+        """kube's alignToWindow: the start of `t`'s ordering window (`t` itself without the gate)."""
+        if not self.pop_from_backoff:
+            return t
+        return math.floor(t / BACKOFF_ORDERING_WINDOW) * BACKOFF_ORDERING_WINDOW
+
     def backoff_expiry(self, qpi: QueuedPodInfo) -> float:
+        """kube's getBackoffTime: when the backoff ends, truncated to its ordering window with
+        SchedulerPopFromBackoffQ (the pod then completes it once that window has passed)."""
         count = self.backoff_count(qpi)
-        return qpi.timestamp + self.backoff_duration(count) if count else qpi.timestamp
+        return self._align_to_window(qpi.timestamp + self.backoff_duration(count)) if count else qpi.timestamp
 
     def _backoff_less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
         return self.backoff_expiry(a) < self.backoff_expiry(b)
 
-    def _is_backing_off(self, qpi: QueuedPodInfo) -> bool:
-        return self.backoff_count(qpi) > 0 and self.backoff_expiry(qpi) > self.clock.monotonic()
+    def _backoff_less_with_priority(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        """kube's lessBackoffCompletedWithPriority: in one window, as activeQ would order them, so
+        that pop() takes from backoffQ the pod activeQ would have given first."""
+        ea, eb = self.backoff_expiry(a), self.backoff_expiry(b)
+        return ea < eb if ea != eb else self._less(a, b)
+
+    def _is_backing_off(self, qpi: QueuedPodInfo, now: float | None = None) -> bool:
+        """kube's isPodBackingoff: until its backoff's end has passed, not merely been reached; with
+        the gate, while that end is in the current window."""
+        if self.backoff_count(qpi) == 0:
+            return False
+        now = self.clock.monotonic() if now is None else now
+        return self.backoff_expiry(qpi) >= self._align_to_window(now)
 
     # --- the transition table at work -------------------------------------------------------------
 
@@ -791,7 +821,7 @@ class SchedulingQueue:
             moved = 0
             while True:
                 qpi = self._backoff.peek()
-                if qpi is None or self.backoff_expiry(qpi) > now:
+                if qpi is None or self._is_backing_off(qpi, now):
                     break
                 self._fire(qpi, QueueEvent.BACKOFF_EXPIRED, QueueState.BACKOFF)
                 moved += 1
@@ -923,7 +953,13 @@ class SchedulingQueue:
         or the queue closes."""
         last_unschedulable_flush = self.clock.monotonic()
         while not stop.is_set() and not self._closed:
-            self._pause(BACKOFF_FLUSH_PERIOD, stop)
+            if self.pop_from_backoff:
+                # kube's waitUntilAlignedWithOrderingWindow: flush at each window's start, so that
+                # a whole window moves at once
+                now = self.clock.monotonic()
+                self._pause(self._align_to_window(now + BACKOFF_ORDERING_WINDOW) - now, stop)
+            else:
+                self._pause(BACKOFF_FLUSH_PERIOD, stop)
             self.flush_backoff_completed()
             if self.clock.monotonic() - last_unschedulable_flush >= UNSCHEDULABLE_FLUSH_PERIOD:
                 last_unschedulable_flush = self.clock.monotonic()

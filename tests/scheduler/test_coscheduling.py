@@ -135,11 +135,23 @@ def test_a_group_that_cannot_fit_binds_none(cluster: Cluster) -> None:
         wait_for_nodes(sched, 2, timeout=30)
         for i in range(3):
             cluster.create(PODS, member(f"big-{i}", "big", "1500m"))
-        # The member that fits nowhere rejects the waiting ones at PostFilter: no need to time out.
-        # They give their room back, which moves that member (NodeResourcesFit rejected it): it
-        # tries again, fits, waits at Permit for members that do not come, and times out.
-        wait_until(lambda: sched.stats.unschedulable >= 1 and sched.cache.assumed_count() == 0,
-                   timeout=30, what="the waiting members rejected at PostFilter")
+        # The member that fits nowhere rejects the waiting ones at PostFilter: no need to time out
+        # (virtual time stands still until settle), a member is parked by Coscheduling at once.
+        # The room they give back moves that member (NodeResourcesFit rejected it) to backoffQ, and
+        # activeQ being empty it is popped at once (SchedulerPopFromBackoffQ): it fits and waits at
+        # Permit for members that do not come, until its wait times out (or the rejected members'
+        # Unreserve, run after it reached Permit, rejects it too: Coscheduling's Unreserve rejects
+        # every waiting member of the group, as scheduler-plugins'). A member whose attempt saw its
+        # siblings arrive (the first may pass PreEnqueue before they leave the gate) backs off when
+        # rejected, and is popped and waits at once too. All of them settle parked.
+        began = clock.monotonic()
+
+        def rejected_at_post_filter() -> bool:
+            parked = parked_by(sched, keys)
+            return sched.stats.unschedulable >= 1 and frozenset({"Coscheduling"}) in parked.values()
+
+        wait_until(rejected_at_post_filter, timeout=30, what="the waiting members rejected at PostFilter")
+        assert clock.monotonic() == began
         settle(sched, clock, keys)
         assert bound_pods(cluster) == {} and requested_cpu(sched) == 0
         assert coscheduling(sched).phase("default/big") is GroupState.PENDING

@@ -29,7 +29,11 @@ def test_a_holder_paused_between_its_lease_check_and_its_bind_gets_409_and_nothi
     assert run.pruned >= 1 and run.revocations >= 1  # ... after writing to p
     # the holder's late binding carried p's version from before that write
     assert "Precondition failed: ResourceVersion in precondition" in run.holder_answer
-    assert run.bind_stale_versions == 1
+    # that one, and maybe a second: p's retry after the holder rejoins, rejected once and popped at
+    # once from backoffQ (SchedulerPopFromBackoffQ), can decide on p's version from before the
+    # holder's own FailedScheduling status write, and binds with it (the chapter's "a legitimate
+    # write to a pod between decision and bind")
+    assert run.bind_stale_versions in (1, 2)
     assert run.overcommitted == {}
     assert run.p_binds == 1 and run.p_node == "bind-fence-n2"  # scheduled again, bound once
 

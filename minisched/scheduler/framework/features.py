@@ -10,9 +10,7 @@ POP_FROM_BACKOFF_Q = "SchedulerPopFromBackoffQ"
 # gate -> its default in kube 1.35 (pkg/features/kube_features.go)
 DEFAULTS: Mapping[str, bool] = {
     OPPORTUNISTIC_BATCHING: True,  # beta in 1.35
-    # on by default in kube since 1.33; off here until the gang/Permit tests are checked with it
-    # (a rejected gang member popped at once from backoffQ goes round again while its group waits)
-    POP_FROM_BACKOFF_Q: False,
+    POP_FROM_BACKOFF_Q: True,  # beta and on by default since 1.33
 }
 
 

@@ -864,12 +864,18 @@ class Framework:
     def run_post_filter(
         self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
     ) -> tuple[str | None, Status]:
-        """PostFilter (preemption) after no node fit. Returns (nominated node, status); the first
-        plugin to succeed wins. On failure the node is "" if a plugin voided the pod's nomination
-        (preemption found no candidate), else None (keep it). A rejection's message becomes the diagnosis' PostFilter message."""
+        """PostFilter (preemption) after no node fit, as kube's RunPostFilterPlugins: the plugins
+        run in order until one succeeds or says UnschedulableAndUnresolvable (then its status and
+        its nomination stand, the others' reasons go), or fails otherwise (an Error, and any code
+        PostFilter has no use for, is an Error with no nomination). When every plugin rejected the
+        pod, their reasons are joined, the first of them is named, and the nomination is the last
+        one a plugin gave. The nomination is a node, "" to void the pod's (kube's ModeOverride with
+        no node; preemption found no candidate), or None to keep it. The status' message becomes
+        the diagnosis' PostFilter message, as kube's schedulePod sets it."""
         statuses = diagnosis.statuses()
         reasons: list[str] = []
-        clear: str | None = None  # a rejecting plugin's "" voids an earlier nomination (kube's ModeOverride)
+        rejector = ""  # kube's: the first plugin that failed
+        nominated: str | None = None  # kube's `result`: the last meaningful (non-noop) one
         t0 = time.perf_counter()  # one observation for the extension point, as kube's metric has it
         for p in self.points.post_filter:
             try:
@@ -878,20 +884,23 @@ class Framework:
                 status = plugin_error("PostFilter", p.name, e)
                 node = None
             if status.is_success:
-                self._observe("PostFilter", status, t0)
-                return node, status.with_plugin(p.name)
-            if status.is_error:  # kube stops there, and its message is the PostFilter part of the text
-                self._observe("PostFilter", status, t0)
-                diagnosis.post_filter_msg = status.message()
-                return None, status.with_plugin(p.name)
-            if node == "":
-                clear = ""
+                return self._post_filter_done(diagnosis, node, status, t0)
+            if status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return self._post_filter_done(diagnosis, node, status.with_plugin(p.name), t0)
+            if not status.is_rejected:
+                error = Status(Code.ERROR, status.reasons, p.name, status.error)
+                return self._post_filter_done(diagnosis, None, error, t0)
+            if node is not None:
+                nominated = node
             reasons.extend(status.reasons)
-        status = Status(Code.UNSCHEDULABLE, tuple(reasons))
+            rejector = rejector or p.name
+        return self._post_filter_done(diagnosis, nominated, Status(Code.UNSCHEDULABLE, tuple(reasons), rejector), t0)
+
+    def _post_filter_done(self, diagnosis: Diagnosis, nominated: str | None, status: Status,
+                          t0: float) -> tuple[str | None, Status]:
         self._observe("PostFilter", status, t0)
-        if reasons:
-            diagnosis.post_filter_msg = status.message()
-        return clear, status
+        diagnosis.post_filter_msg = status.message()
+        return nominated, status
 
     def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         """Reserve in order; on failure the caller runs run_unreserve (as kube's scheduler does)."""

@@ -17,11 +17,22 @@ from typing import Any
 import numpy as np
 
 from minisched.scheduler.framework import batch
+from minisched.scheduler.framework import cluster_event as ce
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import FilterResult, Handle, PreFilterResult
 from minisched.scheduler.framework.status import Code, Status
 from minisched.scheduler.framework.types import PodInfo
-from minisched.scheduler.plugins.storage import StorageLister, claim_class, claim_volumes, storage_from
+from minisched.scheduler.plugins.storage import (
+    CSI_NODE_ADD,
+    CSI_NODE_UPDATE,
+    PVC_ADD,
+    StorageLister,
+    claim_class,
+    claim_volumes,
+    name_of,
+    namespace_of,
+    storage_from,
+)
 from minisched.scheduler.snapshot import NodeTable
 
 NAME = "NodeVolumeLimits"
@@ -29,6 +40,9 @@ REASON = "node(s) exceed max volume count"
 _STATE_KEY = "PreFilter" + NAME
 
 Object = dict[str, Any]
+# csi-translation-lib's in-tree plugins whose inline volumes migrate to CSI (IsInlineMigratable)
+INLINE_MIGRATABLE = ("gcePersistentDisk", "awsElasticBlockStore", "cinder", "azureDisk", "azureFile",
+                     "vsphereVolume", "portworxVolume")
 
 
 def limits(csi_node: Object | None) -> dict[str, int]:
@@ -101,6 +115,57 @@ class NodeVolumeLimits:
 
     def __init__(self, storage: StorageLister) -> None:
         self.storage = storage
+
+    def events_to_register(self) -> list[ce.ClusterEventWithHint]:
+        """kube 1.35's CSILimits registrations: a CSINode added (no hint: any may help), a CSINode
+        whose limit for a driver rose, an assigned pod with claims deleted, one of the pod's claims
+        added. (kube's VolumeAttachment Delete has no counterpart: minisched watches none.)"""
+        return [
+            *ce.events(None, CSI_NODE_ADD),
+            *ce.events(self.is_schedulable_after_csi_node_updated, CSI_NODE_UPDATE),
+            *ce.events(self.is_schedulable_after_pod_deleted, ce.ASSIGNED_POD_DELETE),
+            *ce.events(self.is_schedulable_after_pvc_added, PVC_ADD),
+        ]
+
+    @staticmethod
+    def is_schedulable_after_pod_deleted(pod: Object, old: Object | None, new: Object | None) -> ce.QueueingHint:
+        """kube's isSchedulableAfterPodDeleted: a pod on a node (or nominated to one) that had a claim,
+        a generic ephemeral volume or an inline volume kube migrates to CSI gave back an attachment.
+        (minisched's Filter counts no migrated volume; the hint answers as kube's all the same.)"""
+        assert old is not None
+        spec = old.get("spec") or {}
+        volumes = spec.get("volumes") or []
+        if not volumes:
+            return ce.QUEUE_SKIP
+        if not spec.get("nodeName") and not (old.get("status") or {}).get("nominatedNodeName"):
+            return ce.QUEUE_SKIP
+        attached = any(v.get("persistentVolumeClaim") is not None or v.get("ephemeral") is not None
+                       or any(v.get(source) is not None for source in INLINE_MIGRATABLE) for v in volumes)
+        return ce.QUEUE if attached else ce.QUEUE_SKIP
+
+    @staticmethod
+    def is_schedulable_after_pvc_added(pod: Object, old: Object | None, new: Object | None) -> ce.QueueingHint:
+        """kube's isSchedulableAfterPVCAdded: a claim of the pod (by name, or of one of its generic
+        ephemeral volumes), in its namespace."""
+        assert new is not None
+        if namespace_of(new) != namespace_of(pod):
+            return ce.QUEUE_SKIP
+        wanted = name_of(new)
+        return ce.QUEUE if any(name == wanted for name, _ in claim_volumes(pod)) else ce.QUEUE_SKIP
+
+    @staticmethod
+    def is_schedulable_after_csi_node_updated(pod: Object, old: Object | None, new: Object | None) -> ce.QueueingHint:
+        """kube's isSchedulableAfterCSINodeUpdated: some driver's allocatable count rose (a driver
+        without a count counts 0)."""
+        assert old is not None and new is not None
+
+        def counts(csi_node: Object) -> dict[str, int]:
+            return {str(d.get("name")): int((d.get("allocatable") or {}).get("count") or 0)
+                    for d in (csi_node.get("spec") or {}).get("drivers") or []}
+
+        before = counts(old)
+        rose = any(limit > before.get(driver, 0) for driver, limit in counts(new).items())
+        return ce.QUEUE if rose else ce.QUEUE_SKIP
 
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> tuple[PreFilterResult | None, Status]:
         # (kube has no PreFilter here; this one skips pods without claims and reads the claims once;

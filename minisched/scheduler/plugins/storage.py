@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, Protocol
 
 from minisched.resources import CSI_NODES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES
+from minisched.scheduler.framework.cluster_event import ClusterEvent
 from minisched.volumes import (
     BETA_CLASS_ANNOTATION,
     BIND_COMPLETED,
@@ -24,8 +25,17 @@ from minisched.volumes import (
 Object = dict[str, Any]
 
 __all__ = ("BETA_CLASS_ANNOTATION", "BIND_COMPLETED", "STORAGE_RESOURCES", "WAIT_FOR_FIRST_CONSUMER", "InformerStorage",
-           "StaticStorage", "StorageLister", "claim_class", "claim_volumes", "fully_bound", "not_found", "storage_from")
+           "StaticStorage", "StorageLister", "claim_class", "claim_volumes", "fully_bound", "name_of", "namespace_of", "not_found",
+           "storage_from")
 STORAGE_RESOURCES = (PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, CSI_NODES)
+
+# The storage events the scheduler sends (named after the object's kind, as kube's fwk.PersistentVolumeClaim
+# etc.), for the volume plugins' registrations. minisched watches no CSIDriver, CSIStorageCapacity or
+# VolumeAttachment objects, so kube's registrations for those have no counterpart.
+PVC_ADD, PVC_UPDATE = ClusterEvent("PersistentVolumeClaim", "Add"), ClusterEvent("PersistentVolumeClaim", "Update")
+PV_ADD, PV_UPDATE = ClusterEvent("PersistentVolume", "Add"), ClusterEvent("PersistentVolume", "Update")
+STORAGE_CLASS_ADD, STORAGE_CLASS_UPDATE = ClusterEvent("StorageClass", "Add"), ClusterEvent("StorageClass", "Update")
+CSI_NODE_ADD, CSI_NODE_UPDATE = ClusterEvent("CSINode", "Add"), ClusterEvent("CSINode", "Update")
 
 
 class StorageLister(Protocol):
@@ -125,6 +135,15 @@ def claim_volumes(pod: Object) -> Iterator[tuple[str, bool]]:
             yield str(v["persistentVolumeClaim"].get("claimName") or ""), False
         elif v.get("ephemeral") is not None:
             yield f"{pod_name}-{v.get('name') or ''}", True
+
+
+def namespace_of(obj: Object) -> str:
+    """A namespaced object's namespace, as the hints compare them (an unset one is "default")."""
+    return str((obj.get("metadata") or {}).get("namespace") or "default")
+
+
+def name_of(obj: Object) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")
 
 
 def not_found(kind: str, name: str) -> str:

@@ -50,7 +50,7 @@ from minisched.errors import ApiError
 from minisched.resources import PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
 from minisched.scheduler.framework import batch
 from minisched.scheduler.framework import cluster_event as ce
-from minisched.scheduler.framework.cluster_event import NODE_ADD, NODE_LABEL_CHANGE, ClusterEvent
+from minisched.scheduler.framework.cluster_event import NODE_ADD, NODE_LABEL_CHANGE
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import FilterResult, Handle, PreFilterResult
 from minisched.scheduler.framework.status import Code, Status
@@ -62,12 +62,22 @@ from minisched.scheduler.framework.types import (
 )
 from minisched.scheduler.plugins.node_affinity import requirement_mask
 from minisched.scheduler.plugins.storage import (
+    CSI_NODE_ADD,
+    CSI_NODE_UPDATE,
+    PV_ADD,
+    PV_UPDATE,
+    PVC_ADD,
+    PVC_UPDATE,
+    STORAGE_CLASS_ADD,
+    STORAGE_CLASS_UPDATE,
     WAIT_FOR_FIRST_CONSUMER,
     StaticStorage,
     StorageLister,
     claim_class,
     claim_volumes,
     fully_bound,
+    name_of,
+    namespace_of,
     not_found,
     storage_from,
 )
@@ -100,15 +110,7 @@ DEFAULT_BIND_TIMEOUT_SECONDS = 600
 POLL_INTERVAL = 0.1  # seconds between two checks of the claims in PreBind
 _STATE_KEY = "PreFilter" + NAME
 
-# kube's EventsToRegister (with queueing hints on, its default): what can make a pod this plugin
-# rejected schedulable. The scheduler names storage events after the object's kind.
-EVENTS = (
-    ClusterEvent("StorageClass", "Add"), ClusterEvent("StorageClass", "Update"),
-    ClusterEvent("PersistentVolumeClaim", "Add"), ClusterEvent("PersistentVolumeClaim", "Update"),
-    ClusterEvent("PersistentVolume", "Add"), ClusterEvent("PersistentVolume", "Update"),
-    NODE_ADD, NODE_LABEL_CHANGE,
-    ClusterEvent("CSINode", "Add"), ClusterEvent("CSINode", "Update"),
-)
+MIGRATED_PLUGINS_ANNOTATION = "storage.alpha.kubernetes.io/migrated-plugins"  # v1.MigratedPluginsAnnotationKey
 
 Object = dict[str, Any]
 BoolArray = npt.NDArray[np.bool_]
@@ -435,8 +437,53 @@ class VolumeBinding:
         self.bind_timeout = bind_timeout
 
     def events_to_register(self) -> list[ce.ClusterEventWithHint]:
-        # no hints yet: every such event asks again (kube 1.35 has hints for PVC/PV/StorageClass)
-        return ce.events(None, *EVENTS)
+        """kube 1.35's, with queueing hints on (its default): a StorageClass added or its
+        allowedTopologies changed, one of the pod's claims added or updated, any PV added or updated,
+        a node added or relabelled, a CSINode added or its migrated plugins changed. (kube's CSIDriver
+        and CSIStorageCapacity registrations have no counterpart: minisched checks no capacity.)"""
+        return [
+            *ce.events(self.is_schedulable_after_storage_class_change, STORAGE_CLASS_ADD, STORAGE_CLASS_UPDATE),
+            *ce.events(self.is_schedulable_after_persistent_volume_claim_change, PVC_ADD, PVC_UPDATE),
+            *ce.events(None, PV_ADD, PV_UPDATE, NODE_ADD, NODE_LABEL_CHANGE),
+            *ce.events(self.is_schedulable_after_csi_node_change, CSI_NODE_ADD, CSI_NODE_UPDATE),
+        ]
+
+    @staticmethod
+    def is_schedulable_after_csi_node_change(pod: Object, old: Object | None, new: Object | None) -> ce.QueueingHint:
+        """kube's isSchedulableAfterCSINodeChange: a new CSINode, or a change of the plugins it says
+        are migrated to CSI (how in-tree volumes are translated)."""
+        if old is None:
+            return ce.QUEUE
+        assert new is not None
+
+        def migrated(csi_node: Object) -> object:
+            return ((csi_node.get("metadata") or {}).get("annotations") or {}).get(MIGRATED_PLUGINS_ANNOTATION) or ""
+
+        return ce.QUEUE if migrated(old) != migrated(new) else ce.QUEUE_SKIP
+
+    @staticmethod
+    def is_schedulable_after_persistent_volume_claim_change(pod: Object, old: Object | None,
+                                                              new: Object | None) -> ce.QueueingHint:
+        """kube's isSchedulableAfterPersistentVolumeClaimChange: a claim of the pod (by name, or the
+        claim of one of its generic ephemeral volumes), in its namespace: almost any change of it
+        may help."""
+        assert new is not None
+        if namespace_of(pod) != namespace_of(new):
+            return ce.QUEUE_SKIP
+        wanted = name_of(new)
+        return ce.QUEUE if any(name == wanted for name, _ in claim_volumes(pod)) else ce.QUEUE_SKIP
+
+    @staticmethod
+    def is_schedulable_after_storage_class_change(pod: Object, old: Object | None,
+                                                  new: Object | None) -> ce.QueueingHint:
+        """kube's isSchedulableAfterStorageClassChange: any new class; of an update, only a change of
+        allowedTopologies (volumeBindingMode cannot change)."""
+        if old is None:
+            return ce.QUEUE
+        assert new is not None
+        # (apiequality.Semantic: no list and an empty one are equal)
+        changed = (old.get("allowedTopologies") or []) != (new.get("allowedTopologies") or [])
+        return ce.QUEUE if changed else ce.QUEUE_SKIP
 
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> tuple[PreFilterResult | None, Status]:
         claims, status = classify(pod.pod, pod.namespace, self.storage)

@@ -15,11 +15,19 @@ from typing import Any
 import numpy as np
 
 from minisched.scheduler.framework import batch
+from minisched.scheduler.framework import cluster_event as ce
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import FilterResult, Handle, PreFilterResult
 from minisched.scheduler.framework.status import Code, Status
 from minisched.scheduler.framework.types import PodInfo
-from minisched.scheduler.plugins.storage import StorageLister, not_found, storage_from
+from minisched.scheduler.plugins.storage import (
+    PVC_ADD,
+    StorageLister,
+    name_of,
+    namespace_of,
+    not_found,
+    storage_from,
+)
 from minisched.scheduler.snapshot import NodeTable
 
 NAME = "VolumeRestrictions"
@@ -98,6 +106,44 @@ class VolumeRestrictions:
 
     def __init__(self, storage: StorageLister) -> None:
         self.storage = storage
+
+    def events_to_register(self) -> list[ce.ClusterEventWithHint]:
+        """kube 1.35's, with queueing hints on: an assigned pod deleted (its disks or claims freed),
+        a node added, one of the pod's claims created (its access modes are read)."""
+        return [
+            *ce.events(self.is_schedulable_after_pod_deleted, ce.ASSIGNED_POD_DELETE),
+            *ce.events(None, ce.NODE_ADD),
+            *ce.events(self.is_schedulable_after_persistent_volume_claim_added, PVC_ADD),
+        ]
+
+    @staticmethod
+    def is_schedulable_after_persistent_volume_claim_added(pod: Object, old: Object | None,
+                                                           new: Object | None) -> ce.QueueingHint:
+        """kube's isSchedulableAfterPersistentVolumeClaimAdded: a claim the pod names, in its namespace
+        (not a generic ephemeral volume's: kube reads persistentVolumeClaim volumes only here)."""
+        assert new is not None
+        if namespace_of(new) != namespace_of(pod):
+            return ce.QUEUE_SKIP
+        wanted = name_of(new)
+        named = any((v.get("persistentVolumeClaim") or {}).get("claimName") == wanted
+                    for v in _volumes(pod) if v.get("persistentVolumeClaim") is not None)
+        return ce.QUEUE if named else ce.QUEUE_SKIP
+
+    @staticmethod
+    def is_schedulable_after_pod_deleted(pod: Object, old: Object | None, new: Object | None) -> ce.QueueingHint:
+        """kube's isSchedulableAfterPodDeleted: a pod of the same namespace whose inline disk clashed
+        with the pod's, or that used one of its claims (the claim may be ReadWriteOncePod: kube does
+        not read the claim here, to keep the hint cheap)."""
+        assert old is not None
+        if namespace_of(old) != namespace_of(pod):
+            return ce.QUEUE_SKIP
+        if any(volume_conflict(v, old) for v in _volumes(pod) if needs_check(v)):
+            return ce.QUEUE
+        claims = {(v.get("persistentVolumeClaim") or {}).get("claimName")
+                  for v in _volumes(pod) if v.get("persistentVolumeClaim") is not None}
+        shared = any((v.get("persistentVolumeClaim") or {}).get("claimName") in claims
+                     for v in _volumes(old) if v.get("persistentVolumeClaim") is not None)
+        return ce.QUEUE if shared else ce.QUEUE_SKIP
 
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> tuple[PreFilterResult | None, Status]:
         claims, missing = read_write_once_pod_claims(pod.pod, pod.namespace, self.storage)

@@ -14,14 +14,22 @@ import numpy as np
 import numpy.typing as npt
 
 from minisched.scheduler.framework import batch
+from minisched.scheduler.framework import cluster_event as ce
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import FilterResult, Handle, PreFilterResult
 from minisched.scheduler.framework.status import Code, Status
 from minisched.scheduler.framework.types import PodInfo
 from minisched.scheduler.plugins.storage import (
+    PV_ADD,
+    PV_UPDATE,
+    PVC_ADD,
+    PVC_UPDATE,
+    STORAGE_CLASS_ADD,
     WAIT_FOR_FIRST_CONSUMER,
     StorageLister,
     claim_class,
+    name_of,
+    namespace_of,
     not_found,
     storage_from,
 )
@@ -90,6 +98,20 @@ def topologies(pod: Object, namespace: str, storage: StorageLister) -> tuple[tup
     return tuple(out), Status.success()
 
 
+def pv_topologies(pv: Object) -> list[tuple[str, frozenset[str]]]:
+    """kube's getPVTopologies for comparing a volume before and after: (label, zones) for each
+    topology label it carries, in kube's order; a value with an empty zone in it ("a____b") is
+    skipped, as LabelZonesToSet refuses it."""
+    labels = (pv.get("metadata") or {}).get("labels") or {}
+    out = []
+    for key in TOPOLOGY_LABELS:
+        if key in labels:
+            parts = [z.strip() for z in str(labels[key]).split("__")]
+            if all(parts):
+                out.append((key, frozenset(parts)))
+    return out
+
+
 def fits(constraints: tuple[Topology, ...], labels: Mapping[str, str]) -> bool:
     """The pure rule for one node."""
     if not any(k in labels for k in TOPOLOGY_LABELS):
@@ -124,6 +146,47 @@ class VolumeZone:
 
     def __init__(self, storage: StorageLister) -> None:
         self.storage = storage
+
+    def events_to_register(self) -> list[ce.ClusterEventWithHint]:
+        """kube 1.35's, with queueing hints on: a WaitForFirstConsumer StorageClass added, a node
+        added or relabelled, one of the pod's claims added or updated (bound to a volume, say), a
+        volume added or its topology labels changed."""
+        return [
+            *ce.events(self.is_schedulable_after_storage_class_added, STORAGE_CLASS_ADD),
+            *ce.events(None, ce.NODE_ADD, ce.NODE_LABEL_CHANGE),
+            *ce.events(self.is_schedulable_after_persistent_volume_claim_change, PVC_ADD, PVC_UPDATE),
+            *ce.events(self.is_schedulable_after_persistent_volume_change, PV_ADD, PV_UPDATE),
+        ]
+
+    @staticmethod
+    def is_schedulable_after_persistent_volume_claim_change(pod: Object, old: Object | None,
+                                                              new: Object | None) -> ce.QueueingHint:
+        """kube's isSchedulableAfterPersistentVolumeClaimChange: a claim the pod names (not a generic
+        ephemeral volume's), in its namespace."""
+        if new is None or namespace_of(new) != namespace_of(pod):
+            return ce.QUEUE_SKIP
+        wanted = name_of(new)
+        named = any((v.get("persistentVolumeClaim") or {}).get("claimName") == wanted
+                    for v in (pod.get("spec") or {}).get("volumes") or [] if v.get("persistentVolumeClaim") is not None)
+        return ce.QUEUE if named else ce.QUEUE_SKIP
+
+    @staticmethod
+    def is_schedulable_after_storage_class_added(pod: Object, old: Object | None,
+                                                 new: Object | None) -> ce.QueueingHint:
+        """kube's isSchedulableAfterStorageClassAdded: only a WaitForFirstConsumer class can help
+        (an unbound claim of an Immediate class stops the pod until it is bound)."""
+        assert new is not None
+        return ce.QUEUE if new.get("volumeBindingMode") == WAIT_FOR_FIRST_CONSUMER else ce.QUEUE_SKIP
+
+    @staticmethod
+    def is_schedulable_after_persistent_volume_change(pod: Object, old: Object | None,
+                                                      new: Object | None) -> ce.QueueingHint:
+        """kube's isSchedulableAfterPersistentVolumeChange: a new volume, or a change of a volume's
+        zone or region labels."""
+        if old is None:
+            return ce.QUEUE
+        assert new is not None
+        return ce.QUEUE if pv_topologies(old) != pv_topologies(new) else ce.QUEUE_SKIP
 
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> tuple[PreFilterResult | None, Status]:
         constraints, status = topologies(pod.pod, pod.namespace, self.storage)

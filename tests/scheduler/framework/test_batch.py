@@ -351,7 +351,7 @@ def test_kube_batch_cases() -> None:
 # -- the switch -------------------------------------------------------------------------------------------
 
 def test_feature_gates_parse_and_check() -> None:
-    assert check_feature_gates({}) == {"OpportunisticBatching": True, "SchedulerPopFromBackoffQ": False}
+    assert check_feature_gates({}) == {"OpportunisticBatching": True, "SchedulerPopFromBackoffQ": True}
     assert check_feature_gates(parse_feature_gates("OpportunisticBatching=false"))["OpportunisticBatching"] is False
     with pytest.raises(ValueError, match="unrecognized feature gate: Nope"):
         check_feature_gates({"Nope": True})

@@ -295,3 +295,88 @@ def test_prefilter_plugins_that_narrow_the_nodes_are_rejectors_too() -> None:
 def test_a_pod_with_no_room_in_its_partition_names_the_partition_as_its_rejector() -> None:
     r = Framework(seed=1).schedule(info("p"), table(make_node("a"), make_node("b")).snapshot(), only=["gone"])
     assert r.node is None and r.diagnosis.unschedulable_plugins == {"NodePartition"}
+
+
+# ---- PostFilter, as kube's RunPostFilterPlugins ----
+class _PostFilterPlugin:
+    """Says `code` (with the nomination `node`) at PostFilter, and counts its calls."""
+
+    def __init__(self, name: str, code: Code, node: str | None = None) -> None:
+        self.name, self.code, self.node = name, code, node
+        self.calls = 0
+
+    def post_filter(self, state: CycleState, pod: PodInfo, statuses: Mapping[str, Status]) -> tuple[str | None, Status]:
+        self.calls += 1
+        return self.node, Status(self.code, ("injected status",))
+
+
+def post_filter_framework(*plugins: _PostFilterPlugin) -> Framework:
+    registry = in_tree_registry()
+    def factory(plugin: _PostFilterPlugin) -> Any:
+        return lambda args, handle: plugin
+
+    for plugin in plugins:
+        registry.register(plugin.name, factory(plugin))
+    profile = load_profiles({**HEADER, "profiles": [{"plugins": {"postFilter": {
+        "disabled": [{"name": "*"}], "enabled": [{"name": p.name} for p in plugins]}}}]})[0]
+    return Framework(profile, registry, seed=1)
+
+
+def run_post_filter(*plugins: _PostFilterPlugin) -> tuple[str | None, Status, str]:
+    """(nomination, status, the diagnosis' PostFilter message) after a pod fit no node."""
+    fw = post_filter_framework(*plugins)
+    r = fw.schedule(info("p", cpu="8"), table(make_node("a", cpu="1")).snapshot())
+    assert r.node is None and r.diagnosis is not None
+    node, status = fw.run_post_filter(CycleState(), info("p", cpu="8"), r.diagnosis)
+    return node, status, r.diagnosis.post_filter_msg
+
+
+S, E, U, UU = Code.SUCCESS, Code.ERROR, Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+
+
+@pytest.mark.parametrize(("codes", "want"), [
+    pytest.param([S], Status(S, ("injected status",)), id="a single plugin makes a Pod schedulable"),
+    pytest.param([U, S], Status(S, ("injected status",)),
+                 id="plugin1 failed to make a Pod schedulable, followed by plugin2 which makes the Pod schedulable"),
+    pytest.param([S, U], Status(S, ("injected status",)),
+                 id="plugin1 makes a Pod schedulable, followed by plugin2 which cannot make the Pod schedulable"),
+    # (kube's name repeats the second case's; plugin1 errs: the error stands, naming plugin1)
+    pytest.param([E, S], Status(E, ("injected status",), "TestPlugin1"),
+                 id="plugin1 errs, followed by plugin2 which makes the Pod schedulable"),
+    pytest.param([U, UU], Status(UU, ("injected status",), "TestPlugin2"),
+                 id="plugin1 failed to make a Pod schedulable, followed by plugin2 which makes the Pod unresolvable"),
+    pytest.param([U, U], Status(U, ("injected status", "injected status"), "TestPlugin1"),
+                 id="both plugins failed to make a Pod schedulable"),
+])
+def test_post_filter_plugins(codes: list[Code], want: Status) -> None:
+    """kube's TestPostFilterPlugins (pkg/scheduler/framework/runtime/framework_test.go)."""
+    plugins = [_PostFilterPlugin(f"TestPlugin{i + 1}", code) for i, code in enumerate(codes)]
+    _, status, message = run_post_filter(*plugins)
+    assert status == want and message == want.message()
+
+
+def test_post_filter_stops_at_unschedulable_and_unresolvable() -> None:
+    """The plugin that says the pod cannot be helped ends PostFilter: the next one does not run, the
+    status is its own (an earlier rejection's reasons go) and its nomination stands."""
+    earlier = _PostFilterPlugin("Earlier", U, node="x")
+    first, second = _PostFilterPlugin("First", UU, node=""), _PostFilterPlugin("Second", S, node="a")
+    node, status, message = run_post_filter(earlier, first, second)
+    assert (earlier.calls, first.calls, second.calls) == (1, 1, 0)
+    assert status == Status(UU, ("injected status",), "First") and message == "injected status"
+    assert node == ""
+
+
+@pytest.mark.parametrize("code", [E, Code.SKIP, Code.WAIT])
+def test_post_filter_treats_any_other_code_as_an_error(code: Code) -> None:
+    """kube: "Any status other than Success, Unschedulable or UnschedulableAndUnresolvable is
+    Error", with no nomination, and the plugins after it do not run."""
+    first, second = _PostFilterPlugin("First", code, node="a"), _PostFilterPlugin("Second", S, node="a")
+    node, status, _ = run_post_filter(first, second)
+    assert status == Status(E, ("injected status",), "First") and node is None and second.calls == 0
+
+
+def test_post_filter_keeps_the_last_nomination_of_the_plugins_that_rejected() -> None:
+    """kube's `result`: the last meaningful (non-noop) PostFilterResult of the rejecting plugins."""
+    node, status, _ = run_post_filter(_PostFilterPlugin("A", U, node=""), _PostFilterPlugin("B", U),
+                                      _PostFilterPlugin("C", U, node="a"), _PostFilterPlugin("D", U))
+    assert node == "a" and status.plugin == "A"

@@ -64,13 +64,15 @@ def test_error_backs_off_and_returns_after_flush(virtual_clock: VirtualClock) ->
     virtual_clock.advance(0.9)
     assert q.flush_backoff_completed() == 0
     virtual_clock.advance(0.1)
+    assert q.flush_backoff_completed() == 0, "kube's isPodBackingoff: until the end has passed"
+    virtual_clock.advance(0.01)
     assert q.flush_backoff_completed() == 1
     again = q.pop(timeout=0)
     assert again is qpi and again.attempts == 2
     q.add_unschedulable(again, error=True)
     virtual_clock.advance(1.5)
     assert q.flush_backoff_completed() == 0, "second failure waits 2 s"
-    virtual_clock.advance(0.5)
+    virtual_clock.advance(0.51)
     assert q.flush_backoff_completed() == 1
 
 
@@ -97,7 +99,7 @@ def test_moved_pod_still_backing_off_goes_to_backoff(virtual_clock: VirtualClock
     virtual_clock.advance(0.5)
     assert q.move_all_to_active_or_backoff(NODE_ADD) == 1
     assert q.where(qpi.key) == "backoff"
-    virtual_clock.advance(0.5)
+    virtual_clock.advance(0.51)  # past the 1 s backoff's end
     q.flush_backoff_completed()
     assert q.where(qpi.key) == "active"
 

@@ -184,11 +184,15 @@ def test_permit_wait_binds_once_allowed_and_rejects_on_timeout(cluster: Embedded
         # the informer shows allowed bound while timed-out still waits: an event of its attempt
         wait_until(lambda: ASSIGNED_POD_ADD in sched.queue.in_flight_events("default/timed-out"),
                    what="allowed's binding seen during timed-out's wait")
+        first_wait = sched._waiting["default/timed-out"]
         clock.advance(31)
         # Gate registers no events, so every event may help it (kube registers a wildcard for it):
-        # the binding seen during the wait sends the rejected pod to backoff, not to the parked ones
-        wait_until(lambda: sched.queue.where("default/timed-out") == "backoff", what="rejected on timeout")
-        wait_until(lambda: sched.cache.assumed_count() == 0, what="allowed confirmed, timed-out forgotten")
+        # the binding seen during the wait sends the rejected pod to backoff, not to the parked ones;
+        # activeQ being empty, it is popped from there at once (SchedulerPopFromBackoffQ) and waits
+        # at Permit again
+        wait_until(lambda: sched._waiting.get("default/timed-out") not in (None, first_wait),
+                   what="rejected on timeout and tried again")
+        wait_until(lambda: sched.cache.assumed_count() == 1, what="allowed confirmed, timed-out assumed again")
         sched.recorder.flush()
         cond = [c for c in cluster.get(PODS, "timed-out", "default")["status"]["conditions"]
                 if c["type"] == "PodScheduled"]
