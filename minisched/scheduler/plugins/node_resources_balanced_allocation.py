@@ -21,6 +21,7 @@ from minisched.scheduler.framework.status import Status
 from minisched.scheduler.framework.types import PodInfo
 from minisched.scheduler.plugins.node_resources_fit import (
     DEFAULT_RESOURCES,
+    FEW_ROWS,
     ResourceSpec,
     node_score_inputs,
     parse_resources,
@@ -111,6 +112,9 @@ class NodeResourcesBalancedAllocation:
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: npt.NDArray[np.intp]) -> IntArray:
         req, alloc = score_inputs(pod, nodes, rows, self.resources, use_requested=True)
+        if len(rows) <= FEW_ROWS:  # node by node (see FEW_ROWS), in floats converted as numpy does
+            return np.array([balanced_score([float(x) for x in r], [float(x) for x in a])
+                             for r, a in zip(req.tolist(), alloc.tolist(), strict=True)], np.int64)
         return balanced_scores(req, alloc)
 
 
