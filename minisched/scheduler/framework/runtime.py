@@ -494,7 +494,7 @@ class Framework:
             decision.first_fail = first_fail[evaluated]
         else:  # all examined: plain row order, so plugins see "every row" and skip fancy indexing
             evaluated = np.arange(n, dtype=np.intp)
-            feasible = np.flatnonzero(passed)
+            feasible = entry.feasible_rows(passed) if entry is not None else np.flatnonzero(passed)
             decision.first_fail = first_fail
         decision.evaluated_rows = evaluated
         decision.filter_plugins = [p.name for p in self._active_filters(state)]
@@ -726,8 +726,7 @@ class Framework:
             if constant:
                 assert entry is not None
                 kept = entry.scored.get(p.name)
-                if kept is not None and p.name in entry.raw and (
-                        kept[0] is rows or (kept[0].shape == rows.shape and np.array_equal(kept[0], rows))):
+                if kept is not None and p.name in entry.raw and (kept[0] is rows or _same(kept[0], rows)):
                     total += kept[2]
                     decision.score_plugins[p.name] = kept[1]
                     continue
@@ -788,7 +787,8 @@ class Framework:
         passed, first_fail = entry.passed, entry.first_fail
         rejudged = False  # did any verdict on a dirty row change? (if not, passed/first_fail stand)
         if dirty.size:
-            view = nodes._subset(dirty)
+            # one changed node (the usual drain: the one that got the last pod) is a view of its row
+            view = nodes._row_view(int(dirty[0])) if dirty.size == 1 else nodes._subset(dirty)
             filters = self._active_filters(state)
             for k, p in enumerate(filters):
                 if not self._reads_pods[p.name]:
@@ -800,7 +800,7 @@ class Framework:
                 old = results[k]
                 if fresh.everyone_passed and old.everyone_passed:
                     continue
-                if (np.array_equal(fresh.passed, old.passed[dirty]) and np.array_equal(fresh.reasons, old.reasons[dirty])
+                if (_same(fresh.passed, old.passed[dirty]) and _same(fresh.reasons, old.reasons[dirty])
                         and fresh.unresolvable is None and old.unresolvable is None
                         and ((fresh.messages == old.messages and fresh.code == old.code) or bool(fresh.passed.all()))):
                     continue  # the usual case in a drain: the node that got a pod still judged the same
@@ -828,7 +828,7 @@ class Framework:
         self.reuse_hits += 1
         self._reusable.move_to_end(key)
         updated = _Reusable(nodes.node_version, nodes.pod_version, active, results, passed, first_fail, dict(entry.raw),
-                            dict(entry.scored))
+                            dict(entry.scored), entry.feasible)
         self._reusable[key] = updated
         return updated, dirty
 
@@ -992,6 +992,21 @@ class _Reusable:
     # score plugin that reads no pods -> (the rows it scored, its scores, weighted): its raw scores
     # do not change between cycles, so neither do they when the feasible rows are the same
     scored: dict[str, tuple[npt.NDArray[np.intp], PluginScores, IntArray]] = field(default_factory=dict)
+    feasible: tuple[npt.NDArray[np.bool_], npt.NDArray[np.intp]] | None = None  # (passed, its true rows)
+
+    def feasible_rows(self, passed: npt.NDArray[np.bool_]) -> npt.NDArray[np.intp]:
+        """np.flatnonzero(passed), as the same array while `passed` is (no verdict changed): the
+        scores kept in `scored` are then reused on identity, with no comparison over every node."""
+        if self.feasible is None or self.feasible[0] is not passed:
+            rows = np.flatnonzero(passed)
+            rows.flags.writeable = False  # shared by the decisions of every cycle that reuses it
+            self.feasible = (passed, rows)
+        return self.feasible[1]
+
+
+def _same(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> bool:
+    """np.array_equal for two arrays of one dtype, without its conversions (a few us a call)."""
+    return a.shape == b.shape and bool((a == b).all())
 
 
 def _signature(pod: PodInfo) -> tuple[Any, ...]:
