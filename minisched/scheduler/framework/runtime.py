@@ -722,17 +722,19 @@ class Framework:
                     entry.raw.pop(p.name, None)  # not kept up to date while skipped
                     entry.scored.pop(p.name, None)
                 continue
-            constant = entry is not None and not self._reads_pods[p.name] and not self._reads_other_nodes[p.name]
-            if constant:
-                assert entry is not None
-                kept = entry.scored.get(p.name)
-                if kept is not None and p.name in entry.raw and (kept[0] is rows or _same(kept[0], rows)):
-                    total += kept[2]
-                    decision.score_plugins[p.name] = kept[1]
-                    continue
+            # with a reuse entry, a plugin's scores are those of the last cycle when its raw scores of
+            # every node are the same array (no changed node, or none whose score moved: see
+            # _reused_scores) and the feasible rows are the same: no normalising, checking, weighing
+            reusing = entry is not None and not self._reads_other_nodes[p.name]
+            kept = entry.scored.get(p.name) if reusing and entry is not None else None
             try:
-                if entry is not None and not self._reads_other_nodes[p.name]:
-                    raw = self._reused_scores(state, pod, nodes, rows, entry, dirty, p)
+                if reusing and entry is not None:
+                    full = self._reused_scores(state, pod, nodes, entry, dirty, p)
+                    if kept is not None and kept[1] is full and (kept[0] is rows or _same(kept[0], rows)):
+                        total += kept[3]
+                        decision.score_plugins[p.name] = kept[2]
+                        continue
+                    raw = full if len(rows) == len(full) else full[rows]
                 else:
                     raw = np.asarray(p.score(state, pod, nodes, rows), np.int64)
                 normalized = p.normalize_score(state, pod, raw) if self._normalizes[p.name] else raw
@@ -750,9 +752,8 @@ class Framework:
             weighted = scores.weighted
             total += weighted
             decision.score_plugins[p.name] = scores
-            if constant:
-                assert entry is not None
-                entry.scored[p.name] = (rows, scores, weighted)
+            if reusing and entry is not None:
+                entry.scored[p.name] = (rows, entry.raw[p.name], scores, weighted)
         decision.total = total
         return Status.success()
 
@@ -844,18 +845,21 @@ class Framework:
         return entry
 
     def _reused_scores(
-        self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: npt.NDArray[np.intp],
-        entry: _Reusable, dirty: npt.NDArray[np.intp] | None, p: Any,
+        self, state: CycleState, pod: PodInfo, nodes: NodeTable, entry: _Reusable,
+        dirty: npt.NDArray[np.intp] | None, p: Any,
     ) -> IntArray:
-        """Raw scores of `rows`, from the entry's scores over every node, refreshed where needed."""
+        """Raw scores of every node, the entry's re-scored on the changed nodes (`dirty`) when the
+        plugin reads pods; the same array as before when none of those scores moved."""
         full = entry.raw.get(p.name)
         if full is None:
             full = np.asarray(p.score(state, pod, nodes, np.arange(len(nodes), dtype=np.intp)), np.int64)
         elif dirty is not None and dirty.size and self._reads_pods[p.name]:
-            full = full.copy()
-            full[dirty] = p.score(state, pod, nodes, dirty)
+            fresh = p.score(state, pod, nodes, dirty)
+            if not _same(full[dirty], np.asarray(fresh, np.int64)):  # unchanged: the same array, kept scores hold
+                full = full.copy()
+                full[dirty] = fresh
         entry.raw[p.name] = full
-        return full if len(rows) == len(full) else full[rows]
+        return full
 
     # ------------------------------------------------------------ after a node is chosen
     def run_post_filter(
@@ -989,9 +993,9 @@ class _Reusable:
     passed: npt.NDArray[np.bool_]
     first_fail: npt.NDArray[np.int64]
     raw: dict[str, IntArray]  # score plugin -> raw score of every node
-    # score plugin that reads no pods -> (the rows it scored, its scores, weighted): its raw scores
-    # do not change between cycles, so neither do they when the feasible rows are the same
-    scored: dict[str, tuple[npt.NDArray[np.intp], PluginScores, IntArray]] = field(default_factory=dict)
+    # score plugin -> (the rows it scored, `raw` of every node then, its scores, weighted): while its
+    # raw scores are that same array and the feasible rows the same, so are its scores
+    scored: dict[str, tuple[npt.NDArray[np.intp], IntArray, PluginScores, IntArray]] = field(default_factory=dict)
     feasible: tuple[npt.NDArray[np.bool_], npt.NDArray[np.intp]] | None = None  # (passed, its true rows)
 
     def feasible_rows(self, passed: npt.NDArray[np.bool_]) -> npt.NDArray[np.intp]:
