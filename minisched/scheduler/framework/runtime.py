@@ -527,8 +527,7 @@ class Framework:
         self._observe("Score", status, t0)
         if not status.is_success:
             return ScheduleResult(None, status, decision)
-        best = int(decision.total.max())
-        ties = np.flatnonzero(decision.total == best)
+        best, ties = _best(decision.total, entry)
         pick = int(ties[0]) if ties.size == 1 else int(ties[self._rng.randrange(ties.size)])
         decision.chosen = names[int(feasible[pick])]
         if batch is not None:
@@ -714,7 +713,7 @@ class Framework:
                 state.skip_score.add(pre.name)
             elif not status.is_success:
                 return _named("PreScore", pre.name, status)
-        total = np.zeros(len(rows), np.int64)
+        added: list[IntArray] = []  # each plugin's weighted scores, summed into the total at the end
         p: Any
         for p in self.points.score:
             if p.name in state.skip_score:
@@ -731,7 +730,7 @@ class Framework:
                 if reusing and entry is not None:
                     full = self._reused_scores(state, pod, nodes, entry, dirty, p)
                     if kept is not None and kept[1] is full and (kept[0] is rows or _same(kept[0], rows)):
-                        total += kept[3]
+                        added.append(kept[3])
                         decision.score_plugins[p.name] = kept[2]
                         continue
                     raw = full if len(rows) == len(full) else full[rows]
@@ -750,11 +749,11 @@ class Framework:
                 )
             scores = PluginScores(raw, normalized, self.weights[p.name])
             weighted = scores.weighted
-            total += weighted
+            added.append(weighted)
             decision.score_plugins[p.name] = scores
             if reusing and entry is not None:
                 entry.scored[p.name] = (rows, entry.raw[p.name], scores, weighted)
-        decision.total = total
+        decision.total = entry.same_total(rows, added) if entry is not None else _summed(len(rows), added)
         return Status.success()
 
     # ------------------------------------------------------------ reuse across cycles
@@ -829,7 +828,7 @@ class Framework:
         self.reuse_hits += 1
         self._reusable.move_to_end(key)
         updated = _Reusable(nodes.node_version, nodes.pod_version, active, results, passed, first_fail, dict(entry.raw),
-                            dict(entry.scored), entry.feasible)
+                            dict(entry.scored), entry.feasible, entry.total)
         self._reusable[key] = updated
         return updated, dirty
 
@@ -997,6 +996,21 @@ class _Reusable:
     # raw scores are that same array and the feasible rows the same, so are its scores
     scored: dict[str, tuple[npt.NDArray[np.intp], IntArray, PluginScores, IntArray]] = field(default_factory=dict)
     feasible: tuple[npt.NDArray[np.bool_], npt.NDArray[np.intp]] | None = None  # (passed, its true rows)
+    # the last total: (its rows, the weighted scores summed, the total, its best, the rows of the best)
+    total: tuple[npt.NDArray[np.intp], list[IntArray], IntArray, int, npt.NDArray[np.intp]] | None = None
+
+    def same_total(self, rows: npt.NDArray[np.intp], added: list[IntArray]) -> IntArray:
+        """The sum of `added`: the last cycle's total array when it summed the very same arrays over
+        the same rows (then _best reads its best and ties from here too), else summed now."""
+        last = self.total
+        if (last is not None and last[0] is rows and len(last[1]) == len(added)
+                and all(a is b for a, b in zip(last[1], added, strict=True))):
+            return last[2]
+        total = _summed(len(rows), added)
+        total.flags.writeable = False  # shared by the decisions of the cycles that reuse it
+        best = int(total.max())
+        self.total = (rows, added, total, best, np.flatnonzero(total == best))
+        return total
 
     def feasible_rows(self, passed: npt.NDArray[np.bool_]) -> npt.NDArray[np.intp]:
         """np.flatnonzero(passed), as the same array while `passed` is (no verdict changed): the
@@ -1006,6 +1020,21 @@ class _Reusable:
             rows.flags.writeable = False  # shared by the decisions of every cycle that reuses it
             self.feasible = (passed, rows)
         return self.feasible[1]
+
+
+def _summed(n: int, added: list[IntArray]) -> IntArray:
+    total = np.zeros(n, np.int64)
+    for weighted in added:
+        total += weighted
+    return total
+
+
+def _best(total: IntArray, entry: _Reusable | None) -> tuple[int, npt.NDArray[np.intp]]:
+    """The highest total and the positions that reach it."""
+    if entry is not None and entry.total is not None and entry.total[2] is total:
+        return entry.total[3], entry.total[4]
+    best = int(total.max())
+    return best, np.flatnonzero(total == best)
 
 
 def _same(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> bool:
