@@ -36,7 +36,7 @@ Object = dict[str, Any]
 IntArray = npt.NDArray[np.int64]
 
 
-def balanced_score(requested: Sequence[int], allocatable: Sequence[int]) -> int:
+def balanced_score(requested: Sequence[float], allocatable: Sequence[float]) -> int:
     """kube's balancedResourceScorer for one node."""
     fractions = []
     for req, alloc in zip(requested, allocatable, strict=True):

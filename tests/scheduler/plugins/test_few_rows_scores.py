@@ -5,17 +5,20 @@ ways must give the same integers, for every strategy and resource list."""
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.types import PodInfo
 from minisched.scheduler.plugins import node_resources_balanced_allocation, node_resources_fit
+from minisched.scheduler.snapshot import NodeTable
 from tests.scheduler.plugins.randomcluster import random_cluster, random_pod
 
 SEEDS = range(40)
-STRATEGIES = {
+STRATEGIES: dict[str, dict[str, Any]] = {
     "LeastAllocated": {"type": "LeastAllocated"},
     "MostAllocated": {"type": "MostAllocated"},
     "RequestedToCapacityRatio": {"type": "RequestedToCapacityRatio", "requestedToCapacityRatio": {
@@ -24,7 +27,7 @@ STRATEGIES = {
 RESOURCES = [{"name": "cpu", "weight": 2}, {"name": "memory", "weight": 1}, {"name": "example.com/gpu", "weight": 3}]
 
 
-def _one_by_one(plugin, pod: PodInfo, table, rows: np.ndarray) -> list[int]:  # type: ignore[no-untyped-def]
+def _one_by_one(plugin: Any, pod: PodInfo, table: NodeTable, rows: npt.NDArray[np.intp]) -> list[int]:
     return [int(plugin.score(CycleState(), pod, table, np.array([r], np.intp))[0]) for r in rows]
 
 
