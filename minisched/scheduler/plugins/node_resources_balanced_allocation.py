@@ -23,6 +23,7 @@ from minisched.scheduler.plugins.node_resources_fit import (
     DEFAULT_RESOURCES,
     FEW_ROWS,
     ResourceSpec,
+    few_rows_score_inputs,
     node_score_inputs,
     parse_resources,
     pod_score_requests,
@@ -111,10 +112,10 @@ class NodeResourcesBalancedAllocation:
         return Status.success()
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: npt.NDArray[np.intp]) -> IntArray:
-        req, alloc = score_inputs(pod, nodes, rows, self.resources, use_requested=True)
         if len(rows) <= FEW_ROWS:  # node by node (see FEW_ROWS), in floats converted as numpy does
-            return np.array([balanced_score([float(x) for x in r], [float(x) for x in a])
-                             for r, a in zip(req.tolist(), alloc.tolist(), strict=True)], np.int64)
+            inputs = few_rows_score_inputs(pod, nodes, rows, self.resources, use_requested=True)
+            return np.array([balanced_score([float(x) for x in r], [float(x) for x in a]) for r, a in inputs], np.int64)
+        req, alloc = score_inputs(pod, nodes, rows, self.resources, use_requested=True)
         return balanced_scores(req, alloc)
 
 
