@@ -231,11 +231,11 @@ def _compare(args: argparse.Namespace, sizes: list[int]) -> None:
 
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     trees = {"this": here, "against": os.path.abspath(args.against)}
-    keys = ("decisions_per_s", "bound_per_s", "cpu_us_per_pod", "p99_ms", "solo_per_s")
+    keys = ("decisions_per_s", "bound_per_s", "cpu_us_per_pod", "p50_ms", "p99_ms", "solo_per_s")
     print(f"side by side: this={here} against={trees['against']}, {args.pods} pods, {args.rounds} rounds, "
           f"{args.bind_workers} bind workers")
     print(f"{'tree':>8} {'nodes':>6} {'shapes':>7} {'load':>5} {'decisions/s':>12} {'bound/s':>8} {'CPU/pod':>8} "
-          f"{'cycle p99':>10} {'loop-only/s':>12}")
+          f"{'cycle p50':>10} {'cycle p99':>10} {'loop-only/s':>12}")
     for n in sizes:
         for shape in [s for s in args.shapes.split(",") if s]:
             runs: dict[str, list[dict[str, Any]]] = {"this": [], "against": []}
@@ -245,13 +245,13 @@ def _compare(args: argparse.Namespace, sizes: list[int]) -> None:
                     r = _run(trees[name], n, args, shape == "varied")
                     runs[name].append(r)
                     print(f"{name:>8} {n:>6} {shape:>7} {load:>5.1f} {r['decisions_per_s']:>12.0f} "
-                          f"{r['bound_per_s']:>8.0f} {r['cpu_us_per_pod']:>6.0f}us {r['p99_ms']:>8.3f}ms "
+                          f"{r['bound_per_s']:>8.0f} {r['cpu_us_per_pod']:>6.0f}us {r['p50_ms']:>8.3f}ms {r['p99_ms']:>8.3f}ms "
                           f"{r['solo_per_s']:>12.0f}", flush=True)
                     _print_threads(r)
             for name, rs in runs.items():
                 med = {k: statistics.median(r[k] for r in rs) for k in keys}
                 print(f"{'median':>8} {n:>6} {shape:>7} {name:>5} {med['decisions_per_s']:>12.0f} "
-                      f"{med['bound_per_s']:>8.0f} {med['cpu_us_per_pod']:>6.0f}us {med['p99_ms']:>8.3f}ms "
+                      f"{med['bound_per_s']:>8.0f} {med['cpu_us_per_pod']:>6.0f}us {med['p50_ms']:>8.3f}ms {med['p99_ms']:>8.3f}ms "
                       f"{med['solo_per_s']:>12.0f}", flush=True)
 
 

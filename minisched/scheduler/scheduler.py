@@ -57,6 +57,7 @@ import logging
 import queue as queue_module
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -570,6 +571,8 @@ class Scheduler:
         self.handle.nominator = self.queue
         # the victims' API calls of asynchronous preemption (kube: a goroutine per preemptor)
         self._preemption_workers: _DaemonWorkers | None = None
+        self._async_preemptors: weakref.WeakKeyDictionary[Framework, list[AsyncPreemptor]] = (
+            weakref.WeakKeyDictionary())
         for fwk in self.frameworks.values():
             self._wire(fwk)
         self.annotate_decisions = annotate_decisions
@@ -618,6 +621,9 @@ class Scheduler:
                          batching=self.feature_gates[OPPORTUNISTIC_BATCHING], clock=self.clock.monotonic)
 
     def _wire(self, fwk: Framework) -> None:
+        # decided once per framework: isinstance against a runtime Protocol inspects the class's
+        # attributes (~20 us), and _held asks on every pop
+        self._async_preemptors[fwk] = [p for p in fwk.points.post_filter if isinstance(p, AsyncPreemptor)]
         for plugin in fwk.points.post_filter:
             if isinstance(plugin, NominatorUser):  # DefaultPreemption clears lower nominations
                 plugin.nominator = self.queue
@@ -635,7 +641,7 @@ class Scheduler:
         if fwk is None:
             return False
         uid = str((qpi.pod.get("metadata") or {}).get("uid") or "")
-        return any(p.running_preemption(uid) for p in fwk.points.post_filter if isinstance(p, AsyncPreemptor))
+        return any(p.running_preemption(uid) for p in self._async_preemptors[fwk])
 
     def _activate(self, pod: Object) -> None:
         """A preemption's API call failed: try the preemptor again now (kube's Handler.Activate)."""

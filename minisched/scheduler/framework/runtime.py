@@ -496,7 +496,7 @@ class Framework:
             decision.first_fail = first_fail[evaluated]
         else:  # all examined: plain row order, so plugins see "every row" and skip fancy indexing
             evaluated = np.arange(n, dtype=np.intp)
-            feasible = np.flatnonzero(passed)
+            feasible = entry.feasible_rows(passed) if entry is not None else np.flatnonzero(passed)
             decision.first_fail = first_fail
         decision.evaluated_rows = evaluated
         decision.filter_plugins = [p.name for p in self._active_filters(state)]
@@ -530,8 +530,7 @@ class Framework:
         self._observe("Score", status, t0)
         if not status.is_success:
             return ScheduleResult(None, status, decision)
-        best = int(decision.total.max())
-        ties = np.flatnonzero(decision.total == best)
+        best, ties = _best(decision.total, entry)
         pick = int(ties[0]) if ties.size == 1 else int(ties[self._rng.randrange(ties.size)])
         decision.chosen = names[int(feasible[pick])]
         if batch is not None:
@@ -717,7 +716,7 @@ class Framework:
                 state.skip_score.add(pre.name)
             elif not status.is_success:
                 return _named("PreScore", pre.name, status)
-        total = np.zeros(len(rows), np.int64)
+        added: list[IntArray] = []  # each plugin's weighted scores, summed into the total at the end
         p: Any
         for p in self.points.score:
             if p.name in state.skip_score:
@@ -725,18 +724,19 @@ class Framework:
                     entry.raw.pop(p.name, None)  # not kept up to date while skipped
                     entry.scored.pop(p.name, None)
                 continue
-            constant = entry is not None and not self._reads_pods[p.name] and not self._reads_other_nodes[p.name]
-            if constant:
-                assert entry is not None
-                kept = entry.scored.get(p.name)
-                if kept is not None and p.name in entry.raw and (
-                        kept[0] is rows or (kept[0].shape == rows.shape and np.array_equal(kept[0], rows))):
-                    total += kept[2]
-                    decision.score_plugins[p.name] = kept[1]
-                    continue
+            # with a reuse entry, a plugin's scores are those of the last cycle when its raw scores of
+            # every node are the same array (no changed node, or none whose score moved: see
+            # _reused_scores) and the feasible rows are the same: no normalising, checking, weighing
+            reusing = entry is not None and not self._reads_other_nodes[p.name]
+            kept = entry.scored.get(p.name) if reusing and entry is not None else None
             try:
-                if entry is not None and not self._reads_other_nodes[p.name]:
-                    raw = self._reused_scores(state, pod, nodes, rows, entry, dirty, p)
+                if reusing and entry is not None:
+                    full = self._reused_scores(state, pod, nodes, entry, dirty, p)
+                    if kept is not None and kept[1] is full and (kept[0] is rows or _same(kept[0], rows)):
+                        added.append(kept[3])
+                        decision.score_plugins[p.name] = kept[2]
+                        continue
+                    raw = full if len(rows) == len(full) else full[rows]
                 else:
                     raw = np.asarray(p.score(state, pod, nodes, rows), np.int64)
                 normalized = p.normalize_score(state, pod, raw) if self._normalizes[p.name] else raw
@@ -752,12 +752,11 @@ class Framework:
                 )
             scores = PluginScores(raw, normalized, self.weights[p.name])
             weighted = scores.weighted
-            total += weighted
+            added.append(weighted)
             decision.score_plugins[p.name] = scores
-            if constant:
-                assert entry is not None
-                entry.scored[p.name] = (rows, scores, weighted)
-        decision.total = total
+            if reusing and entry is not None:
+                entry.scored[p.name] = (rows, entry.raw[p.name], scores, weighted)
+        decision.total = entry.same_total(rows, added) if entry is not None else _summed(len(rows), added)
         return Status.success()
 
     # ------------------------------------------------------------ reuse across cycles
@@ -791,7 +790,8 @@ class Framework:
         passed, first_fail = entry.passed, entry.first_fail
         rejudged = False  # did any verdict on a dirty row change? (if not, passed/first_fail stand)
         if dirty.size:
-            view = nodes._subset(dirty)
+            # one changed node (the usual drain: the one that got the last pod) is a view of its row
+            view = nodes._row_view(int(dirty[0])) if dirty.size == 1 else nodes._subset(dirty)
             filters = self._active_filters(state)
             for k, p in enumerate(filters):
                 if not self._reads_pods[p.name]:
@@ -803,7 +803,7 @@ class Framework:
                 old = results[k]
                 if fresh.everyone_passed and old.everyone_passed:
                     continue
-                if (np.array_equal(fresh.passed, old.passed[dirty]) and np.array_equal(fresh.reasons, old.reasons[dirty])
+                if (_same(fresh.passed, old.passed[dirty]) and _same(fresh.reasons, old.reasons[dirty])
                         and fresh.unresolvable is None and old.unresolvable is None
                         and ((fresh.messages == old.messages and fresh.code == old.code) or bool(fresh.passed.all()))):
                     continue  # the usual case in a drain: the node that got a pod still judged the same
@@ -831,7 +831,7 @@ class Framework:
         self.reuse_hits += 1
         self._reusable.move_to_end(key)
         updated = _Reusable(nodes.node_version, nodes.pod_version, active, results, passed, first_fail, dict(entry.raw),
-                            dict(entry.scored))
+                            dict(entry.scored), entry.feasible, entry.total)
         self._reusable[key] = updated
         return updated, dirty
 
@@ -847,18 +847,21 @@ class Framework:
         return entry
 
     def _reused_scores(
-        self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: npt.NDArray[np.intp],
-        entry: _Reusable, dirty: npt.NDArray[np.intp] | None, p: Any,
+        self, state: CycleState, pod: PodInfo, nodes: NodeTable, entry: _Reusable,
+        dirty: npt.NDArray[np.intp] | None, p: Any,
     ) -> IntArray:
-        """Raw scores of `rows`, from the entry's scores over every node, refreshed where needed."""
+        """Raw scores of every node, the entry's re-scored on the changed nodes (`dirty`) when the
+        plugin reads pods; the same array as before when none of those scores moved."""
         full = entry.raw.get(p.name)
         if full is None:
             full = np.asarray(p.score(state, pod, nodes, np.arange(len(nodes), dtype=np.intp)), np.int64)
         elif dirty is not None and dirty.size and self._reads_pods[p.name]:
-            full = full.copy()
-            full[dirty] = p.score(state, pod, nodes, dirty)
+            fresh = p.score(state, pod, nodes, dirty)
+            if not _same(full[dirty], np.asarray(fresh, np.int64)):  # unchanged: the same array, kept scores hold
+                full = full.copy()
+                full[dirty] = fresh
         entry.raw[p.name] = full
-        return full if len(rows) == len(full) else full[rows]
+        return full
 
     # ------------------------------------------------------------ after a node is chosen
     def run_post_filter(
@@ -1001,9 +1004,54 @@ class _Reusable:
     passed: npt.NDArray[np.bool_]
     first_fail: npt.NDArray[np.int64]
     raw: dict[str, IntArray]  # score plugin -> raw score of every node
-    # score plugin that reads no pods -> (the rows it scored, its scores, weighted): its raw scores
-    # do not change between cycles, so neither do they when the feasible rows are the same
-    scored: dict[str, tuple[npt.NDArray[np.intp], PluginScores, IntArray]] = field(default_factory=dict)
+    # score plugin -> (the rows it scored, `raw` of every node then, its scores, weighted): while its
+    # raw scores are that same array and the feasible rows the same, so are its scores
+    scored: dict[str, tuple[npt.NDArray[np.intp], IntArray, PluginScores, IntArray]] = field(default_factory=dict)
+    feasible: tuple[npt.NDArray[np.bool_], npt.NDArray[np.intp]] | None = None  # (passed, its true rows)
+    # the last total: (its rows, the weighted scores summed, the total, its best, the rows of the best)
+    total: tuple[npt.NDArray[np.intp], list[IntArray], IntArray, int, npt.NDArray[np.intp]] | None = None
+
+    def same_total(self, rows: npt.NDArray[np.intp], added: list[IntArray]) -> IntArray:
+        """The sum of `added`: the last cycle's total array when it summed the very same arrays over
+        the same rows (then _best reads its best and ties from here too), else summed now."""
+        last = self.total
+        if (last is not None and last[0] is rows and len(last[1]) == len(added)
+                and all(a is b for a, b in zip(last[1], added, strict=True))):
+            return last[2]
+        total = _summed(len(rows), added)
+        total.flags.writeable = False  # shared by the decisions of the cycles that reuse it
+        best = int(total.max())
+        self.total = (rows, added, total, best, np.flatnonzero(total == best))
+        return total
+
+    def feasible_rows(self, passed: npt.NDArray[np.bool_]) -> npt.NDArray[np.intp]:
+        """np.flatnonzero(passed), as the same array while `passed` is (no verdict changed): the
+        scores kept in `scored` are then reused on identity, with no comparison over every node."""
+        if self.feasible is None or self.feasible[0] is not passed:
+            rows = np.flatnonzero(passed)
+            rows.flags.writeable = False  # shared by the decisions of every cycle that reuses it
+            self.feasible = (passed, rows)
+        return self.feasible[1]
+
+
+def _summed(n: int, added: list[IntArray]) -> IntArray:
+    total = np.zeros(n, np.int64)
+    for weighted in added:
+        total += weighted
+    return total
+
+
+def _best(total: IntArray, entry: _Reusable | None) -> tuple[int, npt.NDArray[np.intp]]:
+    """The highest total and the positions that reach it."""
+    if entry is not None and entry.total is not None and entry.total[2] is total:
+        return entry.total[3], entry.total[4]
+    best = int(total.max())
+    return best, np.flatnonzero(total == best)
+
+
+def _same(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> bool:
+    """np.array_equal for two arrays of one dtype, without its conversions (a few us a call)."""
+    return a.shape == b.shape and bool((a == b).all())
 
 
 def _signature(pod: PodInfo) -> tuple[Any, ...]:

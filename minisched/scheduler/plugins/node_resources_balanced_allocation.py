@@ -21,7 +21,9 @@ from minisched.scheduler.framework.status import Status
 from minisched.scheduler.framework.types import PodInfo
 from minisched.scheduler.plugins.node_resources_fit import (
     DEFAULT_RESOURCES,
+    FEW_ROWS,
     ResourceSpec,
+    few_rows_score_inputs,
     node_score_inputs,
     parse_resources,
     pod_score_requests,
@@ -36,7 +38,7 @@ Object = dict[str, Any]
 IntArray = npt.NDArray[np.int64]
 
 
-def balanced_score(requested: Sequence[int], allocatable: Sequence[int]) -> int:
+def balanced_score(requested: Sequence[float], allocatable: Sequence[float]) -> int:
     """kube's balancedResourceScorer for one node."""
     fractions = []
     for req, alloc in zip(requested, allocatable, strict=True):
@@ -110,6 +112,9 @@ class NodeResourcesBalancedAllocation:
         return Status.success()
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: npt.NDArray[np.intp]) -> IntArray:
+        if len(rows) <= FEW_ROWS:  # node by node (see FEW_ROWS), in floats converted as numpy does
+            inputs = few_rows_score_inputs(pod, nodes, rows, self.resources, use_requested=True)
+            return np.array([balanced_score([float(x) for x in r], [float(x) for x in a]) for r, a in inputs], np.int64)
         req, alloc = score_inputs(pod, nodes, rows, self.resources, use_requested=True)
         return balanced_scores(req, alloc)
 
