@@ -31,7 +31,7 @@ from minisched.scheduler.framework.types import PodInfo
 from minisched.scheduler.queue import SchedulingQueue
 from minisched.scheduler.scheduler import Scheduler
 from minisched.scheduler.snapshot import NodeTable
-from tests.scheduler.runtime.helpers import bound_pods, wait_for_nodes, wait_until
+from tests.scheduler.runtime.helpers import bound_pods, park_unschedulable, wait_for_nodes, wait_until
 
 PACKAGE = Path(__file__).resolve().parents[2] / "examples" / "minisched-plugin-example"
 PLUGIN = "MaxPodsPerNode"
@@ -76,14 +76,6 @@ def test_the_package_declares_it_and_a_profile_loads_it() -> None:
 # --- queueing hints: the framework's map carries them, the queue asks them -------------------------------
 
 
-def _parked(q: SchedulingQueue, pod: dict[str, Any]) -> str:
-    q.add(pod)
-    qpi = q.pop(timeout=0)
-    assert qpi is not None
-    q.add_unschedulable(qpi, rejected_by=[PLUGIN])
-    assert q.where(qpi.key) == "unschedulable"
-    return qpi.key
-
 
 def capped(name: str, cap: int) -> dict[str, Any]:
     return make_node(name, labels={CAP_LABEL: str(cap)})
@@ -93,7 +85,7 @@ def test_its_hints_move_a_rejected_pod_only_when_a_slot_may_have_opened(virtual_
     hints = framework(2).queueing_hints
     assert {ASSIGNED_POD_DELETE, NODE_ADD, NODE_LABEL_CHANGE} <= set(hints)
     q = SchedulingQueue(clock=virtual_clock, queueing_hints={"minisched": hints})
-    key = _parked(q, make_pod("p"))
+    key = park_unschedulable(q, make_pod("p"), PLUGIN)
     # QueueSkip: a pod that never held a slot left; a node's cap went down; a node with no room came
     assert q.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, make_pod("never-bound"), None) == 0
     assert q.move_all_to_active_or_backoff(NODE_LABEL_CHANGE, capped("n", 2), capped("n", 1)) == 0
@@ -106,7 +98,7 @@ def test_its_hints_move_a_rejected_pod_only_when_a_slot_may_have_opened(virtual_
     popped = q.pop(timeout=0)
     assert popped is not None and popped.key == key
     # Queue: a bound pod left its node
-    key = _parked(q, make_pod("p2"))
+    key = park_unschedulable(q, make_pod("p2"), PLUGIN)
     assert q.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, make_pod("was-bound", node_name="n"), None) == 1
     assert q.where(key) in ("backoff", "active")
 

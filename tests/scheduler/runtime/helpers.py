@@ -9,6 +9,7 @@ from typing import Any
 from minisched.cluster.base import Cluster
 from minisched.objects import make_priority_class
 from minisched.resources import PODS, PRIORITY_CLASSES
+from minisched.scheduler.queue import SchedulingQueue
 
 
 def wait_until(cond: Callable[[], Any], timeout: float = 60.0, what: str = "condition") -> Any:
@@ -55,3 +56,13 @@ def advance_until(clock: Any, cond: Callable[[], Any], timeout: float = 10.0, wh
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         clock.advance(step)
         time.sleep(0.01)
+
+
+def park_unschedulable(q: SchedulingQueue, pod: dict[str, Any], rejected_by: str) -> str:
+    """Add `pod`, pop it and park it as rejected by the plugin `rejected_by`; its queue key."""
+    q.add(pod)
+    qpi = q.pop(timeout=0)
+    assert qpi is not None
+    q.add_unschedulable(qpi, rejected_by=[rejected_by])
+    assert q.where(qpi.key) == "unschedulable"
+    return qpi.key

@@ -27,6 +27,7 @@ from minisched.scheduler.plugins import in_tree_registry
 from minisched.scheduler.plugins.node_resources_fit import NodeResourcesFit
 from minisched.scheduler.queue import SchedulingQueue
 from minisched.scheduler.snapshot import NodeTable
+from tests.scheduler.runtime.helpers import park_unschedulable
 
 HEADER = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
 
@@ -36,21 +37,12 @@ def _queue(clock: VirtualClock, **kw: Any) -> SchedulingQueue:
     return SchedulingQueue(clock=clock, queueing_hints={"minisched": Framework().queueing_hints}, **kw)
 
 
-def _parked(q: SchedulingQueue, pod: dict[str, Any], rejected_by: str) -> str:
-    q.add(pod)
-    qpi = q.pop(timeout=0)
-    assert qpi is not None
-    q.add_unschedulable(qpi, rejected_by=[rejected_by])
-    assert q.where(qpi.key) == "unschedulable"
-    return qpi.key
-
-
 # --- the default plugins' hints, as kube 1.35 registers them ----------------------------------------------
 
 
 def test_a_node_too_small_for_the_pod_does_not_move_it(virtual_clock: VirtualClock) -> None:
     q = _queue(virtual_clock)
-    key = _parked(q, make_pod("big", cpu="8"), "NodeResourcesFit")
+    key = park_unschedulable(q, make_pod("big", cpu="8"), "NodeResourcesFit")
     assert q.move_all_to_active_or_backoff(NODE_ADD, None, make_node("small", cpu="1")) == 0
     grown = make_node("small", cpu="2")
     assert q.move_all_to_active_or_backoff(NODE_ALLOCATABLE_CHANGE, make_node("small", cpu="1"), grown) == 0, \
@@ -75,8 +67,8 @@ def test_an_assigned_pods_add_moves_only_pods_whose_rejector_cares(virtual_clock
     wants_db = make_pod("wants-db")
     wants_db["spec"]["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
         {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}]}}
-    affinity = _parked(q, wants_db, "InterPodAffinity")
-    affinity_miss = _parked(q, make_pod("picky", node_selector={"disk": "ssd"}), "NodeAffinity")
+    affinity = park_unschedulable(q, wants_db, "InterPodAffinity")
+    affinity_miss = park_unschedulable(q, make_pod("picky", node_selector={"disk": "ssd"}), "NodeAffinity")
     web = make_pod("web", labels={"app": "web"}, node_name="n1")
     assert q.move_all_to_active_or_backoff(ASSIGNED_POD_ADD, None, web) == 0, "web matches no term"
     db = make_pod("db", labels={"app": "db"}, node_name="n1")
@@ -88,7 +80,7 @@ def test_taint_hint_moves_only_when_the_node_stops_repelling_the_pod(virtual_clo
     from minisched.scheduler.framework.cluster_event import NODE_TAINT_CHANGE
 
     q = _queue(virtual_clock)
-    key = _parked(q, make_pod("p"), "TaintToleration")
+    key = park_unschedulable(q, make_pod("p"), "TaintToleration")
     tainted = make_node("n", taints=[taint("a"), taint("b")])
     still = make_node("n", taints=[taint("b")])
     assert q.move_all_to_active_or_backoff(NODE_TAINT_CHANGE, tainted, still) == 0
@@ -123,7 +115,7 @@ def test_a_pending_pods_own_update_during_its_attempt_retries_it(virtual_clock: 
 def test_a_finalizer_only_change_does_not_requeue_an_unschedulable_pod(virtual_clock: VirtualClock) -> None:
     q = _queue(virtual_clock)
     old = make_pod("p")
-    key = _parked(q, old, "NodeAffinity")
+    key = park_unschedulable(q, old, "NodeAffinity")
     new = copy.deepcopy(old)
     new["metadata"]["finalizers"] = ["example.com/keep"]
     q.update(old, new)
