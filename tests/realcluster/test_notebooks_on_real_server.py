@@ -30,7 +30,7 @@ from minisched.notebooks import check_notebook, execute_notebook, find_notebooks
 from minisched.objects import chapter_selector, make_node, make_pod
 from minisched.resources import EVENTS, LEASES, NAMESPACES, NODES, PODS
 from minisched.scheduler.scheduler import Scheduler
-from minisched.workbook import ensure_namespace
+from minisched.workbook import ensure_namespace, wait_for_nodes_ready
 from tests.plugins.controlplane import control_plane_fixtures
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,6 +85,10 @@ def test_chapter_nodes_still_take_pods_after_the_node_monitor_grace_period(real_
     for name in names:
         real_cluster.create(NODES, make_node(name, cpu="2", memory="4Gi", chapter=chapter))
     created = time.monotonic()
+    # as the chapters do: a node is tainted not-ready until the controller sees KWOK's first heartbeat,
+    # and early pods placed meanwhile all went to the one node already settled, so the later six
+    # filled the other two by least-allocated scoring (a fresh-clone run under load did that)
+    wait_for_nodes_ready(real_cluster, names)
 
     def schedule(pods: list[str]) -> dict[str, str]:
         with Scheduler(real_cluster, seed=0, node_selector=chapter_selector(chapter)):
