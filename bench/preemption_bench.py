@@ -58,7 +58,6 @@ def dry_run(sched: Any, fwk: Any, pod: PodInfo, waiting: list[tuple[str, PodInfo
             incremental: bool) -> tuple[float, float, list[tuple[str, list[str], int]]]:
     plugin = next(p for p in fwk.points.post_filter if p.name == "DefaultPreemption")
     snapshot = sched.cache.snapshot()
-    sched.handle.current, sched.handle.framework = snapshot, fwk
     state = CycleState()
     result = fwk.schedule(pod, snapshot, state=state, nominated=waiting)
     assert result.node is None and result.diagnosis is not None, "the preemptor must fit nowhere"

@@ -69,6 +69,7 @@ def _registered_plugins() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(every in-tree plugin name, those that Score), from the registry itself, so the CRD's enum
     never drifts from what the scheduler can build."""
     from minisched.scheduler.framework.interface import ScorePlugin
+    from minisched.scheduler.framework.runtime import SimpleHandle
     from minisched.scheduler.plugins import in_tree_registry
 
     names, scores = [], []
@@ -78,8 +79,8 @@ def _registered_plugins() -> tuple[tuple[str, ...], tuple[str, ...]]:
             scores.append(name)
             continue
         try:
-            plugin = factory(None, None)
-        except Exception:  # a plugin that needs a handle or args to exist: not asked about weights here
+            plugin = factory(None, SimpleHandle())
+        except Exception:  # a plugin that needs args to exist: not asked about weights here
             continue
         if isinstance(plugin, ScorePlugin):
             scores.append(name)

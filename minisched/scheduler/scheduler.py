@@ -53,6 +53,7 @@ observe_preemption); minisched.observability plugs Prometheus in there.
 from __future__ import annotations
 
 import collections
+import copy
 import logging
 import queue as queue_module
 import threading
@@ -103,14 +104,15 @@ from minisched.scheduler.framework.interface import (
     AsyncPreemptor,
     Closer,
     CountsVictims,
+    Handle,
     InformerUser,
     Nominator,
-    NominatorUser,
+    PodActivator,
     PodForgetter,
     UsesPodDisruptionBudgets,
 )
 from minisched.scheduler.framework.profile import Profile, default_profile, load_profiles
-from minisched.scheduler.framework.runtime import PARTITION, Framework
+from minisched.scheduler.framework.runtime import PARTITION, Framework, FrameworkRunner, Nominations
 from minisched.scheduler.framework.status import Status
 from minisched.scheduler.framework.types import PodInfo, PodSpecError
 from minisched.scheduler.plugins.helpers import node_allocatable
@@ -328,23 +330,107 @@ class _Slots:
         self._tokens.put(None)
 
 
-class SchedulerHandle:
-    """What plugins get (framework Handle): the cluster, the snapshot of the current cycle, the event
-    recorder, the clock, and a way to run the Filter plugins (for preemption's what-ifs)."""
+class _HandleWiring:
+    """What the Scheduler wires into its handles after building them (the queue, the informers it
+    starts): one object shared by every profile's copy of the handle."""
+
+    __slots__ = ("informer_factory", "pod_store", "pdb_informer", "namespace_lister", "nominator", "activator")
+
+    def __init__(self) -> None:
+        self.informer_factory: SharedInformerFactory | None = None
+        self.pod_store: Any = None  # the pod informer's store, once started
+        self.pdb_informer: Any = None  # set by Scheduler.start when a plugin reads PDBs
+        self.namespace_lister: Any = None  # namespace labels for namespaceSelector (InterPodAffinity)
+        # the queue, once built (after the plugins, as kube's SetPodNominator); until then an empty
+        # one, since nothing is nominated before there is a queue
+        self.nominator: Nominator = Nominations()
+        self.activator: PodActivator | None = None  # the queue too
+
+
+class SchedulerHandle(FrameworkRunner):
+    """What plugins get (kube's framework.Handle, all of interface.Handle): the cluster, the
+    latest snapshot, the event recorder, the clock, the queue's nominator and activator, the pods
+    waiting at Permit, the informers' listers, and (through FrameworkRunner) the Filter and
+    PreFilter-extension runs of its own profile, for preemption's what-ifs.
+
+    The Scheduler builds one and each Framework takes its copy (`for_framework`); the copies share
+    the waiting pods and what the Scheduler wires in later (the queue, the informers' stores)."""
 
     def __init__(self, cluster: Cluster, recorder: EventRecorder, clock: Clock, cache: SchedulerCache) -> None:
         self.cluster = cluster
         self.event_recorder = recorder
         self.clock = clock
         self._cache = cache
-        self.framework: Framework | None = None
-        self.current: NodeTable | None = None
-        self.pod_store: Any = None  # the pod informer's store, once started
+        self.framework: Framework | None = None  # set in each framework's copy
         self.waiting: dict[str, _WaitingPod] = {}  # the scheduler's pods held at Permit, by key
-        self.informer_factory: SharedInformerFactory | None = None
-        self.pdb_informer: Any = None  # set by Scheduler.start when a plugin reads PDBs
-        self.namespace_lister: Any = None  # namespace labels for namespaceSelector (InterPodAffinity)
-        self.nominator: Nominator | None = None  # the queue, once built (after the plugins)
+        self._wiring = _HandleWiring()
+
+    def for_framework(self, framework: Any) -> SchedulerHandle:
+        bound = copy.copy(self)
+        bound.framework = framework
+        return bound
+
+    # --- wired in by the Scheduler (shared by every copy) ---------------------------------------------
+
+    @property
+    def informer_factory(self) -> SharedInformerFactory | None:
+        return self._wiring.informer_factory
+
+    @informer_factory.setter
+    def informer_factory(self, factory: SharedInformerFactory | None) -> None:
+        self._wiring.informer_factory = factory
+
+    @property
+    def pod_store(self) -> Any:
+        return self._wiring.pod_store
+
+    @pod_store.setter
+    def pod_store(self, store: Any) -> None:
+        self._wiring.pod_store = store
+
+    @property
+    def pdb_informer(self) -> Any:
+        return self._wiring.pdb_informer
+
+    @pdb_informer.setter
+    def pdb_informer(self, informer: Any) -> None:
+        self._wiring.pdb_informer = informer
+
+    @property
+    def namespace_lister(self) -> Any:
+        return self._wiring.namespace_lister
+
+    @namespace_lister.setter
+    def namespace_lister(self, lister: Any) -> None:
+        self._wiring.namespace_lister = lister
+
+    @property
+    def workloads(self) -> Any:
+        return None  # PodTopologySpread lists Services and controllers from the informer factory
+
+    @property
+    def nominator(self) -> Nominator:
+        return self._wiring.nominator
+
+    @nominator.setter
+    def nominator(self, nominator: Nominator) -> None:
+        self._wiring.nominator = nominator
+
+    @property
+    def activator(self) -> PodActivator | None:
+        return self._wiring.activator
+
+    @activator.setter
+    def activator(self, activator: PodActivator | None) -> None:
+        self._wiring.activator = activator
+
+    def activate(self, pod: Object) -> None:
+        """kube's Handle.Activate: the pod goes to activeQ now if it is parked or backing off."""
+        activator = self._wiring.activator
+        if activator is not None:
+            activator.activate(key_of(pod))
+
+    # --- pods waiting at Permit ------------------------------------------------------------------
 
     def waiting_pods(self) -> list[tuple[str, Object]]:
         """(key, pod) of every pod waiting at Permit (kube's IterateOverWaitingPods)."""
@@ -363,6 +449,8 @@ class SchedulerHandle:
             return False
         waiting.reject(plugin, message)
         return True
+
+    # --- listers ---------------------------------------------------------------------------------
 
     def pod_disruption_budgets(self) -> list[Object]:
         """The PodDisruptionBudgets in the informer's cache (kube's pdbLister.List). Without an
@@ -393,7 +481,8 @@ class SchedulerHandle:
             return None
 
     def snapshot(self) -> NodeTable:
-        return self.current if self.current is not None else self._cache.snapshot()
+        """The cache's latest (a scheduling cycle's own table is its CycleState's `snapshot`)."""
+        return self._cache.snapshot()
 
     def bound_node(self, key: str) -> str | None:
         """The node a pod ("namespace/name") is bound to, as the informer reports it; None while it
@@ -402,32 +491,8 @@ class SchedulerHandle:
             return None
         return self._cache.pod_node(key)
 
-    def run_filter_plugins(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> Status:
-        """The verdict of every Filter plugin on a one-node table."""
-        assert self.framework is not None
-        if len(nodes) == 1:
-            return self.framework.run_filters_on_one_node(state, pod, nodes)
-        statuses = self.framework.run_filters(state, pod, nodes)
-        return next(iter(statuses.values()), Status.success())
 
-    def run_filter_plugins_with_nominated_pods(self, state: CycleState, pod: PodInfo, nodes: NodeTable,
-                                               node_name: str, removed: Sequence[PodInfo] = ()) -> Status:
-        """kube's RunFilterPluginsWithNominatedPods: node `node_name` of `nodes` without `removed`,
-        judged with the pods nominated there (state.nominated) and without them."""
-        assert self.framework is not None
-        return self.framework.run_filters_with_nominated_pods(state, pod, nodes, node_name, removed)
-
-    def run_pre_filter_extension_remove_pod(self, state: CycleState, pod: PodInfo, victim: PodInfo,
-                                            node_name: str) -> Status:
-        """PreFilter state as if `victim` were gone from `node_name` (preemption's dry run)."""
-        assert self.framework is not None
-        return self.framework.run_pre_filter_extension_remove_pod(state, pod, victim, node_name)
-
-    def run_pre_filter_extension_add_pod(self, state: CycleState, pod: PodInfo, other: PodInfo,
-                                         node_name: str) -> Status:
-        """PreFilter state as if `other` ran on `node_name` (a victim put back in the dry run)."""
-        assert self.framework is not None
-        return self.framework.run_pre_filter_extension_add_pod(state, pod, other, node_name)
+_HANDLE_CONTRACT: type[Handle] = SchedulerHandle  # mypy checks it against the Protocol (Go's var _ Handle)
 
 
 class _WaitingPod:
@@ -552,7 +617,6 @@ class Scheduler:
         if len(self.frameworks) != len(profiles):
             raise ValueError("two profiles have the same schedulerName")
         first = next(iter(self.frameworks.values()))
-        self.handle.framework = first
         sorts = {name: fwk.points.queue_sort[0].name for name, fwk in self.frameworks.items()}
         if len(set(sorts.values())) > 1:  # one queue for all profiles, so one order (as in kube)
             raise ValueError(f"all profiles must use the same queueSort plugin, got {sorts}")
@@ -568,7 +632,8 @@ class Scheduler:
             profile_of=_scheduler_name,
             pop_from_backoff=self.feature_gates[POP_FROM_BACKOFF_Q],
         )
-        self.handle.nominator = self.queue
+        self.handle.nominator = self.queue  # kube's SetPodNominator and SetPodActivator
+        self.handle.activator = self.queue
         # the victims' API calls of asynchronous preemption (kube: a goroutine per preemptor)
         self._preemption_workers: _DaemonWorkers | None = None
         self._async_preemptors: weakref.WeakKeyDictionary[Framework, list[AsyncPreemptor]] = (
@@ -625,13 +690,10 @@ class Scheduler:
         # attributes (~20 us), and _held asks on every pop
         self._async_preemptors[fwk] = [p for p in fwk.points.post_filter if isinstance(p, AsyncPreemptor)]
         for plugin in fwk.points.post_filter:
-            if isinstance(plugin, NominatorUser):  # DefaultPreemption clears lower nominations
-                plugin.nominator = self.queue
-            if isinstance(plugin, AsyncPreemptor):  # async preemption: hold, and activate on error
+            if isinstance(plugin, AsyncPreemptor):  # async preemption: workers, and hold preemptors
                 if self._preemption_workers is None:
                     self._preemption_workers = _DaemonWorkers(PREEMPTION_WORKERS, "preemption")
                 plugin.submit = self._preemption_workers.submit
-                plugin.activate = self._activate
                 self.queue.hold = self._held
 
     def _held(self, qpi: QueuedPodInfo) -> bool:
@@ -642,10 +704,6 @@ class Scheduler:
             return False
         uid = str((qpi.pod.get("metadata") or {}).get("uid") or "")
         return any(p.running_preemption(uid) for p in self._async_preemptors[fwk])
-
-    def _activate(self, pod: Object) -> None:
-        """A preemption's API call failed: try the preemptor again now (kube's Handler.Activate)."""
-        self.queue.activate(key_of(pod))
 
     def build_framework(self, profile: Profile) -> Framework:
         """A framework for `profile`, built as the scheduler builds its own, for `swap_framework`.
@@ -1131,37 +1189,32 @@ class Scheduler:
             info = replace(info, nominated_node_name=nominated_node)
         state = CycleState()
         snapshot = self.cache.snapshot()
-        self.handle.current = snapshot
-        self.handle.framework = fwk
-        try:
-            t_algo = time.perf_counter()
-            nominated = self.queue.nominated_infos()
-            only = self.shard.nodes_to_try(False) if self.shard is not None else None
-            result = fwk.schedule(info, snapshot, state=state, nominated=nominated, only=only,
-                                  cycle=qpi.scheduling_cycle)
-            if only is not None and result.node is None and result.status.is_rejected:
-                # Nowhere in our partition: every node, as Gödel's schedulers fall back to other
-                # partitions (a node another replica also places on: the capacity ledger decides).
-                assert self.shard is not None
-                wider = self.shard.nodes_to_try(True)
-                if wider is None or len(wider) > len(only):
-                    self.shard.fallback(info.key)
-                    self.stats.fallbacks += 1
-                    state = CycleState()
-                    result = fwk.schedule(info, snapshot, state=state, nominated=nominated, only=wider,
-                                          cycle=qpi.scheduling_cycle)
-            self._observe("observe_algorithm", time.perf_counter() - t_algo)
-            if self.tracer is not None:
-                self._trace_decided("scheduled" if result.node else "unschedulable" if result.status.is_rejected
-                                    else "error", result.status, result.node, result.decision)
-            self._keep_decision(result.decision)
-            if result.node is None:
-                self._handle_no_fit(qpi, fwk, info, state, result)
-                self._observe_attempt("unschedulable" if result.status.is_rejected else "error", started)
-                return
-            self._assume_and_bind(qpi, fwk, info, state, result.node, result.decision, started)
-        finally:
-            self.handle.current = None
+        t_algo = time.perf_counter()
+        nominated = self.queue.nominated_infos()
+        only = self.shard.nodes_to_try(False) if self.shard is not None else None
+        result = fwk.schedule(info, snapshot, state=state, nominated=nominated, only=only,
+                              cycle=qpi.scheduling_cycle)
+        if only is not None and result.node is None and result.status.is_rejected:
+            # Nowhere in our partition: every node, as Gödel's schedulers fall back to other
+            # partitions (a node another replica also places on: the capacity ledger decides).
+            assert self.shard is not None
+            wider = self.shard.nodes_to_try(True)
+            if wider is None or len(wider) > len(only):
+                self.shard.fallback(info.key)
+                self.stats.fallbacks += 1
+                state = CycleState()
+                result = fwk.schedule(info, snapshot, state=state, nominated=nominated, only=wider,
+                                      cycle=qpi.scheduling_cycle)
+        self._observe("observe_algorithm", time.perf_counter() - t_algo)
+        if self.tracer is not None:
+            self._trace_decided("scheduled" if result.node else "unschedulable" if result.status.is_rejected
+                                else "error", result.status, result.node, result.decision)
+        self._keep_decision(result.decision)
+        if result.node is None:
+            self._handle_no_fit(qpi, fwk, info, state, result)
+            self._observe_attempt("unschedulable" if result.status.is_rejected else "error", started)
+            return
+        self._assume_and_bind(qpi, fwk, info, state, result.node, result.decision, started)
 
     def _handle_no_fit(self, qpi: QueuedPodInfo, fwk: Framework, info: PodInfo, state: CycleState,
                        result: Any) -> None:

@@ -14,7 +14,7 @@ from minisched.errors import Invalid
 from minisched.objects import make_node, make_pod
 from minisched.resources import NODES, PODS
 from minisched.scheduler.framework.profile import load_profiles
-from minisched.scheduler.framework.runtime import Framework, SimpleHandle
+from minisched.scheduler.framework.runtime import Framework
 from minisched.scheduler.lifecycle import GroupState
 from minisched.scheduler.scheduler import Scheduler
 from minisched.validation.podgroup import (
@@ -52,16 +52,9 @@ def requested_cpu(sched: Scheduler) -> int:
 
 
 def test_coscheduling_sits_at_four_points() -> None:
-    fwk = Framework(load_profiles(CONFIG)[0], handle=_FakeHandle())
+    fwk = Framework(load_profiles(CONFIG)[0])  # its own SimpleHandle: no pods waiting at Permit
     for point in ("preEnqueue", "postFilter", "reserve", "permit"):
         assert "Coscheduling" in fwk.plugin_names(point), point
-
-
-class _FakeHandle(SimpleHandle):
-    """A handle (no cluster, no snapshot source) with Permit's waiting pods, which Coscheduling reads."""
-
-    def waiting_pods(self) -> list[tuple[str, dict[str, Any]]]:
-        return []
 
 
 def test_the_server_validates_pod_groups(cluster: Cluster) -> None:

@@ -91,9 +91,9 @@ class MaxPodsPerNode:
         """Per row, the pods nominated there that hold a slot against `pod` and that the table does
         not already hold (the framework adds some nominated pods itself, in its second pass)."""
         extra = np.zeros(len(nodes), np.int64)
-        nominator: Nominator | None = self.handle.nominator if self.handle is not None else None
-        if nominator is None:
+        if self.handle is None:  # built by hand, outside any framework: no nominations to count
             return extra
+        nominator: Nominator = self.handle.nominator  # every Handle has one (the scheduler's queue)
         for node_name, waiting in nominator.nominated_pods().items():
             row = nodes.row(node_name)
             if row is None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from minisched.scheduler.snapshot import NodeTable
 
 # The pod's resourceVersion the Bind plugin sends with the Binding as a precondition: the pod as the
 # scheduling cycle decided on it. A sharded Scheduler writes it (Part II §4.3: another replica may
@@ -17,7 +20,7 @@ class CycleState:
     Keys are conventionally "<Extension><Plugin>" (e.g. "PreScoreNodeResourcesFit"). `skip_filter`
     and `skip_score` hold the plugins whose PreFilter/PreScore returned Skip this cycle."""
 
-    __slots__ = ("_data", "skip_filter", "skip_score", "record", "nominated")
+    __slots__ = ("_data", "skip_filter", "skip_score", "record", "nominated", "snapshot")
 
     def __init__(self, *, record: bool = True) -> None:
         self._data: dict[str, Any] = {}
@@ -27,6 +30,9 @@ class CycleState:
         # node -> pods nominated there by earlier preemptions that this pod must leave room for
         # (priority at least its own; kube's PodNominator as RunFilterPluginsWithNominatedPods asks it)
         self.nominated: dict[str, list[Any]] = {}
+        # the node table this attempt is judged on (the framework sets it): a PostFilter or Permit
+        # plugin counts on it, not on the handle's latest snapshot, which moves between cycles
+        self.snapshot: NodeTable | None = None
 
     def write(self, key: str, value: Any) -> None:
         self._data[key] = value
@@ -51,4 +57,5 @@ class CycleState:
         c.skip_filter = set(self.skip_filter)
         c.skip_score = set(self.skip_score)
         c.nominated = self.nominated
+        c.snapshot = self.snapshot
         return c

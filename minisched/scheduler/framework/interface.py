@@ -24,7 +24,9 @@ from minisched.scheduler.framework.status import Code, Status
 from minisched.scheduler.framework.types import PodInfo
 
 if TYPE_CHECKING:
+    from minisched.clock import Clock
     from minisched.cluster.base import Cluster
+    from minisched.informer import SharedInformerFactory
     from minisched.scheduler.snapshot import NodeTable
 
 Object = dict[str, Any]
@@ -91,9 +93,14 @@ _ALL_PASS: dict[int, FilterResult] = {}
 
 @runtime_checkable
 class EventRecorder(Protocol):
-    """Writes a Kubernetes Event about `regarding` (the events layer implements it)."""
+    """Writes a Kubernetes Event about `regarding` (the events layer implements it), and the pod
+    status writes that go out on the same queue of API calls."""
 
     def event(self, regarding: Object, event_type: str, reason: str, message: str) -> None: ...
+
+    def set_nominated_node(self, pod: Object, node_name: str) -> None:
+        """Write the pod's status.nominatedNodeName ("": clear it), as kube's clearNominatedNodeName."""
+        ...
 
 
 class Nominator(Protocol):
@@ -109,21 +116,138 @@ class Nominator(Protocol):
     def delete_nominated(self, pod: Object) -> None: ...
 
 
+class PodActivator(Protocol):
+    """kube's PodActivator: what moves a parked or backing-off pod to activeQ (the queue)."""
+
+    def activate(self, key: str) -> bool: ...
+
+
+class PluginsRunner(Protocol):
+    """kube's PluginsRunner: the handle's own profile's plugins, run for a plugin that asks
+    (preemption's dry run judges nodes with some pods taken off)."""
+
+    def filter_plugins(self) -> Sequence[FilterPlugin]:
+        """The profile's Filter plugins, in order."""
+        ...
+
+    def pre_filter_plugins(self) -> Sequence[PreFilterPlugin]:
+        """The profile's PreFilter plugins, in order."""
+        ...
+
+    def run_filters(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> dict[str, Status]:
+        """Every node of `nodes` -> the Status of its first rejecting filter (Success if none)."""
+        ...
+
+    def run_filter_plugins(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> Status:
+        """kube's RunFilterPlugins: the verdict of the Filter plugins on a one-node table."""
+        ...
+
+    def run_filter_plugins_with_nominated_pods(self, state: CycleState, pod: PodInfo, nodes: NodeTable,
+                                               node_name: str, removed: Sequence[PodInfo] = ()) -> Status:
+        """kube's RunFilterPluginsWithNominatedPods: node `node_name` of `nodes` without `removed`,
+        judged with the pods nominated there (state.nominated) and without them."""
+        ...
+
+    def run_pre_filter_extension_add_pod(self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo,
+                                         node_name: str) -> Status:
+        """PreFilter state as if `pod_to_add` ran on `node_name` (kube's RunPreFilterExtensionAddPod)."""
+        ...
+
+    def run_pre_filter_extension_remove_pod(self, state: CycleState, pod: PodInfo, pod_to_remove: PodInfo,
+                                            node_name: str) -> Status:
+        """PreFilter state as if `pod_to_remove` were gone from `node_name` (a victim in the dry run)."""
+        ...
+
+
 @runtime_checkable
-class Handle(Protocol):
-    """What the framework gives plugins: the API, the current snapshot, the event recorder and the
-    nominator (None until the scheduler has its queue, and for a framework run without one)."""
+class Handle(PluginsRunner, Protocol):
+    """What the framework gives plugins (kube's framework.Handle), complete: a plugin calls what it
+    needs and never asks whether the handle has it. Two implementations, SimpleHandle (a framework
+    run by hand: empty waiting pods, its own nominations, no informers) and the Scheduler's
+    SchedulerHandle; tests check both against this Protocol.
+
+    Each Framework has its own handle (kube's handle is its framework): the one given to
+    `Framework(handle=...)` is copied with `for_framework`, so the PluginsRunner methods run that
+    profile's plugins. What belongs to one scheduling cycle (its snapshot, the pods nominated for
+    it) is in the CycleState, not here."""
+
+    # --- the API and what the scheduler keeps of it ---------------------------------------------------
 
     @property
-    def cluster(self) -> Cluster | None: ...
-
-    def snapshot(self) -> NodeTable: ...
-
-    @property
-    def event_recorder(self) -> EventRecorder | None: ...
+    def cluster(self) -> Cluster | None:
+        """The API (None: a framework driven by hand on a table, with no API at all)."""
+        ...
 
     @property
-    def nominator(self) -> Nominator | None: ...
+    def event_recorder(self) -> EventRecorder: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    def snapshot(self) -> NodeTable:
+        """The latest snapshot of the nodes. A plugin in a scheduling cycle reads that cycle's
+        table (`state.snapshot`, or the table it is given) instead."""
+        ...
+
+    def pod_object(self, namespace: str, name: str) -> Object | None:
+        """A pod as the informer's store has it (kube's podLister.Get); None when it is gone."""
+        ...
+
+    def bound_node(self, key: str) -> str | None:
+        """The node a pod ("namespace/name") is bound to; None while pending or only assumed."""
+        ...
+
+    def pod_disruption_budgets(self) -> list[Object]:
+        """The PodDisruptionBudgets (kube's pdbLister.List). Raises when they are not known (an
+        informer not synced yet, a failed LIST): an error, never a made-up empty list."""
+        ...
+
+    @property
+    def informer_factory(self) -> SharedInformerFactory | None:
+        """The scheduler's informers (kube's SharedInformerFactory); None for a handle with no API
+        behind it (its plugins read through `cluster`, or see no such objects)."""
+        ...
+
+    @property
+    def namespace_lister(self) -> Any:
+        """Namespace labels from an informer (InterPodAffinity's Namespaces); None without one."""
+        ...
+
+    @property
+    def workloads(self) -> Any:
+        """Services and controllers given directly (PodTopologySpread's WorkloadLister: tests,
+        benchmarks); None: plugins list them from the informer factory or the cluster."""
+        ...
+
+    # --- the queue ------------------------------------------------------------------------------
+
+    @property
+    def nominator(self) -> Nominator: ...
+
+    def activate(self, pod: Object) -> None:
+        """Move the pod to activeQ now if it is parked or backing off (kube's Handle.Activate)."""
+        ...
+
+    # --- pods waiting at Permit (kube's IterateOverWaitingPods, Allow, RejectWaitingPod) ------------
+
+    def waiting_pods(self) -> list[tuple[str, Object]]:
+        """(key, pod) of every pod waiting at Permit."""
+        ...
+
+    def allow_waiting_pod(self, key: str) -> bool:
+        """Let a waiting pod go on to binding; False when no such pod waits."""
+        ...
+
+    def reject_waiting_pod(self, key: str, plugin: str, message: str) -> bool:
+        """Reject a waiting pod in `plugin`'s name; False when no such pod waits."""
+        ...
+
+    # --- the framework's side -----------------------------------------------------------------------
+
+    def for_framework(self, framework: Any) -> Handle:
+        """This handle for one Framework (runtime.Framework; called by its constructor, not by
+        plugins): the same cluster, queue and waiting pods, that framework's plugins to run."""
+        ...
 
 
 @runtime_checkable
@@ -288,21 +412,13 @@ class PodForgetter(Plugin, Protocol):
 
 
 @runtime_checkable
-class NominatorUser(Plugin, Protocol):
-    """A plugin that reads and clears other pods' nominations (DefaultPreemption): the scheduler
-    gives it the queue's nominator."""
-
-    nominator: Any
-
-
-@runtime_checkable
 class AsyncPreemptor(Plugin, Protocol):
     """A PostFilter plugin whose API calls run off the scheduling cycle (kube's async preemption):
-    the scheduler gives it workers (`submit`) and the activator (`activate`, when a call failed),
-    and holds a preemptor while `running_preemption(uid)` (kube's PreEnqueue of DefaultPreemption)."""
+    the scheduler gives it workers (`submit`; when a call failed the plugin asks the handle to
+    `activate` the preemptor), and holds a preemptor while `running_preemption(uid)` (kube's
+    PreEnqueue of DefaultPreemption)."""
 
     submit: Callable[[Callable[[Any], None], Any], None] | None
-    activate: Callable[[Object], None] | None
 
     def running_preemption(self, uid: str) -> bool: ...
 

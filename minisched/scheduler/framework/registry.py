@@ -21,7 +21,8 @@ from typing import Any
 
 from minisched.scheduler.framework.interface import Handle, Plugin
 
-PluginFactory = Callable[[Mapping[str, Any] | None, Handle | None], Plugin]
+# The framework always passes a Handle (its own copy: a SimpleHandle when it was given none).
+PluginFactory = Callable[[Mapping[str, Any] | None, Handle], Plugin]
 
 
 class Registry(dict[str, PluginFactory]):
@@ -41,7 +42,7 @@ class Registry(dict[str, PluginFactory]):
             out.register(name, factory)
         return out
 
-    def create(self, name: str, args: Mapping[str, Any] | None, handle: Handle | None) -> Plugin:
+    def create(self, name: str, args: Mapping[str, Any] | None, handle: Handle) -> Plugin:
         factory = self.get(name)
         if factory is None:
             known = ", ".join(sorted(self))
@@ -77,7 +78,7 @@ def installed_entry_points(group: str) -> tuple[EntryPoint, ...]:
 def _lazy(ep: EntryPoint) -> PluginFactory:
     loaded: list[PluginFactory] = []
 
-    def factory(args: Mapping[str, Any] | None, handle: Handle | None) -> Plugin:
+    def factory(args: Mapping[str, Any] | None, handle: Handle) -> Plugin:
         if not loaded:
             loaded.append(_load(ep))
         return loaded[0](args, handle)

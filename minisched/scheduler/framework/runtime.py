@@ -20,13 +20,17 @@ import logging
 import random
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
+from minisched.clock import Clock, RealClock
 from minisched.cluster.base import Cluster
+from minisched.errors import NotFound
+from minisched.meta import key_of
+from minisched.resources import POD_DISRUPTION_BUDGETS, PODS
 from minisched.scheduler.framework.batch import (
     OpportunisticBatch,
     Signature,
@@ -76,6 +80,9 @@ from minisched.scheduler.framework.registry import PluginFactory, Registry
 from minisched.scheduler.framework.status import Code, Status
 from minisched.scheduler.framework.types import PodInfo, PodSpecError
 from minisched.scheduler.snapshot import NodeTable
+
+if TYPE_CHECKING:
+    from minisched.informer import SharedInformerFactory
 
 Object = dict[str, Any]
 IntArray = npt.NDArray[np.int64]
@@ -142,21 +149,135 @@ def _named(point: str, plugin: str, status: Status) -> Status:
     return status.with_plugin(plugin)
 
 
+class FrameworkRunner:
+    """The PluginsRunner half of a Handle, written once for SimpleHandle and SchedulerHandle: the
+    plugins of the one Framework the handle serves (`framework`, set by `for_framework`)."""
+
+    framework: Framework | None
+
+    def _framework(self) -> Framework:
+        if self.framework is None:
+            raise RuntimeError("this handle serves no framework: Framework(handle=h) gives its plugins "
+                               "h.for_framework(framework), which runs that framework's plugins")
+        return self.framework
+
+    def filter_plugins(self) -> Sequence[FilterPlugin]:
+        return self._framework().points.filter
+
+    def pre_filter_plugins(self) -> Sequence[PreFilterPlugin]:
+        return self._framework().points.pre_filter
+
+    def run_filters(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> dict[str, Status]:
+        return self._framework().run_filters(state, pod, nodes)
+
+    def run_filter_plugins(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> Status:
+        framework = self._framework()
+        if len(nodes) == 1:
+            return framework.run_filters_on_one_node(state, pod, nodes)
+        statuses = framework.run_filters(state, pod, nodes)
+        return next(iter(statuses.values()), Status.success())
+
+    def run_filter_plugins_with_nominated_pods(self, state: CycleState, pod: PodInfo, nodes: NodeTable,
+                                               node_name: str, removed: Sequence[PodInfo] = ()) -> Status:
+        return self._framework().run_filters_with_nominated_pods(state, pod, nodes, node_name, removed)
+
+    def run_pre_filter_extension_add_pod(self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo,
+                                         node_name: str) -> Status:
+        return self._framework().run_pre_filter_extension_add_pod(state, pod, pod_to_add, node_name)
+
+    def run_pre_filter_extension_remove_pod(self, state: CycleState, pod: PodInfo, pod_to_remove: PodInfo,
+                                            node_name: str) -> Status:
+        return self._framework().run_pre_filter_extension_remove_pod(state, pod, pod_to_remove, node_name)
+
+
+class Nominations:
+    """A Nominator kept in memory: a framework run without a scheduling queue still remembers the
+    nominations its preemptions make (the queue is the Scheduler's nominator)."""
+
+    def __init__(self) -> None:
+        self._by_node: dict[str, dict[str, Object]] = {}
+
+    def nominated_pods(self) -> dict[str, list[Object]]:
+        return {node: list(pods.values()) for node, pods in self._by_node.items() if pods}
+
+    def nominate(self, pod: Object, node_name: str, info: Any = None) -> None:
+        self.delete_nominated(pod)
+        self._by_node.setdefault(node_name, {})[key_of(pod)] = pod
+
+    def delete_nominated(self, pod: Object) -> None:
+        key = key_of(pod)
+        for pods in self._by_node.values():
+            pods.pop(key, None)
+
+
+class DiscardEvents:
+    """The event recorder of a handle with no API to write to: events and status writes go nowhere."""
+
+    def event(self, regarding: Object, event_type: str, reason: str, message: str) -> None:
+        pass
+
+    def set_nominated_node(self, pod: Object, node_name: str) -> None:
+        pass
+
+
 @dataclass
-class SimpleHandle:
-    """A Handle from parts: the scheduler passes its cluster, its cache's snapshot and its recorder."""
+class SimpleHandle(FrameworkRunner):
+    """A complete Handle from parts, for a Framework run by hand (tests, benchmarks, notebooks):
+    what it is not given it answers honestly empty. No pods wait at Permit (nothing here holds
+    them), nominations are its own, events are dropped, and with no `cluster` there are no pods
+    to look up, no PodDisruptionBudgets and no informers."""
 
     cluster: Cluster | None = None
     snapshot_fn: Callable[[], NodeTable] | None = None
-    event_recorder: EventRecorder | None = None
-    informer_factory: Any = None  # for plugins that list other objects (PodTopologySpread's defaults)
+    event_recorder: EventRecorder = field(default_factory=DiscardEvents)
+    informer_factory: SharedInformerFactory | None = None  # for plugins that list other objects
     workloads: Any = None  # or those objects' listers directly (tests, benchmarks)
-    nominator: Nominator | None = None
+    namespace_lister: Any = None
+    nominator: Nominator = field(default_factory=Nominations)
+    clock: Clock = field(default_factory=RealClock)
+    framework: Framework | None = field(default=None, repr=False, compare=False)
+
+    def for_framework(self, framework: Any) -> SimpleHandle:
+        return replace(self, framework=framework)
 
     def snapshot(self) -> NodeTable:
-        if self.snapshot_fn is None:
-            raise RuntimeError("this handle has no snapshot source")
-        return self.snapshot_fn()
+        return self.snapshot_fn() if self.snapshot_fn is not None else NodeTable()
+
+    def pod_object(self, namespace: str, name: str) -> Object | None:
+        if self.cluster is None:
+            return None
+        try:
+            return self.cluster.get(PODS, name, namespace)
+        except NotFound:
+            return None
+
+    def bound_node(self, key: str) -> str | None:
+        namespace, _, name = key.partition("/")
+        pod = self.pod_object(namespace, name)
+        return ((pod or {}).get("spec") or {}).get("nodeName") or None
+
+    def pod_disruption_budgets(self) -> list[Object]:
+        if self.cluster is None:
+            return []
+        return list(self.cluster.list(POD_DISRUPTION_BUDGETS).get("items") or [])
+
+    def activate(self, pod: Object) -> None:
+        pass  # no queue holds pods here
+
+    def waiting_pods(self) -> list[tuple[str, Object]]:
+        return []
+
+    def allow_waiting_pod(self, key: str) -> bool:
+        return False
+
+    def reject_waiting_pod(self, key: str, plugin: str, message: str) -> bool:
+        return False
+
+
+# What Go writes as `var _ framework.Handle = &SimpleHandle{}`: mypy checks the class against the
+# Protocol here, not only where one happens to be passed (tests/scheduler/framework/test_handle.py
+# checks the same at run time).
+_HANDLE_CONTRACT: type[Handle] = SimpleHandle
 
 
 @dataclass
@@ -228,7 +349,9 @@ class Framework:
             registry = default_registry()
         reg = registry if isinstance(registry, Registry) else Registry(registry)
         self.profile = profile or default_profile()
-        self.handle = handle
+        # this framework's own copy of the handle (kube's handle is its framework): its plugins run
+        # this profile's filters when they ask the handle to; without one, an honest empty handle
+        self.handle: Handle = (handle if handle is not None else SimpleHandle()).for_framework(self)
         self.observer = observer
         self.percentage_of_nodes_to_score = (
             self.profile.percentage_of_nodes_to_score
@@ -238,7 +361,7 @@ class Framework:
         self.next_start_node_index = 0
         self._rng = random.Random(seed)
         self.plugins: dict[str, Plugin] = {
-            name: reg.create(name, self.profile.args_for(name), handle) for name in self.profile.plugin_names()
+            name: reg.create(name, self.profile.args_for(name), self.handle) for name in self.profile.plugin_names()
         }
         # one list per row of the extension point table, by its config name and as a typed field
         self._by_point: dict[str, list[Any]] = {}
@@ -370,6 +493,7 @@ class Framework:
         started = time.perf_counter()
         state = state if state is not None else CycleState()
         state.nominated = nominated_by_node(pod, nominated)
+        state.snapshot = nodes
         n = len(nodes)
         decision = Decision(pod.key, self.profile_name, nodes.names)
         if n == 0:

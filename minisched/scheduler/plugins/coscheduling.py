@@ -145,23 +145,20 @@ class Coscheduling:
         members: list[Object] = self._pods.by_index(GROUP_INDEX, key)
         return members
 
-    def assigned(self, key: str) -> int:
+    def assigned(self, state: CycleState, key: str) -> int:
         """Members assumed or bound in this cycle's snapshot (waiting ones are assumed)."""
         namespace, _, name = key.partition("/")
-        counts = self.handle.snapshot().count_pods(
-            lambda p: p.namespace == namespace and pod_group_of(p.pod) == name)
+        table = state.snapshot if state.snapshot is not None else self.handle.snapshot()
+        counts = table.count_pods(lambda p: p.namespace == namespace and pod_group_of(p.pod) == name)
         return int(counts.sum())
 
     def _waiting_members(self, key: str) -> list[str]:
-        waiting = getattr(self.handle, "waiting_pods", None)
-        if waiting is None:
-            return []
-        return [k for k, pod in waiting() if group_key(pod) == key]
+        return [k for k, pod in self.handle.waiting_pods() if group_key(pod) == key]
 
     def _reject_waiting(self, key: str, message: str) -> int:
         rejected = 0
         for k in self._waiting_members(key):
-            rejected += bool(self.handle.reject_waiting_pod(k, NAME, message))  # type: ignore[attr-defined]
+            rejected += bool(self.handle.reject_waiting_pod(k, NAME, message))
         return rejected
 
     # --- extension points ---------------------------------------------------------------------------------
@@ -184,7 +181,7 @@ class Coscheduling:
         if key is None:
             return None, Status.unschedulable(plugin=NAME)  # nothing to say about pods outside groups
         group = self._group(key)
-        if group is None or self.assigned(key) >= self.min_member(group):
+        if group is None or self.assigned(state, key) >= self.min_member(group):
             # enough members are placed already: this one just waits for room, the group stands
             return None, Status.unschedulable(plugin=NAME)
         message = f"PodGroup {key} gets rejected: pod {pod.key} is unschedulable even after PostFilter"
@@ -208,18 +205,18 @@ class Coscheduling:
         group = self._group(key)
         if group is None:
             return Status.unschedulable(f"PodGroup {key} not found", plugin=NAME, unresolvable=True), 0.0
-        if self.assigned(key) + 1 >= self.min_member(group):  # + 1: this pod, assumed after the snapshot
+        if self.assigned(state, key) + 1 >= self.min_member(group):  # + 1: this pod, assumed after the snapshot
             self._group_event(key, GroupEvent.QUORUM)
             for k in self._waiting_members(key):
-                self.handle.allow_waiting_pod(k)  # type: ignore[attr-defined]
+                self.handle.allow_waiting_pod(k)
             return Status.success(), 0.0
         self._group_event(key, GroupEvent.MEMBER_WAITS)
         return Status.wait(NAME), float(self.timeout_of(group))
 
 
 def new(args: Mapping[str, Any] | None, handle: Handle | None) -> Coscheduling:
-    if handle is None or not hasattr(handle, "waiting_pods"):
-        raise ValueError(f"{NAME} needs the scheduler's handle (it holds and releases pods waiting at Permit)")
+    if handle is None:
+        raise ValueError(f"{NAME} needs a handle (it holds and releases pods waiting at Permit)")
     args = dict(args or {})
     seconds = args.pop("permitWaitingTimeSeconds", DEFAULT_PERMIT_WAITING_SECONDS)
     if args:

@@ -307,10 +307,12 @@ class InterPodAffinity:
         """The handle's namespace lister (the Scheduler's informer), else the API, else none."""
         if self._namespaces is not None:
             return self._namespaces
-        lister = getattr(self.handle, "namespace_lister", None)
+        if self.handle is None:
+            return StaticNamespaces()
+        lister: Namespaces | None = self.handle.namespace_lister
         if lister is not None:
             return lister
-        cluster = self.handle.cluster if self.handle is not None else None
+        cluster = self.handle.cluster
         return ClusterNamespaces(cluster) if cluster is not None else StaticNamespaces()
 
     def _namespace_labels(self, pod: PodInfo, terms: Iterable[AffinityTerm]) -> Mapping[str, str] | None:

@@ -113,8 +113,6 @@ class PodDependencies:
 
 
 def new(args: Mapping[str, Any] | None, handle: Handle | None) -> PodDependencies:
-    bound_node = getattr(handle, "bound_node", None)
-    if bound_node is None:
-        raise ValueError(f"{NAME} needs the scheduler's handle (it asks which pods are bound); "
-                         "got none, or one without bound_node(key)")
-    return PodDependencies(bound_node)
+    if handle is None:
+        raise ValueError(f"{NAME} needs a handle (it asks which pods are bound)")
+    return PodDependencies(handle.bound_node)

@@ -631,15 +631,14 @@ def workloads_of(handle: Handle | None) -> WorkloadLister:
     """Where default selectors come from: the handle's `workloads`, else listers over its informer
     factory (kube's way), else reads through its cluster; with neither, no Services or controllers
     exist for the plugin, so no pod gets default constraints (as in a cluster without them)."""
-    lister: WorkloadLister | None = getattr(handle, "workloads", None)
-    if lister is not None:
-        return lister
-    factory = getattr(handle, "informer_factory", None)
-    if factory is not None:
-        return InformerWorkloads(factory)
-    cluster = handle.cluster if handle is not None else None
-    if cluster is not None:
-        return ClusterWorkloads(cluster)
+    if handle is not None:
+        lister: WorkloadLister | None = handle.workloads
+        if lister is not None:
+            return lister
+        if handle.informer_factory is not None:
+            return InformerWorkloads(handle.informer_factory)
+        if handle.cluster is not None:
+            return ClusterWorkloads(handle.cluster)
     log.debug("PodTopologySpread without a cluster: no Services or controllers, so no default spreading")
     return StaticWorkloads(())
 

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from minisched.resources import CSI_NODES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES
 from minisched.scheduler.framework.cluster_event import ClusterEvent
+from minisched.scheduler.framework.interface import Handle
 from minisched.volumes import (
     BETA_CLASS_ANNOTATION,
     BIND_COMPLETED,
@@ -108,12 +109,12 @@ class InformerStorage:
         return list(self._volumes.list())
 
 
-def storage_from(handle: Any, storage: StorageLister | None = None) -> StorageLister:
+def storage_from(handle: Handle | None, storage: StorageLister | None = None) -> StorageLister:
     """The lister a volume plugin uses: the one given, else one over the handle's informer factory
     (shared by every volume plugin of that handle), else an empty one."""
     if storage is not None:
         return storage
-    factory = getattr(handle, "informer_factory", None)
+    factory = handle.informer_factory if handle is not None else None
     if factory is None:
         return StaticStorage()
     shared = _SHARED.get(factory)

@@ -113,13 +113,11 @@ def test_one_status_patch_and_one_delete_per_victim_and_no_get(cluster: _Countin
 
 
 def test_a_victim_already_marked_gets_no_status_patch(cluster: _Counting, clock: VirtualClock) -> None:
+    from minisched.scheduler.framework.runtime import SimpleHandle
     from minisched.scheduler.framework.types import PodInfo
     from minisched.scheduler.plugins.default_preemption import DefaultPreemption
 
-    class Handle:
-        clock = None
-
-    plugin = DefaultPreemption({"schedulerName": "minisched"}, Handle())
+    plugin = DefaultPreemption({"schedulerName": "minisched"}, SimpleHandle())
     cluster.create(NODES, make_node("n1", cpu="1"))
     pod = cluster.create(PODS, make_pod("v1", cpu="1", memory=None, priority_class_name="low", node_name="n1"))
     cluster.counting = True

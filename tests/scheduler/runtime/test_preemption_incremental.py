@@ -81,7 +81,6 @@ def _dry_run(sched: Scheduler, pod: PodInfo, nominated: list[Any], incremental: 
     fwk = sched.frameworks["minisched"]
     plugin = next(p for p in fwk.points.post_filter if isinstance(p, DefaultPreemption))
     snapshot = sched.cache.snapshot()
-    sched.handle.current, sched.handle.framework = snapshot, fwk
     state = CycleState()
     result = fwk.schedule(pod, snapshot, state=state, nominated=nominated)
     if result.node is not None or result.diagnosis is None:
@@ -200,7 +199,6 @@ def test_without_tables_the_first_rejection_in_profile_order_is_the_answer(clust
     plugin = next(p for p in fwk.points.post_filter if isinstance(p, DefaultPreemption))
     plugin.evaluator.shortcut = False  # every node dry-run
     snapshot = sched.cache.snapshot()
-    sched.handle.current, sched.handle.framework = snapshot, fwk
     answers = []
     for incremental in (True, False):
         state = CycleState()

@@ -144,12 +144,10 @@ def test_hopeless_shortcut_gives_the_same_answer_as_the_full_dry_run() -> None:
                 cache.add_pod(p)
         handle = SchedulerHandle(None, None, RealClock(), cache)  # type: ignore[arg-type]
         fwk = Framework(handle=handle, seed=1)
-        handle.framework = fwk
         pod = make_pod(f"pre-{trial}", cpu=rng.choice(["1", "2", "3", "8"]), memory=rng.choice(["1Gi", "2Gi", "8Gi"]))
         pod["spec"]["priority"] = rng.choice([10, 50, 1000, 1000])
         info = PodInfo.from_pod(pod)
         table = cache.snapshot()
-        handle.current = table
         # earlier preemptors waiting on some nodes (of any priority: the cycle keeps those at least
         # the pod's), whose room the dry run and the shortcut must both count
         waiting = []
@@ -164,7 +162,7 @@ def test_hopeless_shortcut_gives_the_same_answer_as_the_full_dry_run() -> None:
         statuses = result.diagnosis.statuses()  # type: ignore[union-attr]
         answers = []
         for shortcut in (True, False):
-            plugin = DefaultPreemption({"seed": 5, "minCandidateNodesAbsolute": 100}, handle)
+            plugin = DefaultPreemption({"seed": 5, "minCandidateNodesAbsolute": 100}, fwk.handle)
             if shortcut:
                 check = hopeless_nodes(info, table, statuses, state.nominated)
                 for n in table.names:
@@ -240,13 +238,10 @@ class _Refusing:
                                                ("delete", "deleting"), ("evict", "evicting")])
 def test_a_failed_victim_call_names_the_call_the_victim_the_preemptor_and_the_node(
         refused: str, step: str, caplog: pytest.LogCaptureFixture) -> None:
+    from minisched.scheduler.framework.runtime import SimpleHandle
     from minisched.scheduler.plugins.default_preemption import DefaultPreemption, VictimPreemptionFailed
 
-    class Handle:
-        cluster = _Refusing(refused)
-        clock = None
-
-    plugin = DefaultPreemption({"useEviction": refused == "evict"}, Handle())
+    plugin = DefaultPreemption({"useEviction": refused == "evict"}, SimpleHandle(cluster=_Refusing(refused)))
     victims = [_pod("low", 1), _pod("lower", 0)]
     with caplog.at_level("WARNING"):
         failed = plugin.executor.prepare_candidate(Candidate("n1", victims), _pod("vip", 100))

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from minisched.scheduler.framework.cycle_state import CycleState
+from minisched.scheduler.framework.interface import Handle
 from minisched.scheduler.framework.status import Code, Status
 from minisched.scheduler.framework.types import PodInfo
 from minisched.scheduler.plugins.default_preemption.candidate import Candidate, pick_one_node
@@ -50,7 +51,7 @@ class Evaluator:
     the executor's workers when it has them; `shortcut`: nodes the resource arithmetic shows
     hopeless skip the dry run (hopeless.py; False dry-runs every node, as kube)."""
 
-    def __init__(self, handle: Any, interface: PreemptionInterface, executor: Executor, *,
+    def __init__(self, handle: Handle, interface: PreemptionInterface, executor: Executor, *,
                  async_preemption: bool = True) -> None:
         self.handle = handle
         self.interface = interface
@@ -63,7 +64,8 @@ class Evaluator:
         """kube's Preempt: (node to nominate, status, victims asked to go). The node is None when
         the pod may not preempt or an error stopped it (keep any nomination it has), "" when no
         node is a candidate (clear it). Messages are kube's, without the plugin's "preemption: "."""
-        table = self.handle.snapshot()
+        # the table this cycle judged the pod on (the handle's latest, for a state no cycle set)
+        table = state.snapshot if state.snapshot is not None else self.handle.snapshot()
         ok, why = self.interface.pod_eligible_to_preempt_others(pod, table, statuses)
         if not ok:
             return None, Status.unschedulable(why, plugin=NAME), 0

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 from minisched.clock import rfc3339
 from minisched.errors import ApiError, NotFound
 from minisched.resources import PODS
+from minisched.scheduler.framework.interface import Handle
 from minisched.scheduler.framework.types import PodInfo
 from minisched.scheduler.plugins.default_preemption.candidate import Candidate
 
@@ -54,20 +54,19 @@ class _Run:
 
 
 class Executor:
-    """Makes the victims' API calls for one plugin. Needs from its handle: `cluster`, and if it has
-    them `event_recorder` (the Preempted event), `clock` and `pod_object(namespace, name)` (the
-    informer's copy of the last victim). Wired by the scheduler: `nominator` (the queue),
-    `submit(job, arg)` (a preemption worker runs it), `activate(pod)` (kube's Handle.Activate)."""
+    """Makes the victims' API calls for one plugin, through its handle: `cluster`, the
+    `event_recorder` (the Preempted event, cleared nominations), the `clock`, `pod_object` (the
+    informer's copy of the last victim), the `nominator` (lower nominations on the node go) and
+    `activate` (a preemptor whose calls failed is tried again now). Wired by the scheduler:
+    `submit(job, arg)` (a preemption worker runs it)."""
 
-    def __init__(self, handle: Any, *, scheduler_name: str, use_eviction: bool,
+    def __init__(self, handle: Handle, *, scheduler_name: str, use_eviction: bool,
                  victim_grace_period: int | None) -> None:
         self.handle = handle
         self.scheduler_name = scheduler_name
         self.use_eviction = use_eviction
         self.victim_grace_period = victim_grace_period
-        self.nominator: Any = None
         self.submit: Callable[[Callable[[Any], None], Any], None] | None = None
-        self.activate: Callable[[Object], None] | None = None
         self._lock = threading.Lock()
         self._preempting: set[str] = set()  # preemptor uids whose victims' calls are under way
         self._last_victim: dict[str, tuple[str, str]] = {}  # preemptor uid -> (namespace, name)
@@ -159,14 +158,16 @@ class Executor:
             with self._lock:
                 self._preempting.discard(pod.uid)
                 self._last_victim.pop(pod.uid, None)
-        if failed and self.activate is not None:
-            self.activate(pod.pod)
+        if failed:
+            self.handle.activate(pod.pod)
 
     def preempt_pod(self, candidate: Candidate, pod: PodInfo, victim: PodInfo) -> VictimPreemptionFailed | None:
         """kube's PreemptPod: mark, then delete (or evict) one victim, and record Preempted on it.
         A victim already gone is no failure (the room is free anyway); any other API error is
         logged and returned, naming the call that failed."""
         cluster = self.handle.cluster
+        if cluster is None:
+            raise RuntimeError("preemption needs the API to evict through; this handle has no cluster")
         step = MARKING
         try:
             self.mark_disruption_target(cluster, victim)
@@ -182,10 +183,8 @@ class Executor:
             failed = VictimPreemptionFailed(step, victim, pod, candidate.node_name, err)
             log.warning("%s", failed)
             return failed
-        recorder = getattr(self.handle, "event_recorder", None)
-        if recorder is not None:
-            recorder.event(victim.pod, "Normal", "Preempted",
-                           f"Preempted by pod {pod.uid} on node {candidate.node_name}")
+        self.handle.event_recorder.event(victim.pod, "Normal", "Preempted",
+                                         f"Preempted by pod {pod.uid} on node {candidate.node_name}")
         return None
 
     def running_preemption(self, uid: str) -> bool:
@@ -199,8 +198,7 @@ class Executor:
             last = self._last_victim.get(uid)
         if last is None:
             return True  # the calls have not reached the last victim yet
-        lookup = getattr(self.handle, "pod_object", None)
-        victim = lookup(*last) if lookup is not None else None
+        victim = self.handle.pod_object(*last)
         return victim is not None and not (victim.get("metadata") or {}).get("deletionTimestamp")
 
     def mark_disruption_target(self, cluster: Any, victim: PodInfo) -> None:
@@ -221,7 +219,7 @@ class Executor:
         if old is not None and old.get("status") == "True" and old.get("lastTransitionTime"):
             condition["lastTransitionTime"] = old["lastTransitionTime"]
         else:
-            condition["lastTransitionTime"] = rfc3339(_now(self.handle))
+            condition["lastTransitionTime"] = rfc3339(self.handle.clock.now())
         # The element order of the cached copy, a new condition last, as kube's two-way patch says
         # it ($setElementOrder); conditions the cache has not seen keep their place.
         order = [{"type": c["type"]} for c in cached if c.get("type")]
@@ -236,21 +234,10 @@ class Executor:
     def clear_lower_nominations(self, pod: PodInfo, node_name: str) -> None:
         """Lower-priority pods nominated to the node may no longer fit there: their nomination goes
         (kube's getLowerPriorityNominatedPods and clearNominatedNodeName)."""
-        nominator = self.nominator
-        if nominator is None:
-            return
+        nominator = self.handle.nominator
         for other in nominator.nominated_pods().get(node_name, []):
             priority = int((other.get("spec") or {}).get("priority") or 0)
             meta = other.get("metadata") or {}
             if priority < pod.priority and f"{meta.get('namespace')}/{meta.get('name')}" != pod.key:
                 nominator.delete_nominated(other)
-                recorder = getattr(self.handle, "event_recorder", None)
-                if recorder is not None and hasattr(recorder, "set_nominated_node"):
-                    recorder.set_nominated_node(other, "")
-
-
-def _now(handle: Any) -> float:
-    clock = getattr(handle, "clock", None)
-    if clock is not None:
-        return float(clock.now())
-    return time.time()
+                self.handle.event_recorder.set_nominated_node(other, "")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from minisched.errors import ApiError
-from minisched.resources import POD_DISRUPTION_BUDGETS
+from minisched.scheduler.framework.interface import Handle
 from minisched.scheduler.framework.types import PodInfo
 from minisched.selectors import from_label_selector_json
 
@@ -73,19 +73,12 @@ def split_by_pdb_violation(pods: Sequence[PodInfo], pdbs: Sequence[Pdb]) -> tupl
     return violating, non_violating
 
 
-def list_pdbs(handle: Any) -> list[Pdb]:
+def list_pdbs(handle: Handle) -> list[Pdb]:
     """The budgets, from the handle's `pod_disruption_budgets()` (the informer's cache, raising
-    PdbsUnavailable until it has synced); a handle without it: one LIST, its error raised as
-    PdbsUnavailable; a handle with neither (unit tests of the algorithm): none."""
-    lister = getattr(handle, "pod_disruption_budgets", None)
-    if lister is not None:
-        items = lister()
-    else:
-        cluster = getattr(handle, "cluster", None)
-        if cluster is None:
-            return []
-        try:
-            items = cluster.list(POD_DISRUPTION_BUDGETS)["items"]
-        except ApiError as err:
-            raise PdbsUnavailable(f"cannot list PodDisruptionBudgets: {err}") from err
+    PdbsUnavailable until it has synced; a handle with no informer: one LIST, whose error is
+    raised as PdbsUnavailable; a handle with no API: none)."""
+    try:
+        items = handle.pod_disruption_budgets()
+    except ApiError as err:
+        raise PdbsUnavailable(f"cannot list PodDisruptionBudgets: {err}") from err
     return [Pdb.from_object(p) for p in items]

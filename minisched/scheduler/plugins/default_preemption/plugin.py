@@ -9,6 +9,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from minisched.scheduler.framework.cycle_state import CycleState
+from minisched.scheduler.framework.interface import Handle
+from minisched.scheduler.framework.runtime import SimpleHandle
 from minisched.scheduler.framework.status import Code, Status
 from minisched.scheduler.framework.types import PodInfo
 from minisched.scheduler.plugins.default_preemption.args import DefaultPreemptionArgs
@@ -35,22 +37,24 @@ def terminating_by_preemption(pod: Object) -> bool:
 
 
 class DefaultPreemption:
-    """The PostFilter plugin. Needs from its handle: `cluster`, `snapshot()`, `event_recorder`, a
-    way to run the Filter plugins on a one-node table (`run_filter_plugins(state, pod, table)`),
-    and `pod_disruption_budgets()`: the PDBs from an informer's cache, raising PdbsUnavailable
-    until it has synced (a handle without it: one LIST per attempt, errors raised).
+    """The PostFilter plugin. Uses of its handle: `cluster`, `event_recorder`, the profile's
+    Filter plugins and PreFilter extensions run on a node's working copy (the PluginsRunner
+    methods), `pod_disruption_budgets()` (raising PdbsUnavailable until the informer has synced),
+    the `nominator` (lower-priority nominations on the chosen node go) and `activate` (a preemptor
+    whose calls failed is tried again). The cycle's table is the CycleState's `snapshot`.
 
-    The scheduler sets `nominator` (the queue, to clear lower-priority nominations), `submit` (run
-    a job on its preemption workers) and `activate` (retry a preemptor whose calls failed), and
-    asks `running_preemption(uid)` before letting a preemptor into another attempt."""
+    The scheduler sets `submit` (run a job on its preemption workers) and asks
+    `running_preemption(uid)` before letting a preemptor into another attempt."""
 
     name = NAME
     # The Scheduler starts a PodDisruptionBudget informer for profiles with a plugin saying this.
     uses_pod_disruption_budgets = True
 
-    def __init__(self, args: Mapping[str, Any] | None = None, handle: Any = None) -> None:
+    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
         self.args = DefaultPreemptionArgs.from_mapping(args)
-        self.handle = handle
+        # without a handle (the args and the algorithm alone): one with no API and no framework
+        self.handle: Handle = handle if handle is not None else SimpleHandle()
+        handle = self.handle
         self.rng = random.Random(self.args.seed)
         self.victims_total = 0
         self.attempts_total = 0
@@ -64,28 +68,12 @@ class DefaultPreemption:
     # --- what the scheduler wires in ----------------------------------------------------------------
 
     @property
-    def nominator(self) -> Any:
-        return self.executor.nominator
-
-    @nominator.setter
-    def nominator(self, nominator: Any) -> None:
-        self.executor.nominator = nominator
-
-    @property
     def submit(self) -> Callable[[Callable[[Any], None], Any], None] | None:
         return self.executor.submit
 
     @submit.setter
     def submit(self, submit: Callable[[Callable[[Any], None], Any], None] | None) -> None:
         self.executor.submit = submit
-
-    @property
-    def activate(self) -> Callable[[Object], None] | None:
-        return self.executor.activate
-
-    @activate.setter
-    def activate(self, activate: Callable[[Object], None] | None) -> None:
-        self.executor.activate = activate
 
     @property
     def incremental(self) -> bool:
@@ -152,6 +140,6 @@ class DefaultPreemption:
         return select_victims_on_node(pod, node_pods, node, pdbs)
 
 
-def new(args: Mapping[str, Any] | None, handle: Any) -> DefaultPreemption:
+def new(args: Mapping[str, Any] | None, handle: Handle) -> DefaultPreemption:
     """The registry's factory."""
     return DefaultPreemption(args, handle)

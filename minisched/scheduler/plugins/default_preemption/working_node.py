@@ -15,12 +15,14 @@ WorkingNodes picks the form for a preemptor and remembers, per profile, which fi
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, cast
 
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import (
     DeclaresPodReads,
+    FilterPlugin,
+    Handle,
     OneNodeWhatIfFilter,
     PreFilterExtensions,
     ReadsOtherNodes,
@@ -41,7 +43,7 @@ class IncrementalNode:
 
     __slots__ = ("_handle", "_pod", "_node", "_view", "_state", "_pod_blind", "_blind_skipped")
 
-    def __init__(self, handle: Any, state: CycleState, pod: PodInfo, table: Any, node_name: str,
+    def __init__(self, handle: Handle, state: CycleState, pod: PodInfo, table: Any, node_name: str,
                  pod_blind: frozenset[str]) -> None:
         self._handle = handle
         self._pod = pod
@@ -53,13 +55,11 @@ class IncrementalNode:
 
     def remove(self, p: PodInfo) -> Status:
         self._view.remove_pod(self._node, p)
-        remove = getattr(self._handle, "run_pre_filter_extension_remove_pod", None)
-        return remove(self._state, self._pod, p, self._node) if remove is not None else Status.success()
+        return self._handle.run_pre_filter_extension_remove_pod(self._state, self._pod, p, self._node)
 
     def add(self, p: PodInfo) -> Status:
         self._view.add_pod(self._node, p)
-        add = getattr(self._handle, "run_pre_filter_extension_add_pod", None)
-        return add(self._state, self._pod, p, self._node) if add is not None else Status.success()
+        return self._handle.run_pre_filter_extension_add_pod(self._state, self._pod, p, self._node)
 
     def fits(self) -> Status:
         run, view, node = self._handle.run_filter_plugins, self._view, self._node
@@ -69,14 +69,13 @@ class IncrementalNode:
             # (kube's addGENominatedPods on a copy; adding a pod twice counts it once)
             added = [p for p in nominated if not view.has_pod(node, p.key)]
             with_them = self._state.clone()
-            add = getattr(self._handle, "run_pre_filter_extension_add_pod", None)
+            add = self._handle.run_pre_filter_extension_add_pod
             try:
                 for p in added:
                     view.add_pod(node, p)
-                    if add is not None:
-                        status = add(with_them, self._pod, p, node)
-                        if not status.is_success:
-                            return status
+                    status = add(with_them, self._pod, p, node)
+                    if not status.is_success:
+                        return status
                 status = run(with_them, self._pod, view)
             finally:
                 for p in added:
@@ -98,15 +97,16 @@ class WhatIfPlan:
     needs them; the what-ifs answer for the rest. As kube's RunFilterPlugins, a question's answer
     is the first rejection in profile order."""
 
-    def __init__(self, framework: Any, state: CycleState, pod: PodInfo, table: Any, blind: frozenset[str],
+    def __init__(self, handle: Handle, state: CycleState, pod: PodInfo, table: Any, blind: frozenset[str],
                  what_if: frozenset[str], extensions: frozenset[str]) -> None:
-        active = [p for p in framework.points.filter if p.name not in state.skip_filter]
+        active = [p for p in handle.filter_plugins() if p.name not in state.skip_filter]
         self.usable = all(p.name in blind or p.name in what_if for p in active)
-        self.what_if_plugins = [(i, p) for i, p in enumerate(active) if p.name not in blind]
+        # (only used when `usable`: then every one of them is a OneNodeWhatIfFilter)
+        self.what_if_plugins = [(i, cast(OneNodeWhatIfFilter, p)) for i, p in enumerate(active) if p.name not in blind]
         self._blind_index = {p.name: i for i, p in enumerate(active) if p.name in blind}
         # with no PreFilter extension running for this pod, AddPod/RemovePod would do nothing
         self.extensions = any(name not in state.skip_filter for name in extensions)
-        self._framework, self._state, self._pod, self._table = framework, state, pod, table
+        self._handle, self._state, self._pod, self._table = handle, state, pod, table
         self._blind: dict[str, Status] | None = None
 
     def blind_rejection(self, node_name: str) -> tuple[int, Status] | None:
@@ -116,7 +116,7 @@ class WhatIfPlan:
         if self._blind is None:
             only = self._state.clone()
             only.skip_filter |= {p.name for _, p in self.what_if_plugins}
-            self._blind = self._framework.run_filters(only, self._pod, self._table)
+            self._blind = self._handle.run_filters(only, self._pod, self._table)
         status = self._blind[node_name]
         return None if status.is_success else (self._blind_index[status.plugin], status)
 
@@ -130,7 +130,7 @@ class WhatIfNode:
 
     __slots__ = ("_handle", "_pod", "_node", "_state", "_plan", "_on", "_what_ifs", "_blind_pending")
 
-    def __init__(self, handle: Any, state: CycleState, pod: PodInfo, table: Any, node_name: str,
+    def __init__(self, handle: Handle, state: CycleState, pod: PodInfo, table: Any, node_name: str,
                  plan: WhatIfPlan) -> None:
         row = table.row(node_name)
         if row is None:
@@ -212,19 +212,25 @@ class WhatIfNode:
 
 
 
-FilterKinds = tuple[Any, frozenset[str], frozenset[str], frozenset[str]]
+FilterKinds = tuple[frozenset[str], frozenset[str], frozenset[str]]
+
+
+def _shape(filters: Sequence[FilterPlugin], pre_filters: Sequence[Any]) -> tuple[int, int, int]:
+    """What a cached verdict about the profile's filters was worked out for: the list it read
+    (the framework's own) and the lengths (a test may add a filter to it)."""
+    return id(filters), len(filters), len(pre_filters)
 
 
 class WorkingNodes:
     """Makes the nodes' working copies for one plugin's dry runs. `incremental` (default True):
     kube's one working copy per node; False: the full re-filter per question (the reference)."""
 
-    def __init__(self, handle: Any) -> None:
+    def __init__(self, handle: Handle) -> None:
         self.handle = handle
         self.incremental = True
         # worked out once per profile: filter_kinds, pod_blind_filters
-        self._kinds: tuple[Any, tuple[int, int], FilterKinds] | None = None
-        self._blind: tuple[Any, int, frozenset[str]] | None = None
+        self._kinds: tuple[tuple[int, int, int], FilterKinds] | None = None
+        self._blind: tuple[tuple[int, int, int], frozenset[str]] | None = None
 
     def for_preemptor(self, state: CycleState, pod: PodInfo, table: Any) -> Callable[[str], WorkingNode]:
         """node name -> that node's fresh working copy, for one preemptor's dry run over `table`."""
@@ -236,90 +242,70 @@ class WorkingNodes:
 
     def working_node(self, state: CycleState, pod: PodInfo, table: Any, node_name: str,
                      pod_blind: frozenset[str] = frozenset(), plan: WhatIfPlan | None = None) -> WorkingNode:
-        """The node's working copy for the incremental dry run; a handle that cannot tell the
-        PreFilter state about a pod put back (no AddPod extension) gets the full re-filter."""
-        handle = self.handle
-        if not hasattr(handle, "run_pre_filter_extension_add_pod") and hasattr(
-                handle, "run_pre_filter_extension_remove_pod"):
-            return self.refilter_node(state, pod, table, node_name)
+        """The node's working copy for the incremental dry run."""
         if plan is not None and plan.usable:
-            return WhatIfNode(handle, state, pod, table, node_name, plan)
-        return IncrementalNode(handle, state, pod, table, node_name, pod_blind)
+            return WhatIfNode(self.handle, state, pod, table, node_name, plan)
+        return IncrementalNode(self.handle, state, pod, table, node_name, pod_blind)
 
-    def what_if_plan(self, state: CycleState, pod: PodInfo, table: Any) -> WhatIfPlan | None:
-        """A WhatIfPlan for this preemptor, None where the handle is not the framework's."""
-        kinds = self.filter_kinds()
-        if kinds is None:
-            return None
-        framework, blind, what_if, extensions = kinds
-        return WhatIfPlan(framework, state, pod, table, blind, what_if, extensions)
+    def what_if_plan(self, state: CycleState, pod: PodInfo, table: Any) -> WhatIfPlan:
+        """A WhatIfPlan for this preemptor (`usable` says whether it can stand in for the tables)."""
+        blind, what_if, extensions = self.filter_kinds()
+        return WhatIfPlan(self.handle, state, pod, table, blind, what_if, extensions)
 
-    def filter_kinds(self) -> FilterKinds | None:
-        """(framework, the pod-blind filters that judge a row alone, those with a one-node what-if,
-        the PreFilter plugins with AddPod/RemovePod extensions), worked out once per profile
-        (isinstance against a Protocol is slow to ask per dry run). None without the framework's
-        own one-node filter run and PreFilter extensions behind the handle.
+    def filter_kinds(self) -> FilterKinds:
+        """(the pod-blind filters that judge a row alone, those with a one-node what-if, the
+        PreFilter plugins with AddPod/RemovePod extensions), worked out once per profile
+        (isinstance against a Protocol is slow to ask per dry run).
 
         A what-if stands in for a plugin only if PreFilter extensions move nothing it reads; a
         pod-blind filter is asked over the whole table only if a row's verdict is its own
         (`reads_other_nodes` is not set)."""
-        framework = getattr(self.handle, "framework", None)
-        points = getattr(framework, "points", None)
-        if points is None or not hasattr(framework, "run_filters_on_one_node") \
-                or not hasattr(framework, "run_filters") \
-                or not hasattr(self.handle, "run_pre_filter_extension_add_pod"):
-            return None
+        filters, pre_filters = self.handle.filter_plugins(), self.handle.pre_filter_plugins()
+        shape = _shape(filters, pre_filters)
         cached = self._kinds
-        if cached is not None and cached[0] is framework and cached[1] == (len(points.filter), len(points.pre_filter)):
-            return cached[2]
-        with_extensions = {p.name for p in points.filter if isinstance(p, PreFilterExtensions)}
-        blind = frozenset(p.name for p in points.filter if p.name in self.pod_blind_filters()
+        if cached is not None and cached[0] == shape:
+            return cached[1]
+        with_extensions = {p.name for p in filters if isinstance(p, PreFilterExtensions)}
+        blind = frozenset(p.name for p in filters if p.name in self.pod_blind_filters()
                           and not (isinstance(p, ReadsOtherNodes) and p.reads_other_nodes))
-        what_if = frozenset(p.name for p in points.filter if isinstance(p, OneNodeWhatIfFilter)
+        what_if = frozenset(p.name for p in filters if isinstance(p, OneNodeWhatIfFilter)
                             and p.name not in with_extensions)
-        extensions = frozenset(p.name for p in points.pre_filter if isinstance(p, PreFilterExtensions))
-        kinds = (framework, blind, what_if, extensions)
-        self._kinds = (framework, (len(points.filter), len(points.pre_filter)), kinds)
+        extensions = frozenset(p.name for p in pre_filters if isinstance(p, PreFilterExtensions))
+        kinds = (blind, what_if, extensions)
+        self._kinds = (shape, kinds)
         return kinds
 
     def pod_blind_filters(self) -> frozenset[str]:
         """Filter plugins whose verdict on a node cannot change when pods come and go there: they
         declare `reads_pods = False` and keep no PreFilter state that AddPod/RemovePod move. Once a
         node passed every filter with its victims off, only the others can answer differently."""
-        framework = getattr(self.handle, "framework", None)
-        points = getattr(framework, "points", None)
-        if points is None:
-            return frozenset()
+        filters = self.handle.filter_plugins()
+        shape = _shape(filters, ())
         cached = self._blind
-        if cached is not None and cached[0] is points.filter and cached[1] == len(points.filter):
-            return cached[2]
-        blind = frozenset(p.name for p in points.filter
+        if cached is not None and cached[0] == shape:
+            return cached[1]
+        blind = frozenset(p.name for p in filters
                           if isinstance(p, DeclaresPodReads) and p.reads_pods is False
                           and not isinstance(p, PreFilterExtensions))
-        self._blind = (points.filter, len(points.filter), blind)
+        self._blind = (shape, blind)
         return blind
 
     def refilter_node(self, state: CycleState, pod: PodInfo, table: Any, node_name: str) -> WorkingNode:
         """The dry run as a full re-filter (minisched's first form, kept as the reference the
         incremental path is tested against): each question builds a one-node table without the
         removed pods and a fresh PreFilter state with RemovePod run for each of them."""
-        run = self.handle.run_filter_plugins
-        # kube's SelectVictimsOnNode runs RunFilterPluginsWithNominatedPods: the pods nominated to
-        # this node keep their room in the what-if too (a handle without it: the plain filters)
-        run_nominated = getattr(self.handle, "run_filter_plugins_with_nominated_pods", None)
-        # PreFilter state counted over the whole cluster (InterPodAffinity's topology counts) must
-        # forget the victims too: kube's SelectVictimsOnNode runs RemovePod on a cloned state
-        remove = getattr(self.handle, "run_pre_filter_extension_remove_pod", None)
+        handle = self.handle
 
         def fits(removed: list[PodInfo]) -> Status:
+            # PreFilter state counted over the whole cluster (InterPodAffinity's topology counts)
+            # must forget the victims too: kube's SelectVictimsOnNode runs RemovePod on a cloned
+            # state, then RunFilterPluginsWithNominatedPods (the pods nominated to this node keep
+            # their room in the what-if too)
             s = state.clone()
-            if remove is not None:
-                for victim in removed:
-                    status = remove(s, pod, victim, node_name)
-                    if not status.is_success:
-                        return status
-            if run_nominated is not None:
-                return run_nominated(s, pod, table, node_name, removed)
-            return run(s, pod, table.for_node(node_name, removed=removed))
+            for victim in removed:
+                status = handle.run_pre_filter_extension_remove_pod(s, pod, victim, node_name)
+                if not status.is_success:
+                    return status
+            return handle.run_filter_plugins_with_nominated_pods(s, pod, table, node_name, removed)
 
         return RefilterNode(fits)
