@@ -73,6 +73,7 @@ from minisched.scheduler.framework.interface import (
 )
 from minisched.scheduler.framework.profile import PluginSet, Profile, default_profile
 from minisched.scheduler.framework.registry import PluginFactory, Registry
+from minisched.scheduler.framework.reuse import _REUSE_ENTRIES, _best, _Reusable, _same, _signature, _summed
 from minisched.scheduler.framework.status import Code, Status
 from minisched.scheduler.framework.types import PodInfo, PodSpecError
 from minisched.scheduler.snapshot import NodeTable
@@ -988,82 +989,6 @@ class Framework:
                 log.exception("PostBind of %s for %s raised", p.name, pod.key)
         self._observe("PostBind", Status.success(), t0)
         return errors
-
-
-_REUSE_ENTRIES = 32
-
-
-@dataclass
-class _Reusable:
-    """One pod shape's verdicts over every node, as of (node_version, pod_version)."""
-
-    node_version: int
-    pod_version: int
-    filter_names: tuple[str, ...]
-    results: list[FilterResult]
-    passed: npt.NDArray[np.bool_]
-    first_fail: npt.NDArray[np.int64]
-    raw: dict[str, IntArray]  # score plugin -> raw score of every node
-    # score plugin -> (the rows it scored, `raw` of every node then, its scores, weighted): while its
-    # raw scores are that same array and the feasible rows the same, so are its scores
-    scored: dict[str, tuple[npt.NDArray[np.intp], IntArray, PluginScores, IntArray]] = field(default_factory=dict)
-    feasible: tuple[npt.NDArray[np.bool_], npt.NDArray[np.intp]] | None = None  # (passed, its true rows)
-    # the last total: (its rows, the weighted scores summed, the total, its best, the rows of the best)
-    total: tuple[npt.NDArray[np.intp], list[IntArray], IntArray, int, npt.NDArray[np.intp]] | None = None
-
-    def same_total(self, rows: npt.NDArray[np.intp], added: list[IntArray]) -> IntArray:
-        """The sum of `added`: the last cycle's total array when it summed the very same arrays over
-        the same rows (then _best reads its best and ties from here too), else summed now."""
-        last = self.total
-        if (last is not None and last[0] is rows and len(last[1]) == len(added)
-                and all(a is b for a, b in zip(last[1], added, strict=True))):
-            return last[2]
-        total = _summed(len(rows), added)
-        total.flags.writeable = False  # shared by the decisions of the cycles that reuse it
-        best = int(total.max())
-        self.total = (rows, added, total, best, np.flatnonzero(total == best))
-        return total
-
-    def feasible_rows(self, passed: npt.NDArray[np.bool_]) -> npt.NDArray[np.intp]:
-        """np.flatnonzero(passed), as the same array while `passed` is (no verdict changed): the
-        scores kept in `scored` are then reused on identity, with no comparison over every node."""
-        if self.feasible is None or self.feasible[0] is not passed:
-            rows = np.flatnonzero(passed)
-            rows.flags.writeable = False  # shared by the decisions of every cycle that reuses it
-            self.feasible = (passed, rows)
-        return self.feasible[1]
-
-
-def _summed(n: int, added: list[IntArray]) -> IntArray:
-    total = np.zeros(n, np.int64)
-    for weighted in added:
-        total += weighted
-    return total
-
-
-def _best(total: IntArray, entry: _Reusable | None) -> tuple[int, npt.NDArray[np.intp]]:
-    """The highest total and the positions that reach it."""
-    if entry is not None and entry.total is not None and entry.total[2] is total:
-        return entry.total[3], entry.total[4]
-    best = int(total.max())
-    return best, np.flatnonzero(total == best)
-
-
-def _same(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> bool:
-    """np.array_equal for two arrays of one dtype, without its conversions (a few us a call)."""
-    return a.shape == b.shape and bool((a == b).all())
-
-
-def _signature(pod: PodInfo) -> tuple[Any, ...]:
-    """What the in-tree filters and scores read from a pod: two pods with equal signatures get
-    equal verdicts on the same nodes."""
-    spreading = (pod.namespace, pod.labels, pod.spread_constraints) if pod.spread_constraints else ()
-    return (
-        tuple(sorted(pod.requests.items())), pod.nonzero_cpu, pod.nonzero_memory, pod.incoming_nonzero_cpu,
-        pod.incoming_nonzero_memory, pod.tolerations,
-        pod.node_selector, pod.required_terms, pod.preferred_terms, pod.host_ports, pod.images, pod.node_name,
-        spreading,
-    )
 
 
 def _call(point: str, plugin: str, fn: Callable[..., Status], *args: Any) -> Status:
