@@ -1,35 +1,48 @@
 """The cross-cycle reuse cache: what one pod shape's last cycle found, kept for the next pod of
 that shape.
 
-A stream of pods of one shape (a Deployment scaling up) asks the same questions cycle after cycle,
-and between two cycles only the nodes that got or lost a pod have changed. So the verdicts and raw
-scores of the last cycle for that shape are kept here, and only those nodes are judged again by the
-plugins that read pods; any node change (added, removed, relabelled, retainted) discards it all.
+A stream of pods of one shape (a Deployment scaling up: same requests, tolerations, affinity,
+ports, images; `pod_shape`) asks the same questions cycle after cycle, and between two cycles only
+the nodes that got or lost a pod have changed. So the verdicts and raw scores of the last cycle for
+that shape are kept here, and only those nodes are judged again by the plugins that read pods; any
+node change (added, removed, relabelled, retainted) discards it all. It is on by default
+(`Framework(reuse=...)`); tests/scheduler/framework/test_reuse*.py check that the decisions are
+identical to judging afresh.
 kube-scheduler has no file for this: its nearest relatives are 1.34's pod signatures and 1.35's
 OpportunisticBatching (framework/runtime/batch.go, here batch.py), which keeps one cycle's sorted
-scores for the next pod with the same signature. The algorithm (algorithm.py) consults the cache,
-the runtime (runtime.py) runs the plugins on the changed nodes.
+scores for the next pod with the same signature. The algorithm (algorithm.py) looks an entry up
+(which re-runs the filters that read pods on the changed nodes) and remembers a new one; the
+runtime's Score (runtime.py) takes an entry's raw scores and keeps the scores it computed.
 """
 
 from __future__ import annotations
 
+import collections
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.decision import PluginScores
-from minisched.scheduler.framework.interface import FilterResult
+from minisched.scheduler.framework.interface import FilterPlugin, FilterResult
+from minisched.scheduler.framework.status import PluginError
 from minisched.scheduler.framework.types import PodInfo
+from minisched.scheduler.snapshot import NodeTable
 
 IntArray = npt.NDArray[np.int64]
 
-_REUSE_ENTRIES = 32
+REUSE_ENTRIES = 32  # pod shapes kept, the least recently used dropped first
+# Below this many nodes, judging every node afresh is cheaper than the bookkeeping of reuse
+# (measured with bench/algorithm_bench.py: at 100 nodes reuse cost ~35 µs more per pod, at 1,000
+# it saved ~35 µs, at 5,000 ~370 µs).
+REUSE_MIN_NODES = 400
 
 
 @dataclass
-class _Reusable:
+class ReuseEntry:
     """One pod shape's verdicts over every node, as of (node_version, pod_version)."""
 
     node_version: int
@@ -53,7 +66,7 @@ class _Reusable:
         if (last is not None and last[0] is rows and len(last[1]) == len(added)
                 and all(a is b for a, b in zip(last[1], added, strict=True))):
             return last[2]
-        total = _summed(len(rows), added)
+        total = summed(len(rows), added)
         total.flags.writeable = False  # shared by the decisions of the cycles that reuse it
         best = int(total.max())
         self.total = (rows, added, total, best, np.flatnonzero(total == best))
@@ -68,15 +81,30 @@ class _Reusable:
             self.feasible = (passed, rows)
         return self.feasible[1]
 
+    def raw_scores(self, state: CycleState, pod: PodInfo, nodes: NodeTable, dirty: npt.NDArray[np.intp] | None,
+                   p: Any, reads_pods: bool) -> IntArray:
+        """Raw scores of every node, this entry's re-scored on the changed nodes (`dirty`) when the
+        plugin reads pods; the same array as before when none of those scores moved."""
+        full = self.raw.get(p.name)
+        if full is None:
+            full = np.asarray(p.score(state, pod, nodes, np.arange(len(nodes), dtype=np.intp)), np.int64)
+        elif dirty is not None and dirty.size and reads_pods:
+            fresh = p.score(state, pod, nodes, dirty)
+            if not same(full[dirty], np.asarray(fresh, np.int64)):  # unchanged: the same array, kept scores hold
+                full = full.copy()
+                full[dirty] = fresh
+        self.raw[p.name] = full
+        return full
 
-def _summed(n: int, added: list[IntArray]) -> IntArray:
+
+def summed(n: int, added: list[IntArray]) -> IntArray:
     total = np.zeros(n, np.int64)
     for weighted in added:
         total += weighted
     return total
 
 
-def _best(total: IntArray, entry: _Reusable | None) -> tuple[int, npt.NDArray[np.intp]]:
+def best_of(total: IntArray, entry: ReuseEntry | None) -> tuple[int, npt.NDArray[np.intp]]:
     """The highest total and the positions that reach it."""
     if entry is not None and entry.total is not None and entry.total[2] is total:
         return entry.total[3], entry.total[4]
@@ -84,12 +112,12 @@ def _best(total: IntArray, entry: _Reusable | None) -> tuple[int, npt.NDArray[np
     return best, np.flatnonzero(total == best)
 
 
-def _same(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> bool:
+def same(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> bool:
     """np.array_equal for two arrays of one dtype, without its conversions (a few us a call)."""
     return a.shape == b.shape and bool((a == b).all())
 
 
-def _signature(pod: PodInfo) -> tuple[Any, ...]:
+def pod_shape(pod: PodInfo) -> tuple[Any, ...]:
     """What the in-tree filters and scores read from a pod: two pods with equal signatures get
     equal verdicts on the same nodes."""
     spreading = (pod.namespace, pod.labels, pod.spread_constraints) if pod.spread_constraints else ()
@@ -100,3 +128,93 @@ def _signature(pod: PodInfo) -> tuple[Any, ...]:
         spreading,
     )
 
+
+class ReuseCache:
+    """The last cycle's entry per pod shape (at most REUSE_ENTRIES of them), for snapshots of at
+    least `min_nodes` nodes; `hits` counts the cycles that started from an entry."""
+
+    def __init__(self, min_nodes: int = REUSE_MIN_NODES) -> None:
+        self.min_nodes = min_nodes
+        self.entries: collections.OrderedDict[tuple[Any, ...], ReuseEntry] = collections.OrderedDict()
+        self.hits = 0
+
+    def lookup(
+        self, state: CycleState, pod: PodInfo, nodes: NodeTable, filters: Sequence[FilterPlugin],
+        reads_pods: Mapping[str, bool],
+    ) -> tuple[ReuseEntry | None, npt.NDArray[np.intp] | None]:
+        """The entry for `pod`'s shape brought up to date with `nodes` (the changed nodes judged
+        again by the active `filters` that read pods), and those nodes' rows; (None, None) when
+        there is none or it cannot be brought up to date (then it is dropped)."""
+        if not nodes.frozen:
+            return None, None
+        key = pod_shape(pod)
+        entry = self.entries.get(key)
+        if entry is None:
+            return None, None
+        active = tuple(p.name for p in filters)
+        changed = nodes.nodes_changed_since(entry.node_version, entry.pod_version)
+        if changed is None or active != entry.filter_names or len(nodes) != len(entry.passed):
+            del self.entries[key]
+            return None, None
+        dirty = np.array(sorted(r for r in (nodes.row(name) for name in changed) if r is not None), np.intp)
+        results = list(entry.results)
+        passed, first_fail = entry.passed, entry.first_fail
+        rejudged = False  # did any verdict on a dirty row change? (if not, passed/first_fail stand)
+        if dirty.size:
+            # one changed node (the usual drain: the one that got the last pod) is a view of its row
+            view = nodes._row_view(int(dirty[0])) if dirty.size == 1 else nodes._subset(dirty)
+            for k, p in enumerate(filters):
+                if not reads_pods[p.name]:
+                    continue
+                try:
+                    fresh = p.filter(state, pod, view)
+                except Exception as e:
+                    raise PluginError(p.name, e, "Filter") from e
+                old = results[k]
+                if fresh.everyone_passed and old.everyone_passed:
+                    continue
+                if (same(fresh.passed, old.passed[dirty]) and same(fresh.reasons, old.reasons[dirty])
+                        and fresh.unresolvable is None and old.unresolvable is None
+                        and ((fresh.messages == old.messages and fresh.code == old.code) or bool(fresh.passed.all()))):
+                    continue  # the usual case in a drain: the node that got a pod still judged the same
+                if (fresh.messages and old.messages and (fresh.messages != old.messages or fresh.code != old.code)) or (
+                    fresh.unresolvable is not None or old.unresolvable is not None
+                ):
+                    del self.entries[key]  # reasons numbered differently, or per-row codes: start over
+                    return None, None
+                new_passed = np.array(old.passed, np.bool_)
+                new_reasons = np.array(old.reasons, np.int64)
+                new_passed[dirty] = fresh.passed
+                new_reasons[dirty] = fresh.reasons
+                code = old.code if old.messages else fresh.code
+                results[k] = FilterResult(new_passed, new_reasons, old.messages or fresh.messages, code)
+                rejudged = True
+            if rejudged:
+                passed = passed.copy()
+                first_fail = first_fail.copy()
+                passed[dirty] = True
+                first_fail[dirty] = -1
+                for k, r in enumerate(results):
+                    bad = dirty[~r.passed[dirty] & passed[dirty]]
+                    first_fail[bad] = k
+                    passed[bad] = False
+        self.hits += 1
+        self.entries.move_to_end(key)
+        updated = ReuseEntry(nodes.node_version, nodes.pod_version, active, results, passed, first_fail, dict(entry.raw),
+                            dict(entry.scored), entry.feasible, entry.total)
+        self.entries[key] = updated
+        return updated, dirty
+
+    def remember(
+        self, pod: PodInfo, nodes: NodeTable, filter_names: tuple[str, ...], results: list[FilterResult],
+        passed: npt.NDArray[np.bool_], first_fail: npt.NDArray[np.int64],
+    ) -> ReuseEntry:
+        """Keep this cycle's verdicts for `pod`'s shape."""
+        entry = ReuseEntry(nodes.node_version, nodes.pod_version, filter_names, results, passed, first_fail, {})
+        self.entries[pod_shape(pod)] = entry
+        while len(self.entries) > REUSE_ENTRIES:
+            self.entries.popitem(last=False)
+        return entry
+
+
+__all__ = ["REUSE_ENTRIES", "REUSE_MIN_NODES", "ReuseCache", "ReuseEntry", "best_of", "pod_shape", "same", "summed"]
