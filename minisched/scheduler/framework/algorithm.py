@@ -77,6 +77,7 @@ class PluginRunner(Protocol):
     def profile_name(self) -> str: ...
 
     batch: OpportunisticBatch | None
+    percentage_of_nodes_to_score: int  # the profile's, or the configuration's (0: adaptive)
     reads_pods: Mapping[str, bool]  # plugin -> do its verdicts depend on the pods on a node
 
     def observe(self, point: str, status: Status, started: float) -> None: ...
@@ -113,10 +114,8 @@ class ScheduleAlgorithm:
     kube keeps nextStartNodeIndex on its Scheduler, shared by the profiles; here each framework
     (profile) has its own."""
 
-    def __init__(self, framework: PluginRunner, *, percentage_of_nodes_to_score: int = 0, seed: int | None = None,
-                 reuse: ReuseCache | None = None) -> None:
+    def __init__(self, framework: PluginRunner, *, seed: int | None = None, reuse: ReuseCache | None = None) -> None:
         self.framework = framework
-        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.next_start_node_index = 0
         self.reuse = reuse
         self._rng = random.Random(seed)
@@ -229,8 +228,8 @@ class ScheduleAlgorithm:
         fwk.observe("Filter", Status.success(), t0)
 
         # percentageOfNodesToScore: stop once enough feasible nodes are found, starting where the
-        # last cycle stopped, so every node gets its turn
-        to_find = num_feasible_nodes_to_find(self.percentage_of_nodes_to_score, n)
+        # last cycle stopped, so every node gets its turn (kube asks the framework for the percentage too)
+        to_find = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score, n)
         start = self.next_start_node_index % n
         processed = n
         if to_find < n:

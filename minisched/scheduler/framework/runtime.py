@@ -222,9 +222,7 @@ class Framework:
             (self.points.pre_filter, self.points.filter, self.points.pre_score, self.points.score))
         self.batch: OpportunisticBatch | None = (
             OpportunisticBatch(self.sign_pod, clock=clock or time.monotonic) if batching else None)
-        self.algorithm = ScheduleAlgorithm(
-            self, percentage_of_nodes_to_score=self.percentage_of_nodes_to_score, seed=seed,
-            reuse=ReuseCache(reuse_min_nodes) if self.reuse else None)
+        self.algorithm = ScheduleAlgorithm(self, seed=seed, reuse=ReuseCache(reuse_min_nodes) if self.reuse else None)
 
     def sign_pod(self, pod: PodInfo) -> Signature | None:
         """kube's SignPod: None when a plugin of the profile cannot sign `pod` (or has no sign_pod)."""
