@@ -40,7 +40,7 @@ def perf_scheduler_config(scheduler_name: str = SCHEDULER_NAME,
 
     percentage_of_nodes_to_score None leaves the field out: each scheduler's default, kube's
     adaptive rule (50% less 1% per 125 nodes, at least 5%, at least 100 nodes), which minisched
-    implements the same way (framework.runtime.num_feasible_nodes_to_find)."""
+    implements the same way (framework.algorithm.num_feasible_nodes_to_find)."""
     from minisched.scheduler.plugins import in_tree_registry
 
     config = matched_scheduler_config(scheduler_name, percentage_of_nodes_to_score=percentage_of_nodes_to_score or 0)

@@ -16,8 +16,8 @@ from minisched.perf import TestCase, WorkloadFilesNotFound, load_test_cases
 from minisched.perf.backends import EmbeddedMinisched, perf_scheduler_config
 from minisched.perf.driver import Executor, run_workload
 from minisched.perf.measure import CpuSampler, DrainCpu, drain_limit, kept_pace
+from minisched.scheduler.framework.algorithm import num_feasible_nodes_to_find
 from minisched.scheduler.framework.profile import profiles_from_config
-from minisched.scheduler.framework.runtime import num_feasible_nodes_to_find
 from tests.plugins.controlplane import skip_unless_ci
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "scheduler_perf_bench.py"

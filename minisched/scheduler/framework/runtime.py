@@ -1,23 +1,20 @@
-"""Framework: a profile's plugins, instantiated and run extension point by extension point.
+"""The plugin runtime: a profile's plugins, instantiated and run extension point by extension point
+(kube's framework/runtime/framework.go, frameworkImpl).
 
-`schedule(pod, snapshot)` is kube-scheduler's SchedulePod: PreFilter, the pod's nominated node
-first, Filter, the percentageOfNodesToScore cut with its rotating start, PreScore, Score,
-NormalizeScore, weights, and the pick (ties broken at random, as kube's selectHost did up to 1.34;
-1.35 leaves equal totals in its heap's order unless an extender scores). Filter and
-Score run once per plugin over all nodes as numpy operations. Reserve, Permit and the binding
-points are run by the scheduler loop through the run_* methods.
-
-With `reuse` (the default), a pod shaped like one scheduled before (same requests, tolerations,
-affinity, ports, images) starts from that cycle's verdicts and only the nodes whose pods changed
-since are judged again; tests check that the decisions are identical to judging afresh.
+`Framework` builds the per-point plugin lists from the extension point table, the per-profile
+queueing-hint map and the batching signers, and runs each point's plugins as kube's Run*Plugins
+do: in profile order, each plugin's error wrapped as kube wraps it (`running Reserve plugin "Foo":
+...`), naming the plugin. Filter and Score run once per plugin over all nodes as numpy operations.
+`schedule(pod, snapshot)` hands the cycle to the algorithm (algorithm.py, kube's schedule_one.go:
+find the nodes that fit, prioritize, select the host), which calls back into the Run* methods here
+and keeps the cross-cycle reuse cache (reuse.py). Reserve, Permit and the binding points are run
+by the scheduler loop through the run_* methods.
 """
 
 from __future__ import annotations
 
-import collections
 import functools
 import logging
-import random
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -31,10 +28,18 @@ from minisched.cluster.base import Cluster
 from minisched.errors import NotFound
 from minisched.meta import key_of
 from minisched.resources import POD_DISRUPTION_BUDGETS, PODS
+from minisched.scheduler.framework.algorithm import (
+    MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND,
+    MIN_FEASIBLE_NODES_TO_FIND,
+    NO_NODES_AVAILABLE,
+    PARTITION,
+    ScheduleAlgorithm,
+    ScheduleResult,
+    num_feasible_nodes_to_find,
+)
 from minisched.scheduler.framework.batch import (
     OpportunisticBatch,
     Signature,
-    SortedScoredNodes,
     batchable_plugins,
 )
 from minisched.scheduler.framework.batch import sign_pod as sign_with
@@ -77,7 +82,8 @@ from minisched.scheduler.framework.interface import (
 )
 from minisched.scheduler.framework.profile import PluginSet, Profile, default_profile
 from minisched.scheduler.framework.registry import PluginFactory, Registry
-from minisched.scheduler.framework.status import Code, Status
+from minisched.scheduler.framework.reuse import REUSE_MIN_NODES, ReuseCache, ReuseEntry, same, summed
+from minisched.scheduler.framework.status import Code, PluginError, Status, plugin_error_message
 from minisched.scheduler.framework.types import PodInfo, PodSpecError
 from minisched.scheduler.snapshot import NodeTable
 
@@ -90,50 +96,7 @@ Observer = Callable[[str, str, float], None]  # (extension point, status label, 
 
 log = logging.getLogger(__name__)
 
-MIN_FEASIBLE_NODES_TO_FIND = 100
-# Below this many nodes, judging every node afresh is cheaper than the bookkeeping of reuse
-# (measured with bench/algorithm_bench.py: at 100 nodes reuse cost ~35 µs more per pod, at 1,000
-# it saved ~35 µs, at 5,000 ~370 µs).
-REUSE_MIN_NODES = 400
-MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 MAX_PERMIT_TIMEOUT = 15 * 60.0
-NO_NODES_AVAILABLE = "no nodes available to schedule pods"
-# Named as the rejector of a pod that found no room among the nodes `schedule(only=...)` allowed (a
-# shard's partition): no plugin registered events for it, so any event may help it.
-PARTITION = "NodePartition"
-
-
-def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
-    """kube's numFeasibleNodesToFind: how many feasible nodes are enough to stop filtering.
-
-    Under 100 nodes, all. percentage 0 means adaptive: 50% minus 1% per 125 nodes, at least 5%.
-    Never fewer than 100."""
-    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND or percentage >= 100:
-        return num_all_nodes
-    if percentage == 0:
-        percentage = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
-    return max(num_all_nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
-
-
-class PluginError(RuntimeError):
-    """A plugin raised: carries which one, so the error status can name it (kube's
-    `running <Point> plugin "<name>": <error>`)."""
-
-    def __init__(self, plugin: str, error: BaseException, point: str = "") -> None:
-        super().__init__(plugin_error_message(point, plugin, error))
-        self.plugin = plugin
-        self.error = error
-        self.point = point
-
-    def status(self) -> Status:
-        return Status(Code.ERROR, (str(self),), self.plugin, self.error)
-
-
-def plugin_error_message(point: str, plugin: str, error: object) -> str:
-    """kube's wrapping of a plugin's error at every extension point: `running Reserve plugin
-    "Foo": <error>` (the point named when known)."""
-    where = f"{point} plugin" if point else "plugin"
-    return f'running {where} "{plugin}": {error}'
 
 
 def plugin_error(point: str, plugin: str, error: BaseException) -> Status:
@@ -281,22 +244,6 @@ _HANDLE_CONTRACT: type[Handle] = SimpleHandle
 
 
 @dataclass
-class ScheduleResult:
-    node: str | None
-    status: Status
-    decision: Decision
-    diagnosis: Diagnosis | None = None
-
-    @property
-    def evaluated(self) -> int:
-        return self.decision.evaluated
-
-    @property
-    def feasible(self) -> int:
-        return self.decision.feasible
-
-
-@dataclass
 class _Points:
     """The profile's plugins per extension point, in profile order (built from EXTENSION_POINT_TABLE;
     one field per row of it, named by its `attr`)."""
@@ -358,8 +305,6 @@ class Framework:
             if self.profile.percentage_of_nodes_to_score is not None
             else percentage_of_nodes_to_score
         )
-        self.next_start_node_index = 0
-        self._rng = random.Random(seed)
         self.plugins: dict[str, Plugin] = {
             name: reg.create(name, self.profile.args_for(name), self.handle) for name in self.profile.plugin_names()
         }
@@ -390,21 +335,17 @@ class Framework:
             for p in (*self.points.filter, *self.points.score)
         )
         # decided once per plugin: no attribute looked up per cycle
-        self._reads_pods = {name: not isinstance(p, DeclaresPodReads) or bool(p.reads_pods)
-                            for name, p in self.plugins.items()}
+        self.reads_pods: Mapping[str, bool] = {name: not isinstance(p, DeclaresPodReads) or bool(p.reads_pods)
+                                               for name, p in self.plugins.items()}
         self._reads_other_nodes = {
             name: isinstance(p, ReadsOtherNodes) and bool(p.reads_other_nodes) for name, p in self.plugins.items()}
-        self.reuse_min_nodes = reuse_min_nodes
-        self._reusable: collections.OrderedDict[tuple[Any, ...], _Reusable] = collections.OrderedDict()
-        self.reuse_hits = 0
         # kube 1.35's OpportunisticBatching (batch.py): on unless turned off, as its feature gate.
         # `clock` (monotonic seconds) ages the kept scores; the scheduler passes its own.
         self.signers, self.unsignable_plugins = batchable_plugins(
             (self.points.pre_filter, self.points.filter, self.points.pre_score, self.points.score))
         self.batch: OpportunisticBatch | None = (
             OpportunisticBatch(self.sign_pod, clock=clock or time.monotonic) if batching else None)
-        self._tiebreak = np.random.default_rng(seed)  # the order of equal totals in the kept list
-        self._cycles = 0  # scheduling cycles counted here when the caller gives none
+        self.algorithm = ScheduleAlgorithm(self, seed=seed, reuse=ReuseCache(reuse_min_nodes) if self.reuse else None)
 
     def sign_pod(self, pod: PodInfo) -> Signature | None:
         """kube's SignPod: None when a plugin of the profile cannot sign `pod` (or has no sign_pod)."""
@@ -440,7 +381,8 @@ class Framework:
                 registrations.append((name, [ClusterEventWithHint(WILDCARD_EVENT)]))
         return hint_map(registrations)
 
-    def _observe(self, point: str, status: Status, started: float) -> None:
+    def observe(self, point: str, status: Status, started: float) -> None:
+        """Report how long `point` took since `started` to the observer (the scheduler's metrics)."""
         if self.observer is not None:
             self.observer(point, status.code.label, time.perf_counter() - started)
 
@@ -479,7 +421,8 @@ class Framework:
         only: Collection[str] | None = None,
         cycle: int | None = None,
     ) -> ScheduleResult:
-        """Choose a node for `pod` in snapshot `nodes` (kube's SchedulePod).
+        """Choose a node for `pod` in snapshot `nodes`: kube's SchedulePod, run by `self.algorithm`
+        (algorithm.py) with the pods nominated elsewhere set in the cycle state here.
 
         `nominated`: (node, pod) of pods nominated by earlier preemptions. As kube's
         RunFilterPluginsWithNominatedPods, a node with nominated pods of at least this pod's priority
@@ -490,42 +433,21 @@ class Framework:
         every node (spreading and affinity count the whole cluster), as with a PreFilter result.
         `cycle`: the scheduling queue's cycle count (kube's CurrentCycle), which batching compares
         with the last one; without it, this call is the one after the last."""
-        started = time.perf_counter()
         state = state if state is not None else CycleState()
         state.nominated = nominated_by_node(pod, nominated)
         state.snapshot = nodes
-        n = len(nodes)
-        decision = Decision(pod.key, self.profile_name, nodes.names)
-        if n == 0:
-            status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (NO_NODES_AVAILABLE,))
-            decision.message = NO_NODES_AVAILABLE
-            return ScheduleResult(None, status, decision, Diagnosis(0))
-        if cycle is None:
-            cycle = self._cycles + 1
-        self._cycles = cycle
-        try:
-            result = self._schedule(state, pod, nodes, decision, only, cycle)
-        except PluginError as e:  # a plugin bug must not kill the loop: the pod backs off and retries
-            result = ScheduleResult(None, e.status(), decision)
-        except Exception as e:
-            result = ScheduleResult(None, Status.from_error(e), decision)
-        self._observe("SchedulePod", result.status, started)
-        return result
+        return self.algorithm.schedule_pod(state, pod, nodes, only=only, cycle=cycle)
 
-    def _schedule(self, state: CycleState, pod: PodInfo, nodes: NodeTable, decision: Decision,
-                  only: Collection[str] | None = None, cycle: int = 0) -> ScheduleResult:
+    def run_pre_filter_plugins(
+        self, state: CycleState, pod: PodInfo, nodes: NodeTable
+    ) -> tuple[npt.NDArray[np.bool_] | None, list[str], Status]:
+        """kube's RunPreFilterPlugins: each PreFilter plugin in order until one does not succeed
+        (its status, naming it, is the verdict; a Skip leaves the plugin's Filter out of this
+        cycle). Returns the rows the plugins' results allow (None: no plugin narrowed them), the
+        plugins that narrowed them, and the status."""
         n = len(nodes)
-        names = nodes.names
         allowed: npt.NDArray[np.bool_] | None = None
-        # kube's pluginsWithNodes: the PreFilter plugins that narrowed the nodes are rejectors of a
-        # pod that fits none of the rest (a cluster event may widen what they allow)
-        narrowed_by: list[str] = [PARTITION] if only is not None else []
-        if only is not None:
-            allowed = np.zeros(n, np.bool_)
-            for name in only:
-                row = nodes.row(name)
-                if row is not None:
-                    allowed[row] = True
+        narrowed_by: list[str] = []
         t0 = time.perf_counter()
         for p in self.points.pre_filter:
             try:
@@ -536,12 +458,7 @@ class Framework:
                 state.skip_filter.add(p.name)
                 continue
             if not status.is_success:
-                status = _named("PreFilter", p.name, status)
-                if status.is_rejected:
-                    diagnosis = Diagnosis.from_pre_filter(n, list(names), status)
-                    decision.message = diagnosis.message()
-                    return ScheduleResult(None, Status(status.code, (decision.message,), p.name), decision, diagnosis)
-                return ScheduleResult(None, status, decision)
+                return allowed, narrowed_by, _named("PreFilter", p.name, status)
             if result is not None and result.node_names is not None:
                 narrowed_by.append(p.name)
                 mask = np.zeros(n, np.bool_)
@@ -550,169 +467,16 @@ class Framework:
                     if row is not None:
                         mask[row] = True
                 allowed = mask if allowed is None else allowed & mask
-        self._observe("PreFilter", Status.success(), t0)
+        self.observe("PreFilter", Status.success(), t0)
+        return allowed, narrowed_by, Status.success()
 
-        # batching: the next node of the last cycle's sorted scores, if that cycle is reusable
-        batch = self.batch
-        hint, signature = "", None
-        if batch is not None:
-            hint, signature = batch.get_node_hint(pod, cycle, functools.partial(self._rejects, state, pod, nodes))
-
-        # the nominated node first: if the pod still fits there, it goes there without scoring;
-        # with none, the hint is tried the same way (kube's evaluateNominatedNode)
-        first = pod.nominated_node_name or hint
-        if first and self._fits_alone(state, pod, nodes, first, allowed, decision,
-                                         narrow=not pod.nominated_node_name):
-            decision.chosen = first
-            if pod.nominated_node_name:
-                decision.nominated = True
-            else:
-                decision.hinted = True
-            if batch is not None:
-                batch.store_schedule_results(signature, hint, first, None, cycle)
-            return ScheduleResult(first, Status.success(), decision)
-
-        t0 = time.perf_counter()
-        reusable = (self.reuse and n >= self.reuse_min_nodes and allowed is None
-                    and not self._cross_node_filters(state))
-        entry, dirty = self._reuse_filters(state, pod, nodes) if reusable else (None, None)
-        if entry is not None:
-            results, passed, first_fail = entry.results, entry.passed, entry.first_fail
-        else:
-            results, passed, first_fail = self._run_filters(state, pod, nodes)
-            if reusable and nodes.frozen:
-                entry = self._remember(pod, nodes, state, results, passed, first_fail)
-        if allowed is not None:
-            # kube does not filter nodes outside a PreFilter result: they fail for that reason alone
-            passed = passed & allowed
-            first_fail = np.where(allowed, first_fail, -1)
-        # nodes where nominated pods wait: judged again with them added; a rejection there is the
-        # node's verdict (kube's first pass is the one with the nominated pods)
-        with_nominated: dict[str, Status] = {}
-        if state.nominated:
-            passed, first_fail = passed.copy(), first_fail.copy()
-            for name, status in self._verdicts_with_nominated(state, pod, nodes).items():
-                row = nodes.row(name)
-                if row is None or (allowed is not None and not allowed[row]):
-                    continue
-                if status.is_error:
-                    return ScheduleResult(None, status, decision)
-                if not status.is_success:
-                    passed[row] = False
-                    first_fail[row] = -1
-                    with_nominated[name] = status
-        self._observe("Filter", Status.success(), t0)
-
-        # percentageOfNodesToScore: stop once enough feasible nodes are found, starting where the
-        # last cycle stopped, so every node gets its turn
-        to_find = num_feasible_nodes_to_find(self.percentage_of_nodes_to_score, n)
-        start = self.next_start_node_index % n
-        processed = n
-        if to_find < n:
-            order = np.roll(np.arange(n, dtype=np.intp), -start) if start else np.arange(n, dtype=np.intp)
-            cum = np.cumsum(passed[order])
-            if cum[-1] >= to_find:
-                processed = int(np.searchsorted(cum, to_find)) + 1
-        self.next_start_node_index = (start + processed) % n
-        if processed < n:
-            evaluated = order[:processed]
-            feasible = evaluated[passed[evaluated]]
-            decision.first_fail = first_fail[evaluated]
-        else:  # all examined: plain row order, so plugins see "every row" and skip fancy indexing
-            evaluated = np.arange(n, dtype=np.intp)
-            feasible = entry.feasible_rows(passed) if entry is not None else np.flatnonzero(passed)
-            decision.first_fail = first_fail
-        decision.evaluated_rows = evaluated
-        decision.filter_plugins = [p.name for p in self._active_filters(state)]
-        decision.filter_results = results
-        decision.feasible_rows = feasible
-
-        if feasible.size == 0:
-            extra = dict(with_nominated)  # nothing fit, so every node was evaluated
-            if allowed is not None:
-                # kube 1.35's absent-nodes status (schedule_one.go findNodesThatFitPod): the
-                # narrowing plugins, sorted, as Go prints a []string
-                outside = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                                 (f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(set(narrowed_by)))}]",))
-                extra |= {names[int(r)]: outside for r in evaluated if not allowed[r]}
-            diagnosis = Diagnosis.from_filters(
-                n, list(names), evaluated, decision.filter_plugins, results, decision.first_fail, extra
-            )
-            diagnosis.unschedulable_plugins.update(narrowed_by)
-            decision.message = diagnosis.message()
-            return ScheduleResult(None, Status(Code.UNSCHEDULABLE, (decision.message,)), decision, diagnosis)
-
-        if feasible.size == 1:  # kube skips scoring when there is nothing to choose between
-            decision.total = np.zeros(1, np.int64)
-            decision.chosen = names[int(feasible[0])]
-            if batch is not None:
-                batch.store_schedule_results(signature, hint, decision.chosen, None, cycle)
-            return ScheduleResult(decision.chosen, Status.success(), decision)
-
-        t0 = time.perf_counter()
-        status = self._run_scores(state, pod, nodes, feasible, decision, entry, dirty)
-        self._observe("Score", status, t0)
-        if not status.is_success:
-            return ScheduleResult(None, status, decision)
-        best, ties = _best(decision.total, entry)
-        pick = int(ties[0]) if ties.size == 1 else int(ties[self._rng.randrange(ties.size)])
-        decision.chosen = names[int(feasible[pick])]
-        if batch is not None:
-            batch.store_schedule_results(signature, hint, decision.chosen, self._others(names, feasible, pick, decision),
-                                         cycle)
-        return ScheduleResult(decision.chosen, Status.success(), decision)
-
-    def _fits_alone(self, state: CycleState, pod: PodInfo, nodes: NodeTable, name: str,
-                    allowed: npt.NDArray[np.bool_] | None, decision: Decision, narrow: bool = False) -> bool:
-        """Does `pod` pass the filters on node `name` alone (with the pods nominated there, as
-        kube's findNodesThatPassFilters on one node)? If so, the decision records that node: in
-        rows of the whole snapshot, or with `narrow` (a hint, where every microsecond counts) as a
-        record of that one node, the only one evaluated."""
-        row = nodes.row(name)
-        if row is None or (allowed is not None and not allowed[row]):
-            return False
-        view = nodes.for_node(name)
-        results, passed, _ = self._run_filters(state, pod, view)
-        if passed[0] and name in state.nominated:
-            with_them = self.run_filters_with_nominated_pods(state, pod, nodes, name)
-            passed[0] = with_them.is_success
-        if not passed[0]:
-            return False
-        decision.filter_plugins = [p.name for p in self._active_filters(state)]
-        decision.first_fail = np.array([-1], np.int64)
-        if narrow:
-            decision.node_names = view.names
-            decision.evaluated_rows = decision.feasible_rows = np.zeros(1, np.intp)
-            decision.filter_results = results
-            return True
-        n = len(nodes)
-        decision.evaluated_rows = np.array([row], np.intp)
-        decision.filter_results = [_widen(r, n, row) for r in results]
-        decision.feasible_rows = np.array([row], np.intp)
-        return True
-
-    def _rejects(self, state: CycleState, pod: PodInfo, nodes: NodeTable, name: str) -> bool | None:
-        """Batching's check on the node chosen last: None if it is gone, else whether the filters
-        reject `pod` there now (kube's RunFilterPlugins: an error is no rejection)."""
-        if nodes.row(name) is None:
-            return None
-        try:
-            status = self.run_filters_on_one_node(state, pod, nodes.for_node(name))
-        except PluginError:
-            return False
-        return status.is_rejected
-
-    def _others(self, names: Sequence[str], feasible: npt.NDArray[np.intp], pick: int,
-                decision: Decision) -> SortedScoredNodes:
-        """The scored nodes but the chosen one, for batching (sorted when first asked)."""
-        return SortedScoredNodes(names, feasible, decision.total, self._tiebreak, chosen=pick)
-
-    def _active_filters(self, state: CycleState) -> list[Any]:
+    def active_filters(self, state: CycleState) -> list[Any]:
+        """The Filter plugins of this cycle, in profile order: those whose PreFilter said Skip left out."""
         if not state.skip_filter:
             return self.points.filter
         return [p for p in self.points.filter if p.name not in state.skip_filter]
 
-    def _run_filters(
+    def run_filter_plugins(
         self, state: CycleState, pod: PodInfo, nodes: NodeTable
     ) -> tuple[list[FilterResult], npt.NDArray[np.bool_], npt.NDArray[np.int64]]:
         """Every active filter over every row; `first_fail[row]` is the index of the first filter
@@ -721,7 +485,7 @@ class Framework:
         passed = np.ones(n, np.bool_)
         first_fail = np.full(n, -1, np.int64)
         results = []
-        for k, p in enumerate(self._active_filters(state)):
+        for k, p in enumerate(self.active_filters(state)):
             try:
                 r = p.filter(state, pod, nodes)
             except Exception as e:
@@ -739,7 +503,7 @@ class Framework:
     def run_filters_on_one_node(self, state: CycleState, pod: PodInfo, node: NodeTable) -> Status:
         """kube's RunFilterPlugins on a one-row table (preemption's what-if node): the active
         filters in profile order, stopping at the first that rejects; its Status is the verdict."""
-        for p in self._active_filters(state):
+        for p in self.active_filters(state):
             try:
                 r = p.filter(state, pod, node)
             except Exception as e:
@@ -783,16 +547,16 @@ class Framework:
         view = nodes.for_node(node_name, removed=removed)
         return next(iter(self.run_filters(state, pod, view).values()), Status.success())
 
-    def _verdicts_with_nominated(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> dict[str, Status]:
+    def verdicts_with_nominated(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> dict[str, Status]:
         """Each node with nominated pods -> the filters' verdict with those pods added. When every
         active filter judges a node by its own pods alone, one vectorised pass over a copy with all
         nominated pods placed gives each node exactly its own verdict (and thousands of nominations,
         as after a wave of preemptions, cost one pass, not one per node); otherwise node by node."""
-        if self._cross_node_filters(state):
+        if self.cross_node_filters(state):
             return {name: self._filter_with_added(state, pod, nodes, name) for name in state.nominated}
         placed = [(name, p) for name, pods in state.nominated.items() if nodes.row(name) is not None for p in pods]
-        results, passed, first_fail = self._run_filters(state, pod, nodes.with_pods(placed))
-        active = self._active_filters(state)
+        results, passed, first_fail = self.run_filter_plugins(state, pod, nodes.with_pods(placed))
+        active = self.active_filters(state)
         out = {}
         for name in state.nominated:
             row = nodes.row(name)
@@ -816,24 +580,27 @@ class Framework:
     def run_filters(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> dict[str, Status]:
         """Filter verdicts per node (node -> Status of its first failing filter, Success if none):
         what preemption uses on `snapshot.for_node(name, removed=victims)` views."""
-        results, passed, first_fail = self._run_filters(state, pod, nodes)
-        active = self._active_filters(state)
+        results, passed, first_fail = self.run_filter_plugins(state, pod, nodes)
+        active = self.active_filters(state)
         out = {}
         for row, name in enumerate(nodes.names):
             k = int(first_fail[row])
             out[name] = Status.success() if k < 0 else results[k].status_at(row, active[k].name)
         return out
 
-    def _run_scores(
+    def run_score_plugins(
         self,
         state: CycleState,
         pod: PodInfo,
         nodes: NodeTable,
         rows: npt.NDArray[np.intp],
         decision: Decision,
-        entry: _Reusable | None = None,
+        entry: ReuseEntry | None = None,
         dirty: npt.NDArray[np.intp] | None = None,
     ) -> Status:
+        """kube's RunPreScorePlugins, then RunScorePlugins over `rows` (the feasible nodes): each
+        plugin's scores normalised, checked and weighted into `decision`, and their total. With a
+        reuse `entry`, a plugin's scores come from it where nothing they depend on changed."""
         for pre in self.points.pre_score:
             status = _call("PreScore", pre.name, pre.pre_score, state, pod, nodes, rows)
             if status.is_skip:
@@ -850,13 +617,13 @@ class Framework:
                 continue
             # with a reuse entry, a plugin's scores are those of the last cycle when its raw scores of
             # every node are the same array (no changed node, or none whose score moved: see
-            # _reused_scores) and the feasible rows are the same: no normalising, checking, weighing
+            # ReuseEntry.raw_scores) and the feasible rows are the same: no normalising, checking, weighing
             reusing = entry is not None and not self._reads_other_nodes[p.name]
             kept = entry.scored.get(p.name) if reusing and entry is not None else None
             try:
                 if reusing and entry is not None:
-                    full = self._reused_scores(state, pod, nodes, entry, dirty, p)
-                    if kept is not None and kept[1] is full and (kept[0] is rows or _same(kept[0], rows)):
+                    full = entry.raw_scores(state, pod, nodes, dirty, p, self.reads_pods[p.name])
+                    if kept is not None and kept[1] is full and (kept[0] is rows or same(kept[0], rows)):
                         added.append(kept[3])
                         decision.score_plugins[p.name] = kept[2]
                         continue
@@ -880,112 +647,13 @@ class Framework:
             decision.score_plugins[p.name] = scores
             if reusing and entry is not None:
                 entry.scored[p.name] = (rows, entry.raw[p.name], scores, weighted)
-        decision.total = entry.same_total(rows, added) if entry is not None else _summed(len(rows), added)
+        decision.total = entry.same_total(rows, added) if entry is not None else summed(len(rows), added)
         return Status.success()
 
-    # ------------------------------------------------------------ reuse across cycles
-    # A stream of pods of one shape (a Deployment scaling up) asks the same questions cycle after
-    # cycle, and between two cycles only the nodes that got or lost a pod have changed. So the
-    # verdicts of the last cycle for that shape are kept, and only those nodes are judged again
-    # by the plugins that read pods (kube-scheduler 1.34's pod "signatures" serve the same idea).
-    # Any node change (added, removed, relabelled, retainted) discards everything.
-
-    def _cross_node_filters(self, state: CycleState) -> bool:
+    def cross_node_filters(self, state: CycleState) -> bool:
         """Is an active filter's verdict on one node moved by pods on other nodes (topology
         spreading)? Then re-judging only the changed nodes would be wrong: no reuse this cycle."""
-        return any(self._reads_other_nodes[p.name] for p in self._active_filters(state))
-
-    def _reuse_filters(
-        self, state: CycleState, pod: PodInfo, nodes: NodeTable
-    ) -> tuple[_Reusable | None, npt.NDArray[np.intp] | None]:
-        if not nodes.frozen:
-            return None, None
-        key = _signature(pod)
-        entry = self._reusable.get(key)
-        if entry is None:
-            return None, None
-        active = tuple(p.name for p in self._active_filters(state))
-        changed = nodes.nodes_changed_since(entry.node_version, entry.pod_version)
-        if changed is None or active != entry.filter_names or len(nodes) != len(entry.passed):
-            del self._reusable[key]
-            return None, None
-        dirty = np.array(sorted(r for r in (nodes.row(name) for name in changed) if r is not None), np.intp)
-        results = list(entry.results)
-        passed, first_fail = entry.passed, entry.first_fail
-        rejudged = False  # did any verdict on a dirty row change? (if not, passed/first_fail stand)
-        if dirty.size:
-            # one changed node (the usual drain: the one that got the last pod) is a view of its row
-            view = nodes._row_view(int(dirty[0])) if dirty.size == 1 else nodes._subset(dirty)
-            filters = self._active_filters(state)
-            for k, p in enumerate(filters):
-                if not self._reads_pods[p.name]:
-                    continue
-                try:
-                    fresh = p.filter(state, pod, view)
-                except Exception as e:
-                    raise PluginError(p.name, e, "Filter") from e
-                old = results[k]
-                if fresh.everyone_passed and old.everyone_passed:
-                    continue
-                if (_same(fresh.passed, old.passed[dirty]) and _same(fresh.reasons, old.reasons[dirty])
-                        and fresh.unresolvable is None and old.unresolvable is None
-                        and ((fresh.messages == old.messages and fresh.code == old.code) or bool(fresh.passed.all()))):
-                    continue  # the usual case in a drain: the node that got a pod still judged the same
-                if (fresh.messages and old.messages and (fresh.messages != old.messages or fresh.code != old.code)) or (
-                    fresh.unresolvable is not None or old.unresolvable is not None
-                ):
-                    del self._reusable[key]  # reasons numbered differently, or per-row codes: start over
-                    return None, None
-                new_passed = np.array(old.passed, np.bool_)
-                new_reasons = np.array(old.reasons, np.int64)
-                new_passed[dirty] = fresh.passed
-                new_reasons[dirty] = fresh.reasons
-                code = old.code if old.messages else fresh.code
-                results[k] = FilterResult(new_passed, new_reasons, old.messages or fresh.messages, code)
-                rejudged = True
-            if rejudged:
-                passed = passed.copy()
-                first_fail = first_fail.copy()
-                passed[dirty] = True
-                first_fail[dirty] = -1
-                for k, r in enumerate(results):
-                    bad = dirty[~r.passed[dirty] & passed[dirty]]
-                    first_fail[bad] = k
-                    passed[bad] = False
-        self.reuse_hits += 1
-        self._reusable.move_to_end(key)
-        updated = _Reusable(nodes.node_version, nodes.pod_version, active, results, passed, first_fail, dict(entry.raw),
-                            dict(entry.scored), entry.feasible, entry.total)
-        self._reusable[key] = updated
-        return updated, dirty
-
-    def _remember(
-        self, pod: PodInfo, nodes: NodeTable, state: CycleState, results: list[FilterResult],
-        passed: npt.NDArray[np.bool_], first_fail: npt.NDArray[np.int64],
-    ) -> _Reusable:
-        entry = _Reusable(nodes.node_version, nodes.pod_version,
-                          tuple(p.name for p in self._active_filters(state)), results, passed, first_fail, {})
-        self._reusable[_signature(pod)] = entry
-        while len(self._reusable) > _REUSE_ENTRIES:
-            self._reusable.popitem(last=False)
-        return entry
-
-    def _reused_scores(
-        self, state: CycleState, pod: PodInfo, nodes: NodeTable, entry: _Reusable,
-        dirty: npt.NDArray[np.intp] | None, p: Any,
-    ) -> IntArray:
-        """Raw scores of every node, the entry's re-scored on the changed nodes (`dirty`) when the
-        plugin reads pods; the same array as before when none of those scores moved."""
-        full = entry.raw.get(p.name)
-        if full is None:
-            full = np.asarray(p.score(state, pod, nodes, np.arange(len(nodes), dtype=np.intp)), np.int64)
-        elif dirty is not None and dirty.size and self._reads_pods[p.name]:
-            fresh = p.score(state, pod, nodes, dirty)
-            if not _same(full[dirty], np.asarray(fresh, np.int64)):  # unchanged: the same array, kept scores hold
-                full = full.copy()
-                full[dirty] = fresh
-        entry.raw[p.name] = full
-        return full
+        return any(self._reads_other_nodes[p.name] for p in self.active_filters(state))
 
     # ------------------------------------------------------------ after a node is chosen
     def run_post_filter(
@@ -1025,7 +693,7 @@ class Framework:
 
     def _post_filter_done(self, diagnosis: Diagnosis, nominated: str | None, status: Status,
                           t0: float) -> tuple[str | None, Status]:
-        self._observe("PostFilter", status, t0)
+        self.observe("PostFilter", status, t0)
         diagnosis.post_filter_msg = status.message()
         return nominated, status
 
@@ -1038,7 +706,7 @@ class Framework:
             if not status.is_success:
                 status = _named("Reserve", p.name, status)
                 break
-        self._observe("Reserve", status, t0)
+        self.observe("Reserve", status, t0)
         return status
 
     def run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> list[Status]:
@@ -1059,7 +727,7 @@ class Framework:
         """(Success|Wait|rejection, how long to wait). Any rejection wins over Wait."""
         t0 = time.perf_counter()
         outcome = self._permit(state, pod, node_name)
-        self._observe("Permit", outcome[0], t0)
+        self.observe("Permit", outcome[0], t0)
         return outcome
 
     def _permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
@@ -1085,7 +753,7 @@ class Framework:
             if not status.is_success:
                 status = _named("PreBind", p.name, status)
                 break
-        self._observe("PreBind", status, t0)
+        self.observe("PreBind", status, t0)
         return status
 
     def run_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
@@ -1095,7 +763,7 @@ class Framework:
             status = _call("Bind", p.name, p.bind, state, pod, node_name)
             if status.is_skip:
                 continue
-            self._observe("Bind", status, t0)
+            self.observe("Bind", status, t0)
             return status if status.is_success else _named("Bind", p.name, status)
         return Status.from_error(RuntimeError("all bind plugins skipped the pod"))
 
@@ -1110,84 +778,8 @@ class Framework:
             except Exception as e:
                 errors.append(plugin_error("PostBind", p.name, e))
                 log.exception("PostBind of %s for %s raised", p.name, pod.key)
-        self._observe("PostBind", Status.success(), t0)
+        self.observe("PostBind", Status.success(), t0)
         return errors
-
-
-_REUSE_ENTRIES = 32
-
-
-@dataclass
-class _Reusable:
-    """One pod shape's verdicts over every node, as of (node_version, pod_version)."""
-
-    node_version: int
-    pod_version: int
-    filter_names: tuple[str, ...]
-    results: list[FilterResult]
-    passed: npt.NDArray[np.bool_]
-    first_fail: npt.NDArray[np.int64]
-    raw: dict[str, IntArray]  # score plugin -> raw score of every node
-    # score plugin -> (the rows it scored, `raw` of every node then, its scores, weighted): while its
-    # raw scores are that same array and the feasible rows the same, so are its scores
-    scored: dict[str, tuple[npt.NDArray[np.intp], IntArray, PluginScores, IntArray]] = field(default_factory=dict)
-    feasible: tuple[npt.NDArray[np.bool_], npt.NDArray[np.intp]] | None = None  # (passed, its true rows)
-    # the last total: (its rows, the weighted scores summed, the total, its best, the rows of the best)
-    total: tuple[npt.NDArray[np.intp], list[IntArray], IntArray, int, npt.NDArray[np.intp]] | None = None
-
-    def same_total(self, rows: npt.NDArray[np.intp], added: list[IntArray]) -> IntArray:
-        """The sum of `added`: the last cycle's total array when it summed the very same arrays over
-        the same rows (then _best reads its best and ties from here too), else summed now."""
-        last = self.total
-        if (last is not None and last[0] is rows and len(last[1]) == len(added)
-                and all(a is b for a, b in zip(last[1], added, strict=True))):
-            return last[2]
-        total = _summed(len(rows), added)
-        total.flags.writeable = False  # shared by the decisions of the cycles that reuse it
-        best = int(total.max())
-        self.total = (rows, added, total, best, np.flatnonzero(total == best))
-        return total
-
-    def feasible_rows(self, passed: npt.NDArray[np.bool_]) -> npt.NDArray[np.intp]:
-        """np.flatnonzero(passed), as the same array while `passed` is (no verdict changed): the
-        scores kept in `scored` are then reused on identity, with no comparison over every node."""
-        if self.feasible is None or self.feasible[0] is not passed:
-            rows = np.flatnonzero(passed)
-            rows.flags.writeable = False  # shared by the decisions of every cycle that reuses it
-            self.feasible = (passed, rows)
-        return self.feasible[1]
-
-
-def _summed(n: int, added: list[IntArray]) -> IntArray:
-    total = np.zeros(n, np.int64)
-    for weighted in added:
-        total += weighted
-    return total
-
-
-def _best(total: IntArray, entry: _Reusable | None) -> tuple[int, npt.NDArray[np.intp]]:
-    """The highest total and the positions that reach it."""
-    if entry is not None and entry.total is not None and entry.total[2] is total:
-        return entry.total[3], entry.total[4]
-    best = int(total.max())
-    return best, np.flatnonzero(total == best)
-
-
-def _same(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> bool:
-    """np.array_equal for two arrays of one dtype, without its conversions (a few us a call)."""
-    return a.shape == b.shape and bool((a == b).all())
-
-
-def _signature(pod: PodInfo) -> tuple[Any, ...]:
-    """What the in-tree filters and scores read from a pod: two pods with equal signatures get
-    equal verdicts on the same nodes."""
-    spreading = (pod.namespace, pod.labels, pod.spread_constraints) if pod.spread_constraints else ()
-    return (
-        tuple(sorted(pod.requests.items())), pod.nonzero_cpu, pod.nonzero_memory, pod.incoming_nonzero_cpu,
-        pod.incoming_nonzero_memory, pod.tolerations,
-        pod.node_selector, pod.required_terms, pod.preferred_terms, pod.host_ports, pod.images, pod.node_name,
-        spreading,
-    )
 
 
 def _call(point: str, plugin: str, fn: Callable[..., Status], *args: Any) -> Status:
@@ -1197,24 +789,20 @@ def _call(point: str, plugin: str, fn: Callable[..., Status], *args: Any) -> Sta
         return plugin_error(point, plugin, e)
 
 
-def _widen(result: FilterResult, n: int, row: int) -> FilterResult:
-    """A one-row filter result placed at `row` of an n-row snapshot (for the decision record)."""
-    passed = np.ones(n, np.bool_)
-    reasons = np.zeros(n, np.int64)
-    passed[row] = result.passed[0]
-    reasons[row] = result.reasons[0]
-    unresolvable = None
-    if result.unresolvable is not None:
-        unresolvable = np.zeros(n, np.bool_)
-        unresolvable[row] = result.unresolvable[0]
-    return FilterResult(passed, reasons, result.messages, result.code, unresolvable=unresolvable)
-
-
 __all__: Sequence[str] = (
     "Framework",
     "ScheduleResult",
     "SimpleHandle",
+    "PluginError",
+    "plugin_error",
+    "plugin_error_message",
+    "nominated_by_node",
     "num_feasible_nodes_to_find",
+    "MIN_FEASIBLE_NODES_TO_FIND",
+    "MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND",
+    "NO_NODES_AVAILABLE",
+    "PARTITION",
+    "REUSE_MIN_NODES",
     "FilterPlugin",
     "ScorePlugin",
     "PreFilterPlugin",

@@ -1,4 +1,5 @@
-"""What an extension point says back: a code, the reasons, and which plugin said it."""
+"""What an extension point says back: a code, the reasons, and which plugin said it; and the
+error that carries a plugin's exception up to the point that turns it into a Status."""
 
 from __future__ import annotations
 
@@ -90,3 +91,24 @@ class Status:
 
 _SUCCESS = Status()
 _SKIPS: dict[str, Status] = {}
+
+
+class PluginError(RuntimeError):
+    """A plugin raised: carries which one, so the error status can name it (kube's
+    `running <Point> plugin "<name>": <error>`)."""
+
+    def __init__(self, plugin: str, error: BaseException, point: str = "") -> None:
+        super().__init__(plugin_error_message(point, plugin, error))
+        self.plugin = plugin
+        self.error = error
+        self.point = point
+
+    def status(self) -> Status:
+        return Status(Code.ERROR, (str(self),), self.plugin, self.error)
+
+
+def plugin_error_message(point: str, plugin: str, error: object) -> str:
+    """kube's wrapping of a plugin's error at every extension point: `running Reserve plugin
+    "Foo": <error>` (the point named when known)."""
+    where = f"{point} plugin" if point else "plugin"
+    return f'running {where} "{plugin}": {error}'

@@ -102,5 +102,5 @@ def test_one_pass_and_node_by_node_agree_when_filters_read_only_their_node() -> 
     state = CycleState()  # PreFilter's state and the nominations, as the cycle left them
     fw.schedule(pod, nodes.snapshot(), state=state, nominated=nominated)
     one_by_one = {name: fw._filter_with_added(state, pod, nodes.snapshot(), name).is_success for name in state.nominated}
-    vectorised = {name: s.is_success for name, s in fw._verdicts_with_nominated(state, pod, nodes.snapshot()).items()}
+    vectorised = {name: s.is_success for name, s in fw.verdicts_with_nominated(state, pod, nodes.snapshot()).items()}
     assert one_by_one == vectorised == {f"n{i}": i <= 2 for i in range(6)}

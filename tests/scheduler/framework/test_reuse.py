@@ -56,7 +56,7 @@ def test_reuse_decides_exactly_as_a_fresh_run(seed: int, percentage: int) -> Non
             table.update_node(random_node(rng, name))
         elif roll < 0.18:
             table.add_pod(rng.choice(names), PodInfo.from_pod(make_pod(f"ext{i}", host_ports=[80])))
-    assert reusing.reuse_hits > 100
+    assert reusing.algorithm.reuse is not None and reusing.algorithm.reuse.hits > 100
 
 
 def test_plugins_that_do_not_declare_their_inputs_turn_reuse_off() -> None:

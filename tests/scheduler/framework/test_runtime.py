@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 
 from minisched.objects import make_node, make_pod, taint
+from minisched.scheduler.framework.algorithm import num_feasible_nodes_to_find
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.diagnosis import fit_error_message
 from minisched.scheduler.framework.interface import PreFilterResult
 from minisched.scheduler.framework.profile import load_profiles
-from minisched.scheduler.framework.runtime import Framework, num_feasible_nodes_to_find
+from minisched.scheduler.framework.runtime import Framework
 from minisched.scheduler.framework.status import Code, Status
 from minisched.scheduler.framework.types import PodInfo
 from minisched.scheduler.plugins import in_tree_registry
@@ -48,7 +49,7 @@ def test_adaptive_sampling_rotates_the_start() -> None:
     assert first.evaluated == 100 and first.decision.evaluated_rows.tolist() == list(range(100))
     second = fw.schedule(info("b"), t.snapshot())
     assert second.decision.evaluated_rows.tolist() == list(range(100, 200))
-    assert fw.next_start_node_index == 0
+    assert fw.algorithm.next_start_node_index == 0
     every = Framework(load_profiles({**HEADER, "percentageOfNodesToScore": 100})[0])
     assert every.schedule(info("c"), t.snapshot()).evaluated == 200
 
@@ -59,7 +60,7 @@ def test_sampling_counts_feasible_nodes_not_examined_ones() -> None:
     r = fw.schedule(info("big", cpu="4"), table(*nodes).snapshot())
     # 300 nodes -> 48% -> 144 feasible wanted; every second node fits, so 287 are examined
     assert r.feasible == 144 and r.evaluated == 287
-    assert fw.next_start_node_index == 287
+    assert fw.algorithm.next_start_node_index == 287
 
 
 def test_nominated_node_is_tried_first_and_wins_without_scoring() -> None:
