@@ -67,14 +67,23 @@ def check_life(module: Any) -> None:
     w.expect("p", "unschedulable")
     w.do("a cluster event at once", lambda: w.queue.move_all_to_active_or_backoff(WILDCARD_EVENT))
     w.expect("p", "backoff")  # its 1 s backoff has not expired
-    w.clock.advance(1.5)
-    w.do("1.5 s later, the backoff flush", w.queue.flush_backoff_completed)
-    w.expect("p", "active")
+    w.clock.advance(2.5)
+    w.do("2.5 s later, the backoff flush", w.queue.flush_backoff_completed)
+    w.expect("p", "active")  # its backoff ended in the last 1 s window, which has passed
     attempt = w.do("pop", lambda: w.queue.pop(timeout=0))
+    w.do("a cluster event during its attempt", lambda: w.queue.move_all_to_active_or_backoff(WILDCARD_EVENT))
+    w.do("reject p again", lambda: w.queue.add_unschedulable(attempt, rejected_by=["NodeAffinity"]))
+    w.expect("p", "backoff")  # the event may be what it needed
+    attempt = w.do("pop with activeQ empty (takes it from backoffQ)", lambda: w.queue.pop(timeout=0))
+    assert attempt is not None, f"after {' -> '.join(w.path)}: pop() found no pod"
+    w.expect("p", "in-flight")
     w.do("an error in its cycle", lambda: w.queue.add_unschedulable(attempt, error=True))
     w.expect("p", "backoff")
+    w.do("pop with activeQ empty", lambda: w.queue.pop(timeout=0))
+    w.expect("p", "backoff")  # a pod that failed with an error waits its backoff out
     w.clock.advance(5)
     w.do("5 s later, the backoff flush", w.queue.flush_backoff_completed)
+    w.expect("p", "active")
     attempt = w.do("pop", lambda: w.queue.pop(timeout=0))
     w.do("done (assumed on a node)", lambda: w.queue.done(attempt.key))
     w.expect("p", None)
@@ -124,7 +133,8 @@ def check_binding_failures(module: Any) -> None:
 CHECKS = [
     Check("a pod's life: active, in flight, unschedulable, backoff, done", check_life,
           "IN_FLIGHT: DONE -> ABSENT, REJECT -> UNSCHEDULABLE, RETRY -> BACKOFF; UNSCHEDULABLE: MOVE_BACKING_OFF -> "
-          "BACKOFF, MOVE_READY -> ACTIVE; BACKOFF: BACKOFF_EXPIRED -> ACTIVE.", points=2),
+          "BACKOFF, MOVE_READY -> ACTIVE; BACKOFF: BACKOFF_EXPIRED -> ACTIVE (pop() with activeQ empty takes a "
+          "rejected pod from backoffQ that way: BACKOFF_EXPIRED, then POP).", points=2),
     Check("deleted pods leave, and late news of them changes nothing", check_deleted,
           "DELETE -> ABSENT from every state a pod can be in; in ABSENT, DONE/REJECT/RETRY/DELETE are IGNORE."),
     Check("a failed binding brings the pod back", check_binding_failures,

@@ -1,6 +1,7 @@
 """A hypothesis state machine for the scheduling queue: random operations on a real
 SchedulingQueue, checked after every step against what kube's PriorityQueue promises (a plain
-reference written from the rules, not from QUEUE_TRANSITIONS).
+reference written from the rules, not from QUEUE_TRANSITIONS), with SchedulerPopFromBackoffQ on
+as in kube since 1.33: `pop()` takes a rejected pod from backoffQ when activeQ is empty.
 
 `queue_machine(transitions)` builds the machine class for a queue using the given table, so a test
 or a notebook can plant a bug in a copy of the table and watch hypothesis find and shrink it.
@@ -10,6 +11,7 @@ with the `exhibits` extra.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from minisched.exhibits import missing_extra
@@ -47,6 +49,9 @@ def queue_machine(transitions: dict[tuple[QueueState, QueueEvent], QueueState | 
             self.clock = VirtualClock()
             self.queue = SchedulingQueue(clock=self.clock, transitions=transitions, queueing_hints=_HINTS)
             self.where: dict[str, str] = {}  # the reference: pod -> where it must be
+            # the pods in backoffQ that plugins rejected (`pop()` may take them when activeQ is
+            # empty); the others in backoffQ failed with an error and wait their backoff out
+            self.rejected_backoff: set[str] = set()
             self.flying: dict[str, QueuedPodInfo] = {}
             # the events received during each running attempt: "any" (a wildcard, which interests
             # every plugin) or "taint" (which the NodeAffinity rejections here did not register)
@@ -85,18 +90,29 @@ def queue_machine(transitions: dict[tuple[QueueState, QueueEvent], QueueState | 
             self.queue.update(old, make_pod(name))
             self.where[name] = "active"
 
-        @precondition(lambda self: "active" in self.where.values())
+        def _move(self, name: str, where: str, *, rejected: bool = False) -> None:
+            self.where[name] = where
+            if where == "backoff" and rejected:
+                self.rejected_backoff.add(name)
+            else:
+                self.rejected_backoff.discard(name)
+
+        @precondition(lambda self: bool(self.where))
         @rule()
         def pop(self) -> None:
             qpi = self.queue.pop(timeout=0)
             active = [n for n, w in self.where.items() if w == "active"]
+            # activeQ first; when it is empty, the rejected pods in backoffQ (SchedulerPopFromBackoffQ)
+            poppable = active or sorted(n for n in self.rejected_backoff if self.where.get(n) == "backoff")
             self._note(f"pop -> {qpi.key.split('/')[1] if qpi else None}")
-            if not active:
-                assert qpi is None, f"popped {qpi.key if qpi else ''} with no pod active"
+            if not poppable:
+                assert qpi is None, f"popped {qpi.key if qpi else ''} with no pod active or rejected in backoffQ"
                 return
-            assert qpi is not None, f"nothing popped though {active} are active"
+            assert qpi is not None, f"nothing popped though {poppable} are {'active' if active else 'in backoffQ'}"
             name = qpi.key.split("/", 1)[1]
-            assert name in active, f"popped {name}, which should be {self.where.get(name, 'gone')}"
+            assert name in poppable, (f"popped {name}, which should be {self.where.get(name, 'gone')}, while "
+                                      f"{poppable} are {'active' if active else 'rejected in backoffQ'}")
+            self.rejected_backoff.discard(name)
             self.where[name] = "in-flight"
             self.flying[name] = qpi
             self.seen[name] = set()
@@ -137,7 +153,7 @@ def queue_machine(transitions: dict[tuple[QueueState, QueueEvent], QueueState | 
                     # NodeAffinity registered the wildcard's interest, not a taint change; an error
                     # (no rejector) always retries
                     retry = outcome == "error" or "any" in self.seen[name]
-                    self.where[name] = "backoff" if retry else "unschedulable"
+                    self._move(name, "backoff" if retry else "unschedulable", rejected=outcome == "reject")
                     self.rejector[name] = "NodeAffinity"
             self.seen.pop(name, None)
 
@@ -151,7 +167,7 @@ def queue_machine(transitions: dict[tuple[QueueState, QueueEvent], QueueState | 
             if name not in self.where:
                 # Coscheduling is not in the queue's registrations: every event interests it
                 retry = not rejected or bool(self.seen[name])
-                self.where[name] = "backoff" if retry else "unschedulable"
+                self._move(name, "backoff" if retry else "unschedulable", rejected=rejected)
                 self.rejector[name] = "Coscheduling"
                 self.failed_at[name] = self.clock.monotonic()
             self.seen.pop(name, None)
@@ -174,9 +190,11 @@ def queue_machine(transitions: dict[tuple[QueueState, QueueEvent], QueueState | 
             now = self.clock.monotonic()
             for name, w in list(self.where.items()):
                 if w == "unschedulable" and (wildcard or self.rejector[name] != "NodeAffinity"):
-                    # kube: 1 s backoff doubling per attempt, at most 10 s
+                    # kube: 1 s backoff doubling per attempt, at most 10 s; with SchedulerPopFromBackoffQ
+                    # its end is truncated to a 1 s window, and it is over once that window has passed
                     backoff = min(1.0 * 2 ** (self.attempts[name] - 1), 10.0)
-                    self.where[name] = "backoff" if now < self.failed_at[name] + backoff else "active"
+                    backing_off = math.floor(self.failed_at[name] + backoff) >= math.floor(now)
+                    self._move(name, "backoff" if backing_off else "active", rejected=True)
 
         @precondition(lambda self: bool(self.where))
         @rule()
@@ -184,9 +202,9 @@ def queue_machine(transitions: dict[tuple[QueueState, QueueEvent], QueueState | 
             self._note("11 s pass, backoffQ flushed")
             self.clock.advance(11)  # longer than the longest backoff (10 s)
             self.queue.flush_backoff_completed()
-            for name, w in self.where.items():
+            for name, w in list(self.where.items()):
                 if w == "backoff":
-                    self.where[name] = "active"
+                    self._move(name, "active")
 
         @precondition(lambda self: bool(self.where) or bool(self.assumed))
         @rule(data=st.data())
@@ -195,6 +213,7 @@ def queue_machine(transitions: dict[tuple[QueueState, QueueEvent], QueueState | 
             self._note(f"delete {name}")
             self.queue.delete(make_pod(name))
             self.where.pop(name, None)
+            self.rejected_backoff.discard(name)
             binding = self.assumed.pop(name, None)
             if binding is not None:  # gone while binding: its binding cycle ends
                 self.queue.binding_done(binding)

@@ -8,8 +8,8 @@ pending pod is in exactly one of four places:
 - backoffQ: pods that failed and wait out their backoff (1 s, doubling per failure, 10 s cap;
   counted as kube counts it: the consecutive errors if the last attempt was an error, else the
   rejections). A flusher moves the expired ones to activeQ every second. With kube's
-  SchedulerPopFromBackoffQ (on by default since 1.33; the Scheduler's feature gate, a bare queue's
-  `pop_from_backoff`), `pop()` takes the rejected pod whose backoff ends first when activeQ is
+  SchedulerPopFromBackoffQ (on by default since 1.33; the Scheduler's feature gate, a queue's
+  `pop_from_backoff`, on by default too), `pop()` takes the rejected pod whose backoff ends first when activeQ is
   empty (a scheduler with nothing else to do need not wait), and backoff ends are truncated to
   1-second windows ordered inside by QueueSort, which the flusher moves whole (KEP-5142). Pods
   that failed with an error wait their backoff out.
@@ -90,6 +90,8 @@ from minisched.scheduler.framework.cluster_event import (
 from minisched.scheduler.framework.cluster_event import (
     node_update_events as node_update_events,
 )
+from minisched.scheduler.framework.features import DEFAULTS as FEATURE_DEFAULTS
+from minisched.scheduler.framework.features import POP_FROM_BACKOFF_Q
 from minisched.scheduler.lifecycle import QUEUE_TRANSITIONS, QueueEvent, QueueState, Verdict, step
 
 Object = dict[str, Any]
@@ -316,11 +318,12 @@ class SchedulingQueue:
         profile_of: ProfileOf = scheduler_name_of,
         priority_of: PriorityOf = spec_priority,
         transitions: dict[tuple[QueueState, QueueEvent], QueueState | Verdict] | None = None,
-        pop_from_backoff: bool = False,
+        pop_from_backoff: bool = FEATURE_DEFAULTS[POP_FROM_BACKOFF_Q],
     ) -> None:
         """`queueing_hints`: profile name -> its hint map (Framework.queueing_hints); None: every
         event moves every rejected pod. `profile_of`: a pod's profile (its schedulerName).
-        `pop_from_backoff`: kube's SchedulerPopFromBackoffQ gate."""
+        `pop_from_backoff`: kube's SchedulerPopFromBackoffQ gate, on by default as kube's is (and
+        as a Scheduler's feature gates are)."""
         if initial_backoff <= 0 or max_backoff < initial_backoff:
             raise ValueError(
                 f"backoff needs 0 < initial ({initial_backoff}) <= max ({max_backoff})"
