@@ -437,6 +437,12 @@ class SchedulingQueue:
         target = step("SchedulingQueue", self._transitions, state, event, key)
         if target is state:
             return state
+        if self._asks_pre_enqueue(state, event, target):
+            qpi.gated_by = self._gate(qpi.pod)
+            if qpi.gated_by is not None:
+                target = step("SchedulingQueue", self._transitions, state, QueueEvent.GATE_CLOSED, key)
+                if target is state:
+                    return state
         if state is QueueState.IN_FLIGHT:
             self._attempts[key].in_flight = False  # its attempt goes on until it ends (see _end_attempt_record)
         elif state is QueueState.ACTIVE:
@@ -461,6 +467,16 @@ class SchedulingQueue:
         elif target is QueueState.GATED:
             self._gated[key] = qpi
         return target
+
+    def _asks_pre_enqueue(self, state: QueueState, event: QueueEvent, target: QueueState) -> bool:
+        """Does a pod moving from `state` to `target` pass PreEnqueue first? As kube: every way into
+        activeQ (moveToActiveQ) but out of backoffQ with SchedulerPopFromBackoffQ, which asked on
+        the way in (moveToBackoffQ); an arriving or ungated pod was just asked."""
+        if event in (QueueEvent.ARRIVE_READY, QueueEvent.GATE_OPENED):
+            return False
+        if target is QueueState.ACTIVE:
+            return not (state is QueueState.BACKOFF and self.pop_from_backoff)
+        return target is QueueState.BACKOFF and self.pop_from_backoff
 
     # --- pods arriving and changing ------------------------------------------------------------
 
@@ -823,18 +839,17 @@ class SchedulingQueue:
         if self.hold is not None and self.hold(qpi):
             return False
         event = QueueEvent.MOVE_BACKING_OFF if self._is_backing_off(qpi) else QueueEvent.MOVE_READY
-        self._fire(qpi, event, QueueState.UNSCHEDULABLE)
-        return True
+        # (PreEnqueue may hold it on the way: then it moved to the gated pods, not to a queue)
+        return self._fire(qpi, event, QueueState.UNSCHEDULABLE) in (QueueState.ACTIVE, QueueState.BACKOFF)
 
     def activate(self, key: str) -> bool:
         """Move an unschedulable or backing-off pod to activeQ now (kube's Activate). False when it
-        is in neither."""
+        is in neither, or PreEnqueue holds it on the way."""
         with self._lock:
             backing_off = self._backoff.get(key)
             if backing_off is not None and not self._closed:
                 # (the table's BACKOFF_EXPIRED: its backoff ends now)
-                self._fire(backing_off, QueueEvent.BACKOFF_EXPIRED, QueueState.BACKOFF)
-                return True
+                return self._fire(backing_off, QueueEvent.BACKOFF_EXPIRED, QueueState.BACKOFF) is QueueState.ACTIVE
             qpi = self._unschedulable.get(key)
             attempt = self._attempts.get(key)
             if qpi is None and attempt is not None and self._where(key) is None and not self._closed:
@@ -845,8 +860,7 @@ class SchedulingQueue:
                 return False
             if qpi is None or self._closed:
                 return False
-            self._fire(qpi, QueueEvent.MOVE_READY, QueueState.UNSCHEDULABLE)
-            return True
+            return self._fire(qpi, QueueEvent.MOVE_READY, QueueState.UNSCHEDULABLE) is QueueState.ACTIVE
 
     def flush_backoff_completed(self) -> int:
         """Move every pod whose backoff has expired to activeQ (run every second)."""
@@ -857,8 +871,9 @@ class SchedulingQueue:
                 qpi = self._backoff.peek()
                 if qpi is None or self._is_backing_off(qpi, now):
                     break
-                self._fire(qpi, QueueEvent.BACKOFF_EXPIRED, QueueState.BACKOFF)
-                moved += 1
+                # (without SchedulerPopFromBackoffQ, PreEnqueue may hold it on the way)
+                if self._fire(qpi, QueueEvent.BACKOFF_EXPIRED, QueueState.BACKOFF) is QueueState.ACTIVE:
+                    moved += 1
             if moved:
                 self._cond.notify_all()
             return moved
