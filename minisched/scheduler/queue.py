@@ -20,8 +20,12 @@ pending pod is in exactly one of four places:
   rejected the pod, and the pod moves if one of them registered the event and its hint, given
   the changed object before and after, answers QUEUE (no hint: QUEUE), as kube's
   isPodWorthRequeuing. A queue built without hint maps moves a rejected pod on every event.
-- gated: pods that a PreEnqueue check holds back (spec.schedulingGates); they enter activeQ when an
-  update removes the gates.
+- gated: pods that a PreEnqueue check holds back (spec.schedulingGates, a plugin's PreEnqueue);
+  they enter activeQ when an update, or an event their gating plugin registered, lets them through.
+  PreEnqueue is asked on arrival and, as kube's moveToActiveQ and moveToBackoffQ ask it, on every
+  move into activeQ but out of backoffQ with SchedulerPopFromBackoffQ, and with that gate on every
+  move into backoffQ (so that `pop()` never takes from backoffQ a pod PreEnqueue would hold): a pod
+  it holds on the way goes to the gated pods instead (the table's GATE_CLOSED).
 
 A pod being tried is "in flight" and in none of them. Each attempt has one record (`_Attempt`,
 kube's inFlightPods entry), from `pop()` until the attempt ends: its place in the log of the
