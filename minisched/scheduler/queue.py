@@ -441,7 +441,7 @@ class SchedulingQueue:
         target = step("SchedulingQueue", self._transitions, state, event, key)
         if target is state:
             return state
-        if self._asks_pre_enqueue(state, event, target):
+        if (target is QueueState.ACTIVE or target is QueueState.BACKOFF) and self._asks_pre_enqueue(state, event, target):
             qpi.gated_by = self._gate(qpi.pod)
             if qpi.gated_by is not None:
                 target = step("SchedulingQueue", self._transitions, state, QueueEvent.GATE_CLOSED, key)
@@ -712,7 +712,10 @@ class SchedulingQueue:
         attempt = self._attempts.get(key)
         if attempt is None or (cycle is not None and attempt.scheduling_cycle != cycle):
             return []
-        cluster = ((seq, event, old, new) for seq, event, old, new in self._event_log if seq > attempt.sequence)
+        since = attempt.sequence
+        if not attempt.own_updates:  # the common case: no merge
+            return [(event, old, new) for seq, event, old, new in self._event_log if seq > since]
+        cluster = ((seq, event, old, new) for seq, event, old, new in self._event_log if seq > since)
         own = ((seq, UNSCHEDULED_POD_UPDATE, old, new) for seq, old, new in attempt.own_updates)
         return [(event, old, new) for _, event, old, new in heapq.merge(cluster, own, key=lambda e: e[0])]
 
