@@ -302,7 +302,7 @@ class PausedRun:
     taken_over: int  # of those, bound by the others while it was paused
     stale_bound: int  # bindings the paused replica sent after resuming that succeeded
     stale_conflicts: int  # ... answered 409 (the pod was bound meanwhile)
-    stale_refused: int  # ... refused by the capacity ledger before anything was sent
+    stale_refused: int  # ... refused by the capacity ledger before any binding was sent
     held_writes: int  # writes the paused replica sent while paused (they waited)
     bound_by: dict[str, int]
     rings: dict[str, tuple[str, ...]]  # each replica's ring at the end

@@ -827,9 +827,10 @@ class Scheduler:
             self._assigned_gone(pod)
 
     def _foreign_nomination(self, pod: Object) -> None:
-        """A pending pod the pod filter leaves to another scheduler (a sharded replica): its
-        status.nominatedNodeName (written by that scheduler's preemption) still holds room on the node, and this replica's filters count
-        it as kube's do a nominated pod, so that our pods do not take the room its victims freed."""
+        """A pending pod of our profiles that the pod filter leaves to another scheduler (a sharded
+        replica): its status.nominatedNodeName (written by that scheduler's preemption) still holds
+        room on the node, and our filters count it as kube's do a nominated pod, so that our pods do
+        not take the room its victims freed."""
         node = str((pod.get("status") or {}).get("nominatedNodeName") or "")
         info = self._parsed(pod) if node else None
         self.queue.nominate(pod, node if info is not None else "", info)

@@ -13,11 +13,13 @@ pending pod mine?"), and these two plugins, enabled in every profile:
 - CapacityFence (Reserve, PreBind, Unreserve): Reserve notes what the scheduling cycle decided on
   (the node's allocatable and the pod's resourceVersion: no API call in the scheduling cycle);
   PreBind writes the pod's requests into the node's capacity ledger under a resourceVersion
-  precondition (refused, Unschedulable: another replica filled the node first, nothing is sent)
-  and hands the bind plugin that resourceVersion as the binding's precondition (a replica that
-  takes the reservation away writes to the pod first, so this binding is then a 409); Unreserve
-  gives the room back when the binding cycle fails, unless the bind's answer was lost (a Timeout:
-  it may have landed; the shard's clean-up removes the entry once the pod is elsewhere).
+  precondition and hands the bind plugin that resourceVersion as the binding's precondition (a
+  replica that takes the reservation away writes to the pod first, so this binding is then a 409).
+  A refusal (another replica filled the node first) is Unschedulable, as any PreBind rejection: no
+  binding is sent, the pod goes back to the queue with a FailedScheduling event, and any cluster
+  event, or the end of the shard's avoiding that node, moves it again. Unreserve gives the room
+  back when the binding cycle fails, unless the bind's answer was lost (a Timeout: it may have
+  landed; the shard's clean-up removes the entry once the pod is elsewhere).
 
 What the fence does not cover. The ledger sums requests (CPU, memory, pods, extended resources) and
 nothing else. Two replicas deciding at once, each before its informer shows the other's pod, can
@@ -129,7 +131,7 @@ class CapacityFence:
     def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         allocatable, version = state.read(_DECIDED)
         if not self.shard.reserve(pod, node_name, allocatable, resource_version=version):
-            # another replica filled the node first (our cache did not show it yet): nothing sent
+            # another replica filled the node first (our cache did not show it yet): no binding sent
             return Status.unschedulable("the node's capacity ledger is full", plugin=self.name)
         state.write(_RESERVED, True)
         if self.shard.fence_bindings and version:

@@ -220,7 +220,8 @@ class Shard:
         options["registry"] = registry
         options["profile_plugins"] = (*options.pop("profile_plugins", ()), *factories)
         caller_filter: Callable[[Object], bool] | None = options.pop("pod_filter", None)
-        options["pod_filter"] = self._pod_filter = self.owns if caller_filter is None else _both(caller_filter, self.owns)
+        self._pod_filter = self.owns if caller_filter is None else _both(caller_filter, self.owns)
+        options["pod_filter"] = self._pod_filter
         return options
 
     def _plugin_factories(self) -> dict[str, PluginFactory]:
