@@ -34,10 +34,11 @@ written in the same conditional update as the resources.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Protocol
 
 from minisched.errors import Timeout
+from minisched.scheduler.framework.batch import Fragment
 from minisched.scheduler.framework.cycle_state import BIND_RESOURCE_VERSION, BINDING_STATUS, CycleState
 from minisched.scheduler.framework.interface import PreFilterResult
 from minisched.scheduler.framework.status import Status
@@ -101,6 +102,12 @@ class NodePartition:
         names = widened[0] if widened is not None else self.shard.nodes_to_try(False)
         state.write(_CHOSEN, names)
         return (None if names is None else PreFilterResult(frozenset(names))), Status.success()
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[Fragment], Status]:
+        """For OpportunisticBatching: the partition is the same for every pod (no fragment), so a
+        Deployment's pods still batch. A hint outside the partition as it is now (the ring changed,
+        a node is avoided) is not taken: the framework judges a hint within the PreFilterResult."""
+        return (), Status.success()
 
     def widen(self, state: CycleState, pod: PodInfo, wider: CycleState) -> bool:
         first = state.get(_CHOSEN)

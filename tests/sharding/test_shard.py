@@ -425,6 +425,8 @@ def test_a_replica_is_an_ordinary_scheduler_given_a_pod_filter_and_two_plugins(
     (name, fwk), = sched.frameworks.items()
     assert [p.name for p in fwk.points.pre_filter][-1] == "NodePartition"
     assert all("CapacityFence" in fwk.plugin_names(point) for point in ("reserve", "preBind"))
+    # the partition signs every pod alike: a Deployment's pods still batch (OpportunisticBatching)
+    assert fwk.unsignable_plugins == []
     # a profile swapped in later (a SchedulerPluginConfig) keeps them: no configuration drops them
     swapped = sched.build_framework(Profile(name, multi_point=PluginSet(DEFAULT_MULTI_POINT)))
     assert "NodePartition" in swapped.plugin_names("preFilter") and "CapacityFence" in swapped.plugin_names("preBind")
