@@ -47,6 +47,12 @@ request cannot hold the process past the deadline (ThreadPoolExecutor's are join
 Metrics go through `observer`, any object with some of SchedulerMetrics' methods
 (observe_attempt, observe_algorithm, observe_scheduled, observe_extension_point, set_pending,
 observe_preemption); minisched.observability plugs Prometheus in there.
+
+The Scheduler is one class over files named as kube-scheduler's pkg/scheduler: this one (kube's
+scheduler.go) builds it and its frameworks and runs its lifecycle; schedule_one.py holds the
+scheduling and binding cycles, eventhandlers.py the informer handlers and which pods are ours,
+handle.py the Handle plugins get and the pods waiting at Permit, workers.py the binding and
+preemption threads, stats.py the counters and the metrics hooks.
 """
 
 from __future__ import annotations
@@ -162,6 +168,9 @@ class Scheduler(_EventHandlers, _ScheduleOne):
 
     or `sched.run(stop_event)` to block until the event is set. Tests can skip the loop thread
     and call `schedule_one()` themselves (after `start(loop=False)`).
+
+    Its methods are spread over files as kube's Scheduler's are: _ScheduleOne (schedule_one.py)
+    and _EventHandlers (eventhandlers.py) are mixins that only hold them, not objects of their own.
     """
 
     def __init__(
