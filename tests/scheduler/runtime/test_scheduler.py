@@ -323,7 +323,7 @@ def test_idle_binding_workers_keep_no_finished_binding_alive(cluster: EmbeddedCl
     scheduler's memory would hold up to bind_workers of them, and a soak reads that as growth)."""
     import gc
 
-    from minisched.scheduler.scheduler import _Assumed
+    from minisched.scheduler.schedule_one import _Assumed
 
     cluster.create(NODES, make_node("n1"))
     s = Scheduler(cluster, bind_workers=4, keep_decisions=0)
