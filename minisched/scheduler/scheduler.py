@@ -31,9 +31,10 @@ The loop is deliberately lean: a pod's JSON is never copied, its PodInfo is pars
 version when it is queued (as kube does), and the per-cycle snapshot is copy-on-write.
 
 Where minisched differs from kube-scheduler, and why: one handler serves both views of the pod
-informer (one listener thread instead of two); the queue moves unschedulable pods by a fixed
-plugin -> event table rather than QueueingHints; a pod waiting at Permit holds one binding
-worker. Nominated pods are handled as kube does: a node where some wait is filtered twice, with
+informer (one listener thread instead of two); a pod waiting at Permit holds one binding worker.
+Unschedulable pods move as kube 1.35 moves them: each plugin registers the cluster events that may
+make its rejection stale, each with an optional queueing hint (EnqueueExtensions), and the queue
+asks only the plugins that rejected the pod. Nominated pods are handled as kube does: a node where some wait is filtered twice, with
 them added (through the PreFilter extensions) and without, and scoring never counts them.
 
 Shutdown has one deadline (`shutdown_timeout`, 20 s by default; Kubernetes kills a pod 30 s after
@@ -44,7 +45,7 @@ scheduler), a bind already sent either lands or fails whole on the API server (p
 atomic), unsent events are dropped. The binding workers are daemon threads so that one hung
 request cannot hold the process past the deadline (ThreadPoolExecutor's are joined at exit).
 
-Metrics go through `observer`, any object with some of SchedulerMetrics' methods
+Metrics go through `observer`, any object with some of SchedulerObserver's methods (stats.py)
 (observe_attempt, observe_algorithm, observe_scheduled, observe_extension_point, set_pending,
 observe_preemption); minisched.observability plugs Prometheus in there.
 
