@@ -464,7 +464,9 @@ class _Assumed:
     state: CycleState
     framework: Framework
     waiting: _WaitingPod | None
-    decision: Decision
+    # only when annotating: a Decision holds node-length arrays (~0.3-0.6 MB at 5,000 nodes), and
+    # up to max_bindings_in_flight bindings wait at once
+    decision: Decision | None
     started: float  # perf_counter at the start of the scheduling cycle
     trace: AttemptTrace | None = None
     outcome: tuple[str, Status] = ("scheduled", Status.success())  # for the trace
@@ -1266,7 +1268,8 @@ class Scheduler:
         if self.tracer is not None:
             trace = getattr(self._tls, "trace", None)
             self._tls.trace = None  # handed on: the binding cycle ends the attempt
-        assumed = _Assumed(qpi, info, node, state, fwk, waiting, decision, started, trace)
+        assumed = _Assumed(qpi, info, node, state, fwk, waiting, decision if self.annotate_decisions else None,
+                           started, trace)
         if self.shard is not None:
             node_obj = self.cache.node(node)
             assumed.allocatable = node_allocatable(node_obj) if node_obj is not None else {}
@@ -1365,7 +1368,7 @@ class Scheduler:
         self._observe("observe_attempt", "scheduled", time.perf_counter() - a.started)
         pod = a.qpi.pod
         self.recorder.scheduled(pod, a.node)
-        if self.annotate_decisions:
+        if a.decision is not None:
             self.recorder.annotate_decision(pod, a.decision.to_annotation())
         if self.observer is not None and hasattr(self.observer, "observe_scheduled"):
             first = a.qpi.initial_attempt_timestamp
