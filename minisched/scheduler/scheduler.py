@@ -475,6 +475,13 @@ class _Assumed:
     resource_version: str = ""  # the pod's, as the cycle decided on it (the bind's precondition if fenced)
 
 
+def _binding_cycle_plugins(fwk: Framework) -> set[str]:
+    """The plugins that may read the cycle state after Permit (Unreserve is a Reserve plugin's)."""
+    points = fwk.points
+    return {p.name for plugins in (points.reserve, points.permit, points.pre_bind, points.bind, points.post_bind)
+            for p in plugins}
+
+
 class Scheduler:
     """A kube-scheduler-shaped scheduler over any `Cluster` (embedded or real).
 
@@ -1253,6 +1260,7 @@ class Scheduler:
                        error=status.is_error, rejected_by=[status.plugin] if status.plugin else ())
             self._observe_attempt("error" if status.is_error else "unschedulable", started)
             return
+        state.drop_scheduling_cycle_entries(_binding_cycle_plugins(fwk))
         self.queue.assumed(qpi.key)  # in flight until its binding cycle passes Permit
         if self.queue.nominated_node_of(qpi.key) is not None:
             self.queue.delete_nominated(qpi.pod)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 # The pod's resourceVersion the Bind plugin sends with the Binding as a precondition: the pod as the
@@ -9,6 +10,9 @@ from typing import Any
 # fence the binding off by writing to the pod); without it the binding carries only the pod's UID,
 # as kube-scheduler's does.
 BIND_RESOURCE_VERSION = "minisched.io/bind-resource-version"
+
+# the kube convention for the keys of entries written in PreFilter and PreScore
+_SCHEDULING_CYCLE_PREFIXES = ("PreFilter", "PreScore")
 
 
 class CycleState:
@@ -43,6 +47,18 @@ class CycleState:
 
     def delete(self, key: str) -> None:
         self._data.pop(key, None)
+
+    def drop_scheduling_cycle_entries(self, binding_cycle_plugins: Collection[str]) -> None:
+        """Forget the "PreFilter<Plugin>" and "PreScore<Plugin>" entries of every plugin not among
+        `binding_cycle_plugins` (those with Reserve, Permit, PreBind, Bind or PostBind), once the
+        scheduling cycle is over. A binding waits with its state, up to max_bindings_in_flight of
+        them at once, and PodTopologySpread's and InterPodAffinity's entries hold node-length
+        arrays (~0.5 MB per pod at 5,000 nodes); nothing after Permit reads them. kube keeps them,
+        its versions of those entries being per-domain maps a few KB in size."""
+        for key in [k for k in self._data if k.startswith(_SCHEDULING_CYCLE_PREFIXES)]:
+            plugin = key.removeprefix("PreFilter") if key.startswith("PreFilter") else key.removeprefix("PreScore")
+            if plugin not in binding_cycle_plugins:
+                del self._data[key]
 
     def clone(self) -> CycleState:
         """A copy for preemption's what-if runs; values are shared (plugins treat them as immutable)."""
