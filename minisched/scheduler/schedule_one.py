@@ -52,7 +52,9 @@ class _Assumed:
     state: CycleState
     framework: Framework
     waiting: _WaitingPod | None
-    decision: Decision
+    # only when annotating: a Decision holds node-length arrays (~0.3-0.6 MB at 5,000 nodes), and
+    # up to max_bindings_in_flight bindings wait at once
+    decision: Decision | None
     started: float  # perf_counter at the start of the scheduling cycle
     trace: AttemptTrace | None = None
     outcome: tuple[str, Status] = ("scheduled", Status.success())  # for the trace
@@ -276,6 +278,7 @@ class _ScheduleOne:
                        error=status.is_error, rejected_by=[status.plugin] if status.plugin else ())
             self._observe_attempt("error" if status.is_error else "unschedulable", started)
             return
+        state.drop_scheduling_cycle_entries(_binding_cycle_plugins(fwk))
         self.queue.assumed(qpi.key)  # in flight until its binding cycle passes Permit
         if self.queue.nominated_node_of(qpi.key) is not None:
             self.queue.delete_nominated(qpi.pod)
@@ -291,7 +294,8 @@ class _ScheduleOne:
         if self.tracer is not None:
             trace = getattr(self._tls, "trace", None)
             self._tls.trace = None  # handed on: the binding cycle ends the attempt
-        assumed = _Assumed(qpi, info, node, state, fwk, waiting, decision, started, trace)
+        assumed = _Assumed(qpi, info, node, state, fwk, waiting, decision if self.annotate_decisions else None,
+                           started, trace)
         try:
             self._pool.submit(self._binding_cycle, assumed)
         except RuntimeError:  # shut down meanwhile: nothing was sent
@@ -372,7 +376,7 @@ class _ScheduleOne:
         self._observe("observe_attempt", "scheduled", time.perf_counter() - a.started)
         pod = a.qpi.pod
         self.recorder.scheduled(pod, a.node)
-        if self.annotate_decisions:
+        if a.decision is not None:
             self.recorder.annotate_decision(pod, a.decision.to_annotation())
         if self.observer is not None and hasattr(self.observer, "observe_scheduled"):
             first = a.qpi.initial_attempt_timestamp
@@ -488,6 +492,13 @@ class _ScheduleOne:
             trace: AttemptTrace | None = getattr(self._tls, "trace", None)
             if trace is not None:
                 trace.point(point, status, seconds)
+
+
+def _binding_cycle_plugins(fwk: Framework) -> set[str]:
+    """The plugins that may read the cycle state after Permit (Unreserve is a Reserve plugin's)."""
+    points = fwk.points
+    return {p.name for plugins in (points.reserve, points.permit, points.pre_bind, points.bind, points.post_bind)
+            for p in plugins}
 
 
 def _assumed_pod(a: _Assumed) -> Object:

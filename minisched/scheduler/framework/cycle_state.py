@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -15,6 +16,9 @@ BIND_RESOURCE_VERSION = "minisched.io/bind-resource-version"
 # The Status a binding cycle failed with, written before Unreserve runs: an Unreserve plugin may need
 # to tell a refusal from a lost answer (a Timeout: the binding may have landed after all).
 BINDING_STATUS = "minisched.io/binding-status"
+
+# the kube convention for the keys of entries written in PreFilter and PreScore
+_SCHEDULING_CYCLE_PREFIXES = ("PreFilter", "PreScore")
 
 
 class CycleState:
@@ -52,6 +56,18 @@ class CycleState:
 
     def delete(self, key: str) -> None:
         self._data.pop(key, None)
+
+    def drop_scheduling_cycle_entries(self, binding_cycle_plugins: Collection[str]) -> None:
+        """Forget the "PreFilter<Plugin>" and "PreScore<Plugin>" entries of every plugin not among
+        `binding_cycle_plugins` (those with Reserve, Permit, PreBind, Bind or PostBind), once the
+        scheduling cycle is over. A binding waits with its state, up to max_bindings_in_flight of
+        them at once, and PodTopologySpread's and InterPodAffinity's entries hold node-length
+        arrays (~0.5 MB per pod at 5,000 nodes); nothing after Permit reads them. kube keeps them,
+        its versions of those entries being per-domain maps a few KB in size."""
+        for key in [k for k in self._data if k.startswith(_SCHEDULING_CYCLE_PREFIXES)]:
+            plugin = key.removeprefix("PreFilter") if key.startswith("PreFilter") else key.removeprefix("PreScore")
+            if plugin not in binding_cycle_plugins:
+                del self._data[key]
 
     def clone(self) -> CycleState:
         """A copy for preemption's what-if runs; values are shared (plugins treat them as immutable)."""

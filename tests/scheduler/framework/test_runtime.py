@@ -9,7 +9,7 @@ import pytest
 
 from minisched.objects import make_node, make_pod, taint
 from minisched.scheduler.framework.algorithm import num_feasible_nodes_to_find
-from minisched.scheduler.framework.cycle_state import CycleState
+from minisched.scheduler.framework.cycle_state import BIND_RESOURCE_VERSION, CycleState
 from minisched.scheduler.framework.diagnosis import fit_error_message
 from minisched.scheduler.framework.interface import PreFilterResult
 from minisched.scheduler.framework.profile import load_profiles
@@ -381,3 +381,13 @@ def test_post_filter_keeps_the_last_nomination_of_the_plugins_that_rejected() ->
     node, status, _ = run_post_filter(_PostFilterPlugin("A", U, node=""), _PostFilterPlugin("B", U),
                                       _PostFilterPlugin("C", U, node="a"), _PostFilterPlugin("D", U))
     assert node == "a" and status.plugin == "A"
+
+
+def test_past_permit_the_cycle_state_keeps_what_binding_cycle_plugins_may_read() -> None:
+    state = CycleState()
+    for key in ("PreFilterPodTopologySpread", "PreScoreInterPodAffinity", "PreFilterVolumeBinding",
+                "PreScoreVolumeBinding", "PodTopologySpread.defaultSelector", BIND_RESOURCE_VERSION):
+        state.write(key, key)
+    state.drop_scheduling_cycle_entries({"VolumeBinding", "DefaultBinder"})
+    assert set(state._data) == {"PreFilterVolumeBinding", "PreScoreVolumeBinding",
+                                "PodTopologySpread.defaultSelector", BIND_RESOURCE_VERSION}

@@ -75,6 +75,55 @@ def test_decision_record_is_kept_and_written_as_an_annotation(cluster: EmbeddedC
         assert "n1" in json.dumps(record) and "Insufficient cpu" in json.dumps(record)
 
 
+def test_a_binding_in_flight_holds_no_decision_record_unless_annotating(cluster: EmbeddedCluster) -> None:
+    """A Decision holds node-length arrays (~0.5 MB at 5,000 nodes) and up to 512 bindings wait at
+    once: carried into every binding cycle they were most of the peak memory of a 5,000-node drain."""
+    cluster.create(NODES, make_node("n1"))
+    for annotate in (False, True):
+        with Scheduler(cluster, annotate_decisions=annotate) as sched:
+            submitted: list[Any] = []
+            submit = sched._pool.submit
+
+            def recording_submit(fn: Any, arg: Any, submit: Any = submit, submitted: list[Any] = submitted) -> None:
+                submitted.append(arg)
+                submit(fn, arg)
+
+            sched._pool.submit = recording_submit  # type: ignore[method-assign]
+            wait_for_nodes(sched, 1)
+            name = f"p-{str(annotate).lower()}"
+            cluster.create(PODS, make_pod(name, cpu="100m"))
+            wait_until(lambda: node_of(cluster, name) == "n1", what="bound")  # noqa: B023 - waited for here
+        assert [a.decision is not None for a in submitted] == [annotate]
+
+
+def test_a_binding_in_flight_keeps_only_the_state_of_binding_cycle_plugins(cluster: EmbeddedCluster) -> None:
+    """PodTopologySpread's and InterPodAffinity's PreFilter entries hold node-length arrays; up to
+    512 bindings wait at once, so carried past Permit they were most of the rest of a 5,000-node
+    drain's peak (what stays: tests/scheduler/framework/test_runtime.py)."""
+    cluster.create(NODES, make_node("n1", labels={"zone": "a"}))
+    with Scheduler(cluster) as sched:
+        submitted: list[Any] = []
+        submit = sched._pool.submit
+
+        def recording_submit(fn: Any, arg: Any) -> None:
+            submitted.append(arg)
+            submit(fn, arg)
+
+        sched._pool.submit = recording_submit  # type: ignore[method-assign]
+        wait_for_nodes(sched, 1)
+        pod = make_pod("spread", labels={"app": "x"})
+        pod["spec"]["topologySpreadConstraints"] = [
+            {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+             "labelSelector": {"matchLabels": {"app": "x"}}}]
+        pod["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "y"}}, "topologyKey": "zone"}]}}
+        cluster.create(PODS, pod)
+        wait_until(lambda: node_of(cluster, "spread") == "n1", what="bound")
+    [assumed] = submitted
+    kept = set(assumed.state._data)
+    assert not {"PreFilterPodTopologySpread", "PreFilterInterPodAffinity"} & kept, kept
+
+
 def test_deleted_pending_pod_leaves_the_queue(cluster: EmbeddedCluster) -> None:
     cluster.create(NODES, make_node("n1", cpu="1"))
     with Scheduler(cluster) as sched:
