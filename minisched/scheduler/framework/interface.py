@@ -384,7 +384,7 @@ class PostBindPlugin(Plugin, Protocol):
 
 # --- capabilities beyond the extension points -----------------------------------------------------
 # The framework and the scheduler find these with isinstance() once, when a profile is built; no
-# attribute is probed by name. (The pod signer, kube's SignPlugin, is batch.SignPlugin.)
+# attribute is probed by name. (The pod signer, kube's SignPlugin, is signature.SignPlugin.)
 
 
 @runtime_checkable

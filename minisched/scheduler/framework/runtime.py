@@ -2,8 +2,8 @@
 (kube's framework/runtime/framework.go, frameworkImpl).
 
 `Framework` builds the per-point plugin lists from the extension point table, the per-profile
-queueing-hint map and the batching signers, and runs each point's plugins as kube's Run*Plugins
-do: in profile order, each plugin's error wrapped as kube wraps it (`running Reserve plugin "Foo":
+queueing-hint map and the pod signer (signature.py), and runs each point's plugins as kube's
+Run*Plugins do: in profile order, each plugin's error wrapped as kube wraps it (`running Reserve plugin "Foo":
 ...`), naming the plugin. Filter and Score run once per plugin over all nodes as numpy operations.
 `schedule(pod, snapshot)` hands the cycle to the algorithm (algorithm.py, kube's schedule_one.go:
 find the nodes that fit, prioritize, select the host), which calls back into the Run* methods here
@@ -37,12 +37,7 @@ from minisched.scheduler.framework.algorithm import (
     ScheduleResult,
     num_feasible_nodes_to_find,
 )
-from minisched.scheduler.framework.batch import (
-    OpportunisticBatch,
-    Signature,
-    batchable_plugins,
-)
-from minisched.scheduler.framework.batch import sign_pod as sign_with
+from minisched.scheduler.framework.batch import OpportunisticBatch
 from minisched.scheduler.framework.cluster_event import (
     WILDCARD_EVENT,
     ClusterEventWithHint,
@@ -83,6 +78,7 @@ from minisched.scheduler.framework.interface import (
 from minisched.scheduler.framework.profile import PluginSet, Profile, default_profile
 from minisched.scheduler.framework.registry import PluginFactory, Registry
 from minisched.scheduler.framework.reuse import REUSE_MIN_NODES, ReuseCache, ReuseEntry, same, summed
+from minisched.scheduler.framework.signature import PodSigner, Signature
 from minisched.scheduler.framework.status import Code, PluginError, Status, plugin_error_message
 from minisched.scheduler.framework.types import PodInfo, PodSpecError
 from minisched.scheduler.snapshot import NodeTable
@@ -330,7 +326,10 @@ class Framework:
         self._normalizes = {p.name: isinstance(p, NormalizeScorePlugin) for p in self.points.score}
         # Reusing an earlier cycle's verdicts for a pod of the same shape is only sound when every
         # filter and score plugin says what its results depend on (`reads_pods`).
-        self.reuse = reuse and all(
+        # One signer for both caches (signature.py); each cache keeps its own rule for using it.
+        self.signer = PodSigner((self.points.pre_filter, self.points.filter, self.points.pre_score, self.points.score))
+        self.unsignable_plugins = self.signer.unsignable_plugins
+        self.reuse = reuse and self.signer.signers is not None and all(
             isinstance(p, DeclaresPodReads) and isinstance(p.reads_pods, bool)
             for p in (*self.points.filter, *self.points.score)
         )
@@ -341,15 +340,19 @@ class Framework:
             name: isinstance(p, ReadsOtherNodes) and bool(p.reads_other_nodes) for name, p in self.plugins.items()}
         # kube 1.35's OpportunisticBatching (batch.py): on unless turned off, as its feature gate.
         # `clock` (monotonic seconds) ages the kept scores; the scheduler passes its own.
-        self.signers, self.unsignable_plugins = batchable_plugins(
-            (self.points.pre_filter, self.points.filter, self.points.pre_score, self.points.score))
         self.batch: OpportunisticBatch | None = (
-            OpportunisticBatch(self.sign_pod, clock=clock or time.monotonic) if batching else None)
-        self.algorithm = ScheduleAlgorithm(self, seed=seed, reuse=ReuseCache(reuse_min_nodes) if self.reuse else None)
+            OpportunisticBatch(self.signer.batch_signature, clock=clock or time.monotonic) if batching else None)
+        self.algorithm = ScheduleAlgorithm(
+            self, seed=seed, reuse=ReuseCache(self.signer.sign, reuse_min_nodes) if self.reuse else None)
 
     def sign_pod(self, pod: PodInfo) -> Signature | None:
-        """kube's SignPod: None when a plugin of the profile cannot sign `pod` (or has no sign_pod)."""
-        return sign_with(self.signers, pod)
+        """kube's SignPod, what batching keys on: None when a plugin of the profile has no sign_pod,
+        cannot sign `pod` or refuses to batch it."""
+        return self.signer.batch_signature(pod)
+
+    def pod_signature(self, pod: PodInfo) -> Signature | None:
+        """The same signature without batching's refusals, what the reuse cache keys on."""
+        return self.signer.sign(pod)
 
     def _implements(self, name: str, proto: type) -> bool:
         return isinstance(self.plugins[name], proto)

@@ -34,8 +34,8 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from minisched.scheduler.framework import batch
 from minisched.scheduler.framework import cluster_event as ce
+from minisched.scheduler.framework import signature
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import MAX_NODE_SCORE, FilterResult, Handle, PreFilterResult
 from minisched.scheduler.framework.status import Code, Status
@@ -281,18 +281,25 @@ class InterPodAffinity:
             return ce.QUEUE if _matches_all(terms, after) else ce.QUEUE_SKIP
         assert before is not None
         return ce.QUEUE if _matches_all(anti, before) else ce.QUEUE_SKIP
-    refuses_some_pods = True  # its sign_pod may refuse: batching asks it first
     reads_pods = True
     reads_other_nodes = True  # a node's verdict moves with pods anywhere in its topology domains
 
-    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[batch.Fragment], Status]:
-        """kube: a pod with pod (anti-)affinity cannot be signed; otherwise its labels matter (other
-        pods' terms may select it), unless only pods with terms are considered."""
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[signature.Fragment], Status]:
+        """As kube: the pod's labels (other pods' terms may select it), unless only pods with terms
+        are considered; and a pod with terms of its own, those and where they look."""
+        fragments: list[signature.Fragment] = []
         if pod.pod_affinity is not None:
-            return batch.unsignable(NAME, "pods with InterPodAffinity are not signable")
-        if self.ignore_preferred_terms_of_existing_pods:
-            return (), Status.success()
-        return [(batch.LABELS, pod.labels)], Status.success()
+            fragments += [(signature.POD_AFFINITY, pod.pod_affinity), (signature.NAMESPACE, pod.namespace),
+                          (signature.LABELS, pod.labels)]
+        elif not self.ignore_preferred_terms_of_existing_pods:
+            fragments.append((signature.LABELS, pod.labels))
+        return fragments, Status.success()
+
+    def may_batch(self, pod: PodInfo) -> Status:
+        """kube: no batching for a pod with pod (anti-)affinity (its verdicts read other nodes)."""
+        if pod.pod_affinity is not None:
+            return signature.refusal(NAME, "pods with InterPodAffinity are not signable")
+        return Status.success()
 
     def __init__(self, hard_pod_affinity_weight: int = DEFAULT_HARD_POD_AFFINITY_WEIGHT,
                  ignore_preferred_terms_of_existing_pods: bool = False, handle: Handle | None = None,

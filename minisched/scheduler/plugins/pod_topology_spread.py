@@ -32,8 +32,8 @@ import numpy as np
 import numpy.typing as npt
 
 from minisched.resources import REPLICA_SETS, REPLICATION_CONTROLLERS, SERVICES, STATEFUL_SETS, Resource
-from minisched.scheduler.framework import batch
 from minisched.scheduler.framework import cluster_event as ce
+from minisched.scheduler.framework import signature
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import MAX_NODE_SCORE, FilterResult, Handle, PreFilterResult
 from minisched.scheduler.framework.status import Code, Status
@@ -448,23 +448,34 @@ class PodTopologySpread:
         changed = new if new is not None else old
         assert changed is not None
         return ce.QUEUE if any(selected(changed)) else ce.QUEUE_SKIP
-    refuses_some_pods = True  # its sign_pod may refuse: batching asks it first
     reads_pods = True
     reads_other_nodes = True  # a node's verdict moves with pods on other nodes of its domain
 
-    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[batch.Fragment], Status]:
-        """kube: spreading depends on pods across a whole domain, so no signature for a pod with
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[signature.Fragment], Status]:
+        """A pod's constraints and what their selectors match it by (namespace, labels); with
+        default constraints, also its owners, whose selectors the defaults take."""
+        fragments: list[signature.Fragment] = []
+        if pod.spread_constraints or self.args.constraints:
+            fragments += [(signature.TOPOLOGY_SPREAD_CONSTRAINTS, pod.spread_constraints),
+                          (signature.NAMESPACE, pod.namespace), (signature.LABELS, pod.labels)]
+        if self.args.constraints:
+            owners = (pod.pod.get("metadata") or {}).get("ownerReferences") or []
+            fragments.append((signature.OWNER_REFERENCES, signature.canonical_json(owners)))
+        return fragments, Status.success()
+
+    def may_batch(self, pod: PodInfo) -> Status:
+        """kube: spreading depends on pods across a whole domain, so no batching for a pod with
         constraints, and none for any pod when default constraints are configured (the System
         defaulting of the default profile included)."""
         if pod.spread_constraints:
-            return batch.unsignable(NAME, "pods with topology constraints are not signable")
+            return signature.refusal(NAME, "pods with topology constraints are not signable")
         if self.args.constraints:
-            return batch.unsignable(NAME, "pods with default topology constraints are not signable")
-        return (), Status.success()
+            return signature.refusal(NAME, "pods with default topology constraints are not signable")
+        return Status.success()
 
     @property
     def refuses_every_pod(self) -> bool:
-        """Default constraints apply to every pod: sign_pod refuses them all."""
+        """Default constraints apply to every pod: may_batch refuses them all."""
         return bool(self.args.constraints)
 
     def __init__(self, args: SpreadArgs | None = None, lister: WorkloadLister | None = None) -> None:
