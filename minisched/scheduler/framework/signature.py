@@ -87,16 +87,21 @@ def refusal(plugin: str, why: str) -> Status:
 
 # -- the common signers (kube's signers.go), on minisched's parsed pod --------------------------------
 
+# Each is called for every pod of a reusable cycle: the usual pod (nothing of it set) costs a test.
+
 def tolerations_signer(pod: PodInfo) -> Hashable:
-    return tuple(sorted(pod.tolerations, key=repr))
+    return tuple(sorted(pod.tolerations, key=repr)) if pod.tolerations else ()
 
 
 def host_ports_signer(pod: PodInfo) -> Hashable:
     # kube signs the port numbers only; the protocol and IP change NodePorts' verdict too
-    return tuple(sorted({(p.port, p.protocol, p.ip) for p in pod.host_ports}))
+    return tuple(sorted({(p.port, p.protocol, p.ip) for p in pod.host_ports})) if pod.host_ports else ()
 
 
 def node_affinity_signer(pod: PodInfo) -> Hashable:
+    if pod.required_terms is None and not pod.preferred_terms:
+        return None, ()
+
     def term(t: Any) -> Hashable:
         return (tuple(sorted(_requirement(r) for r in t.expressions)),
                 tuple(sorted(_requirement(r) for r in t.fields)))
@@ -120,8 +125,11 @@ def resources_signer(pod: PodInfo) -> Hashable:
 def volumes_signer(pod: PodInfo) -> Hashable:
     """The pod's volume sources but ConfigMaps and Secrets (they do not change where a pod fits, and
     every pod has its own token volume), as canonical JSON, sorted."""
+    volumes = (pod.pod.get("spec") or {}).get("volumes")
+    if not volumes:
+        return ()
     out = []
-    for vol in (pod.pod.get("spec") or {}).get("volumes") or ():
+    for vol in volumes:
         if not isinstance(vol, dict) or "configMap" in vol or "secret" in vol:
             continue
         source = {k: v for k, v in vol.items() if k != "name"}
@@ -131,7 +139,7 @@ def volumes_signer(pod: PodInfo) -> Hashable:
 
 def canonical_json(value: Any) -> Hashable:
     """A JSON value (a list of owner references, of resource claims) as one hashable string."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return json.dumps(value, sort_keys=True, separators=(",", ":")) if value else ""
 
 
 # -- the framework's side ------------------------------------------------------------------------------
