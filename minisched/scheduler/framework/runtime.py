@@ -13,11 +13,12 @@ by the scheduler loop through the run_* methods.
 
 from __future__ import annotations
 
+import copy
 import functools
 import logging
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -75,6 +76,7 @@ from minisched.scheduler.framework.interface import (
     ReservePlugin,
     ScorePlugin,
 )
+from minisched.scheduler.framework.listers import Namespaces, WorkloadLister, namespaces_from, workloads_from
 from minisched.scheduler.framework.profile import PluginSet, Profile, default_profile
 from minisched.scheduler.framework.registry import PluginFactory, Registry
 from minisched.scheduler.framework.reuse import REUSE_MIN_NODES, ReuseCache, ReuseEntry, same, summed
@@ -179,25 +181,47 @@ class DiscardEvents:
         pass
 
 
-@dataclass
 class SimpleHandle(FrameworkRunner):
     """A complete Handle from parts, for a Framework run by hand (tests, benchmarks, notebooks):
     what it is not given it answers honestly empty. No pods wait at Permit (nothing here holds
     them), nominations are its own, events are dropped, and with no `cluster` there are no pods
-    to look up, no PodDisruptionBudgets and no informers."""
+    to look up, no PodDisruptionBudgets and no informers. The listers not given read the
+    informers, else the cluster on each call, else see no objects."""
 
-    cluster: Cluster | None = None
-    snapshot_fn: Callable[[], NodeTable] | None = None
-    event_recorder: EventRecorder = field(default_factory=DiscardEvents)
-    informer_factory: SharedInformerFactory | None = None  # for plugins that list other objects
-    workloads: Any = None  # or those objects' listers directly (tests, benchmarks)
-    namespace_lister: Any = None
-    nominator: Nominator = field(default_factory=Nominations)
-    clock: Clock = field(default_factory=RealClock)
-    framework: Framework | None = field(default=None, repr=False, compare=False)
+    def __init__(self, cluster: Cluster | None = None, snapshot_fn: Callable[[], NodeTable] | None = None,
+                 event_recorder: EventRecorder | None = None,
+                 informer_factory: SharedInformerFactory | None = None,  # for plugins that list other objects
+                 workloads: WorkloadLister | None = None,  # or those objects' listers directly (tests, benchmarks)
+                 namespace_lister: Namespaces | None = None, nominator: Nominator | None = None,
+                 clock: Clock | None = None, framework: Framework | None = None) -> None:
+        self.cluster = cluster
+        self.snapshot_fn = snapshot_fn
+        self.event_recorder: EventRecorder = event_recorder if event_recorder is not None else DiscardEvents()
+        self.informer_factory = informer_factory
+        self._workloads = workloads
+        self._namespace_lister = namespace_lister
+        self.nominator: Nominator = nominator if nominator is not None else Nominations()
+        self.clock: Clock = clock if clock is not None else RealClock()
+        self.framework = framework
 
     def for_framework(self, framework: Any) -> SimpleHandle:
-        return replace(self, framework=framework)
+        bound = copy.copy(self)
+        bound.framework = framework
+        return bound
+
+    @property
+    def workloads(self) -> WorkloadLister:
+        # made when first asked (PodTopologySpread with default constraints, as it is built): an
+        # informer-backed one registers its informers with the factory
+        if self._workloads is None:
+            self._workloads = workloads_from(self.informer_factory, self.cluster)
+        return self._workloads
+
+    @property
+    def namespace_lister(self) -> Namespaces:
+        if self._namespace_lister is None:
+            self._namespace_lister = namespaces_from(self.cluster)
+        return self._namespace_lister
 
     def snapshot(self) -> NodeTable:
         return self.snapshot_fn() if self.snapshot_fn is not None else NodeTable()
