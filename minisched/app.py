@@ -217,9 +217,10 @@ class SchedulerApp:
                                                 max_correlated=self.buffers["event-correlator"])
         if self.elector is not None:
             options.setdefault("bind_guard", self.elector.holds_lease)
-        if self.shard is not None:
-            options["shard"] = self.shard
-        sched = Scheduler(self.cluster, config=self.config, clock=self.clock, observer=self.metrics, **options)
+        options.update(config=self.config, clock=self.clock, observer=self.metrics)
+        if self.shard is not None:  # the ring as the pod filter, the shard's plugins in every profile
+            options = self.shard.scheduler_options(**options)
+        sched = Scheduler(self.cluster, **options)
         # A service reports its latencies as histograms on /metrics; the scheduler's own latency log
         # (200,000 entries by default, for notebooks and benches) would only fill: 6 MiB of floats,
         # rising for hours, which a soak cannot tell from a leak. Keep the newest few.

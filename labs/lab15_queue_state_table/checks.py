@@ -32,16 +32,26 @@ def table(module: Any) -> Any:
     return t
 
 
-def queue(module: Any) -> tuple[SchedulingQueue, VirtualClock]:
+def queue(module: Any, **options: Any) -> tuple[SchedulingQueue, VirtualClock]:
     clock = VirtualClock()
-    return SchedulingQueue(clock=clock, transitions=table(module)), clock
+    return SchedulingQueue(clock=clock, transitions=table(module), **options), clock
+
+
+class Quota:
+    """A PreEnqueue plugin that holds every pod while its namespace's quota is used up."""
+
+    def __init__(self) -> None:
+        self.full = False
+
+    def __call__(self, pod: dict[str, Any]) -> str | None:
+        return "Quota" if self.full else None
 
 
 class Walk:
     """Drive one queue and say, on a wrong turn, the whole path that led there."""
 
-    def __init__(self, module: Any) -> None:
-        self.queue, self.clock = queue(module)
+    def __init__(self, module: Any, **options: Any) -> None:
+        self.queue, self.clock = queue(module, **options)
         self.path: list[str] = []
 
     def do(self, what: str, action: Any) -> Any:
@@ -67,14 +77,23 @@ def check_life(module: Any) -> None:
     w.expect("p", "unschedulable")
     w.do("a cluster event at once", lambda: w.queue.move_all_to_active_or_backoff(WILDCARD_EVENT))
     w.expect("p", "backoff")  # its 1 s backoff has not expired
-    w.clock.advance(1.5)
-    w.do("1.5 s later, the backoff flush", w.queue.flush_backoff_completed)
-    w.expect("p", "active")
+    w.clock.advance(2.5)
+    w.do("2.5 s later, the backoff flush", w.queue.flush_backoff_completed)
+    w.expect("p", "active")  # its backoff ended in the last 1 s window, which has passed
     attempt = w.do("pop", lambda: w.queue.pop(timeout=0))
+    w.do("a cluster event during its attempt", lambda: w.queue.move_all_to_active_or_backoff(WILDCARD_EVENT))
+    w.do("reject p again", lambda: w.queue.add_unschedulable(attempt, rejected_by=["NodeAffinity"]))
+    w.expect("p", "backoff")  # the event may be what it needed
+    attempt = w.do("pop with activeQ empty (takes it from backoffQ)", lambda: w.queue.pop(timeout=0))
+    assert attempt is not None, f"after {' -> '.join(w.path)}: pop() found no pod"
+    w.expect("p", "in-flight")
     w.do("an error in its cycle", lambda: w.queue.add_unschedulable(attempt, error=True))
     w.expect("p", "backoff")
+    w.do("pop with activeQ empty", lambda: w.queue.pop(timeout=0))
+    w.expect("p", "backoff")  # a pod that failed with an error waits its backoff out
     w.clock.advance(5)
     w.do("5 s later, the backoff flush", w.queue.flush_backoff_completed)
+    w.expect("p", "active")
     attempt = w.do("pop", lambda: w.queue.pop(timeout=0))
     w.do("done (assumed on a node)", lambda: w.queue.done(attempt.key))
     w.expect("p", None)
@@ -121,14 +140,59 @@ def check_binding_failures(module: Any) -> None:
     w.expect("r", "unschedulable")
 
 
+def check_held_on_the_way(module: Any) -> None:
+    quota = Quota()
+    w = Walk(module, pre_enqueue=[quota])
+
+    def fill(full: bool) -> None:
+        quota.full = full
+
+    w.do("add a", lambda: w.queue.add(make_pod("a")))
+    attempt = w.do("pop", lambda: w.queue.pop(timeout=0))
+    w.do("the quota fills up", lambda: fill(True))
+    w.do("an error in a's cycle", lambda: w.queue.add_unschedulable(attempt, error=True))
+    w.expect("a", "gated")  # on its way to backoffQ, PreEnqueue holds it
+    w.do("the quota frees", lambda: fill(False))
+    w.do("a is updated", lambda: w.queue.update(make_pod("a"), make_pod("a", labels={"team": "x"})))
+    w.expect("a", "active")
+    attempt = w.do("pop", lambda: w.queue.pop(timeout=0))
+    w.do("done (assumed on a node)", lambda: w.queue.done(attempt.key))
+    w.do("the quota fills up", lambda: fill(True))
+    w.do("a's binding fails", lambda: w.queue.requeue_after_bind_failure(attempt))
+    w.expect("a", "gated")
+    w.do("the quota frees", lambda: fill(False))
+    w.do("add b", lambda: w.queue.add(make_pod("b")))
+    attempt = w.do("pop", lambda: w.queue.pop(timeout=0))
+    w.do("reject b", lambda: w.queue.add_unschedulable(attempt, rejected_by=["NodeAffinity"]))
+    w.expect("b", "unschedulable")
+    w.do("the quota fills up", lambda: fill(True))
+    w.do("a cluster event", lambda: w.queue.move_all_to_active_or_backoff(WILDCARD_EVENT))
+    w.expect("b", "gated")
+    w = Walk(module, pre_enqueue=[quota], pop_from_backoff=False)
+    w.path.append("a queue without SchedulerPopFromBackoffQ")
+    w.do("the quota frees", lambda: fill(False))
+    w.do("add c", lambda: w.queue.add(make_pod("c")))
+    attempt = w.do("pop", lambda: w.queue.pop(timeout=0))
+    w.do("an error in c's cycle", lambda: w.queue.add_unschedulable(attempt, error=True))
+    w.expect("c", "backoff")  # PreEnqueue is asked when it leaves backoffQ, not on the way in
+    w.do("the quota fills up", lambda: fill(True))
+    w.clock.advance(5)
+    w.do("5 s later, the backoff flush", w.queue.flush_backoff_completed)
+    w.expect("c", "gated")
+
+
 CHECKS = [
     Check("a pod's life: active, in flight, unschedulable, backoff, done", check_life,
           "IN_FLIGHT: DONE -> ABSENT, REJECT -> UNSCHEDULABLE, RETRY -> BACKOFF; UNSCHEDULABLE: MOVE_BACKING_OFF -> "
-          "BACKOFF, MOVE_READY -> ACTIVE; BACKOFF: BACKOFF_EXPIRED -> ACTIVE.", points=2),
+          "BACKOFF, MOVE_READY -> ACTIVE; BACKOFF: BACKOFF_EXPIRED -> ACTIVE (pop() with activeQ empty takes a "
+          "rejected pod from backoffQ that way: BACKOFF_EXPIRED, then POP).", points=2),
     Check("deleted pods leave, and late news of them changes nothing", check_deleted,
           "DELETE -> ABSENT from every state a pod can be in; in ABSENT, DONE/REJECT/RETRY/DELETE are IGNORE."),
     Check("a failed binding brings the pod back", check_binding_failures,
           "in ABSENT: BIND_FAILED -> BACKOFF, BIND_REJECTED -> UNSCHEDULABLE."),
+    Check("PreEnqueue holds a pod on its way back into the queues", check_held_on_the_way,
+          "GATE_CLOSED -> GATED from every state a pod leaves for activeQ or backoffQ: IN_FLIGHT, ABSENT (a failed "
+          "binding), UNSCHEDULABLE, BACKOFF."),
 ]
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ TRANSITIONS: dict[tuple[QueueState, QueueEvent], QueueState | Verdict] = {
     (Q.GATED, E.ARRIVE_GATED): REFUSE,  # a known pod's add is an update
     (Q.GATED, E.ARRIVE_READY): REFUSE,
     (Q.GATED, E.GATE_OPENED): Q.ACTIVE,
+    (Q.GATED, E.GATE_CLOSED): REFUSE,  # held already: it is on its way nowhere
     (Q.GATED, E.POP): REFUSE,
     (Q.GATED, E.DONE): REFUSE,
     (Q.GATED, E.REJECT): REFUSE,

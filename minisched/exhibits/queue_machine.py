@@ -1,6 +1,7 @@
 """A hypothesis state machine for the scheduling queue: random operations on a real
 SchedulingQueue, checked after every step against what kube's PriorityQueue promises (a plain
-reference written from the rules, not from QUEUE_TRANSITIONS).
+reference written from the rules, not from QUEUE_TRANSITIONS), with SchedulerPopFromBackoffQ on
+as in kube since 1.33: `pop()` takes a rejected pod from backoffQ when activeQ is empty.
 
 `queue_machine(transitions)` builds the machine class for a queue using the given table, so a test
 or a notebook can plant a bug in a copy of the table and watch hypothesis find and shrink it.
@@ -10,6 +11,7 @@ with the `exhibits` extra.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from minisched.exhibits import missing_extra
@@ -24,7 +26,13 @@ from minisched.clock import VirtualClock
 from minisched.objects import make_pod
 from minisched.scheduler.framework.cluster_event import NODE_ADD, NODE_LABEL_CHANGE, RegisteredHint
 from minisched.scheduler.lifecycle import QueueEvent, QueueState, Verdict
-from minisched.scheduler.queue import NODE_TAINT_CHANGE, WILDCARD_EVENT, QueuedPodInfo, SchedulingQueue
+from minisched.scheduler.queue import (
+    NODE_TAINT_CHANGE,
+    WILDCARD_EVENT,
+    QueuedPodInfo,
+    SchedulingQueue,
+    scheduling_gates_pre_enqueue,
+)
 
 # The model's plugins, as their events_to_register say (make_pod's pods ask for "minisched"):
 # NodeAffinity cares for new nodes and relabelled ones, not taints; Coscheduling (a Permit
@@ -37,16 +45,26 @@ NAMES = ("a", "b", "c")
 
 
 def queue_machine(transitions: dict[tuple[QueueState, QueueEvent], QueueState | Verdict] | None = None,
-                  log: list[str] | None = None) -> type[RuleBasedStateMachine]:
+                  log: list[str] | None = None, *, quota: bool = False) -> type[RuleBasedStateMachine]:
     """The machine class; `log` (if given) collects each run's steps, so the last failing run can be
-    shown."""
+    shown. `quota`: a second PreEnqueue plugin, a quota that fills up and frees, so that PreEnqueue
+    holds pods on their way back into the queues (GATE_CLOSED); off, the machine's steps go to the
+    other rows, and a planted bug there is found in fewer runs."""
 
     class QueueMachine(RuleBasedStateMachine):
         @initialize()
         def setup(self) -> None:
             self.clock = VirtualClock()
-            self.queue = SchedulingQueue(clock=self.clock, transitions=transitions, queueing_hints=_HINTS)
+            # `quota`'s PreEnqueue plugin beside SchedulingGates: while full, it holds every pod on
+            # its way into the queues (kube asks PreEnqueue on every way into activeQ and backoffQ
+            # but out of backoffQ, which asked on the way in)
+            self.quota_full = False
+            self.queue = SchedulingQueue(clock=self.clock, transitions=transitions, queueing_hints=_HINTS,
+                                         pre_enqueue=(scheduling_gates_pre_enqueue, self._quota))
             self.where: dict[str, str] = {}  # the reference: pod -> where it must be
+            # the pods in backoffQ that plugins rejected (`pop()` may take them when activeQ is
+            # empty); the others in backoffQ failed with an error and wait their backoff out
+            self.rejected_backoff: set[str] = set()
             self.flying: dict[str, QueuedPodInfo] = {}
             # the events received during each running attempt: "any" (a wildcard, which interests
             # every plugin) or "taint" (which the NodeAffinity rejections here did not register)
@@ -59,6 +77,9 @@ def queue_machine(transitions: dict[tuple[QueueState, QueueEvent], QueueState | 
             self.failed_at: dict[str, float] = {}
             if log is not None:
                 log.clear()
+
+        def _quota(self, pod: Any) -> str | None:
+            return "Quota" if self.quota_full else None
 
         def _note(self, text: str) -> None:
             if log is not None:
@@ -73,7 +94,7 @@ def queue_machine(transitions: dict[tuple[QueueState, QueueEvent], QueueState | 
             name = data.draw(st.sampled_from(self._free()))
             self._note(f"add {name}{' (gated)' if gated else ''}")
             self.queue.add(make_pod(name, scheduling_gates=["example.com/wait"] if gated else None))
-            self.where[name] = "gated" if gated else "active"
+            self.where[name] = "gated" if gated or self.quota_full else "active"
             self.attempts[name] = 0
 
         @precondition(lambda self: "gated" in self.where.values())
@@ -83,20 +104,39 @@ def queue_machine(transitions: dict[tuple[QueueState, QueueEvent], QueueState | 
             self._note(f"ungate {name}")
             old = make_pod(name, scheduling_gates=["example.com/wait"])
             self.queue.update(old, make_pod(name))
-            self.where[name] = "active"
+            self.where[name] = "gated" if self.quota_full else "active"
 
-        @precondition(lambda self: "active" in self.where.values())
+        @precondition(lambda self: quota)
+        @rule(full=st.booleans())
+        def fill_quota(self, full: bool) -> None:
+            self._note("the quota fills up" if full else "the quota frees")
+            self.quota_full = full
+
+        def _move(self, name: str, where: str, *, rejected: bool = False, from_backoff: bool = False) -> None:
+            if where in ("active", "backoff") and not from_backoff and self.quota_full:
+                where = "gated"  # PreEnqueue holds it on the way
+            self.where[name] = where
+            if where == "backoff" and rejected:
+                self.rejected_backoff.add(name)
+            else:
+                self.rejected_backoff.discard(name)
+
+        @precondition(lambda self: bool(self.where))
         @rule()
         def pop(self) -> None:
             qpi = self.queue.pop(timeout=0)
             active = [n for n, w in self.where.items() if w == "active"]
+            # activeQ first; when it is empty, the rejected pods in backoffQ (SchedulerPopFromBackoffQ)
+            poppable = active or sorted(n for n in self.rejected_backoff if self.where.get(n) == "backoff")
             self._note(f"pop -> {qpi.key.split('/')[1] if qpi else None}")
-            if not active:
-                assert qpi is None, f"popped {qpi.key if qpi else ''} with no pod active"
+            if not poppable:
+                assert qpi is None, f"popped {qpi.key if qpi else ''} with no pod active or rejected in backoffQ"
                 return
-            assert qpi is not None, f"nothing popped though {active} are active"
+            assert qpi is not None, f"nothing popped though {poppable} are {'active' if active else 'in backoffQ'}"
             name = qpi.key.split("/", 1)[1]
-            assert name in active, f"popped {name}, which should be {self.where.get(name, 'gone')}"
+            assert name in poppable, (f"popped {name}, which should be {self.where.get(name, 'gone')}, while "
+                                      f"{poppable} are {'active' if active else 'rejected in backoffQ'}")
+            self.rejected_backoff.discard(name)
             self.where[name] = "in-flight"
             self.flying[name] = qpi
             self.seen[name] = set()
@@ -137,7 +177,7 @@ def queue_machine(transitions: dict[tuple[QueueState, QueueEvent], QueueState | 
                     # NodeAffinity registered the wildcard's interest, not a taint change; an error
                     # (no rejector) always retries
                     retry = outcome == "error" or "any" in self.seen[name]
-                    self.where[name] = "backoff" if retry else "unschedulable"
+                    self._move(name, "backoff" if retry else "unschedulable", rejected=outcome == "reject")
                     self.rejector[name] = "NodeAffinity"
             self.seen.pop(name, None)
 
@@ -151,7 +191,7 @@ def queue_machine(transitions: dict[tuple[QueueState, QueueEvent], QueueState | 
             if name not in self.where:
                 # Coscheduling is not in the queue's registrations: every event interests it
                 retry = not rejected or bool(self.seen[name])
-                self.where[name] = "backoff" if retry else "unschedulable"
+                self._move(name, "backoff" if retry else "unschedulable", rejected=rejected)
                 self.rejector[name] = "Coscheduling"
                 self.failed_at[name] = self.clock.monotonic()
             self.seen.pop(name, None)
@@ -174,9 +214,11 @@ def queue_machine(transitions: dict[tuple[QueueState, QueueEvent], QueueState | 
             now = self.clock.monotonic()
             for name, w in list(self.where.items()):
                 if w == "unschedulable" and (wildcard or self.rejector[name] != "NodeAffinity"):
-                    # kube: 1 s backoff doubling per attempt, at most 10 s
+                    # kube: 1 s backoff doubling per attempt, at most 10 s; with SchedulerPopFromBackoffQ
+                    # its end is truncated to a 1 s window, and it is over once that window has passed
                     backoff = min(1.0 * 2 ** (self.attempts[name] - 1), 10.0)
-                    self.where[name] = "backoff" if now < self.failed_at[name] + backoff else "active"
+                    backing_off = math.floor(self.failed_at[name] + backoff) >= math.floor(now)
+                    self._move(name, "backoff" if backing_off else "active", rejected=True)
 
         @precondition(lambda self: bool(self.where))
         @rule()
@@ -184,9 +226,9 @@ def queue_machine(transitions: dict[tuple[QueueState, QueueEvent], QueueState | 
             self._note("11 s pass, backoffQ flushed")
             self.clock.advance(11)  # longer than the longest backoff (10 s)
             self.queue.flush_backoff_completed()
-            for name, w in self.where.items():
+            for name, w in list(self.where.items()):
                 if w == "backoff":
-                    self.where[name] = "active"
+                    self._move(name, "active", from_backoff=True)
 
         @precondition(lambda self: bool(self.where) or bool(self.assumed))
         @rule(data=st.data())
@@ -195,6 +237,7 @@ def queue_machine(transitions: dict[tuple[QueueState, QueueEvent], QueueState | 
             self._note(f"delete {name}")
             self.queue.delete(make_pod(name))
             self.where.pop(name, None)
+            self.rejected_backoff.discard(name)
             binding = self.assumed.pop(name, None)
             if binding is not None:  # gone while binding: its binding cycle ends
                 self.queue.binding_done(binding)

@@ -146,8 +146,8 @@ class ShardedSim:
             link = PausableLink(cluster, clock)
             shard = Shard(link, identity=name, group=group, namespace=namespace, lease_duration=lease_duration,
                           clock=clock, capacity_fence=capacity_fence, bind_fence=bind_fence)
-            sched = Scheduler(link, clock=clock, shard=shard, bind_workers=bind_workers,
-                              max_bindings_in_flight=max_bindings_in_flight, **(scheduler_options or {}))
+            sched = Scheduler(link, clock=clock, **shard.scheduler_options(
+                bind_workers=bind_workers, max_bindings_in_flight=max_bindings_in_flight, **(scheduler_options or {})))
             shard.attach(sched)
             self.replicas[name] = SimReplica(name, link, shard, sched)
         self._started = False
@@ -302,7 +302,7 @@ class PausedRun:
     taken_over: int  # of those, bound by the others while it was paused
     stale_bound: int  # bindings the paused replica sent after resuming that succeeded
     stale_conflicts: int  # ... answered 409 (the pod was bound meanwhile)
-    stale_refused: int  # ... refused by the capacity ledger before anything was sent
+    stale_refused: int  # ... refused by the capacity ledger before any binding was sent
     held_writes: int  # writes the paused replica sent while paused (they waited)
     bound_by: dict[str, int]
     rings: dict[str, tuple[str, ...]]  # each replica's ring at the end
@@ -369,7 +369,7 @@ def paused_replica_run(
         bound_meanwhile = {key.split("/", 1)[1] for r in sim.running() for key, _, _ in r.link.bound}
         taken = len(owned & bound_meanwhile)
         stats0 = sim[paused].scheduler.stats
-        conflicts0, refusals0 = stats0.bind_conflicts, stats0.fence_refusals
+        conflicts0, refusals0 = stats0.bind_conflicts, sim[paused].shard.fence_refusals
         resumed_at = clock.monotonic() - t0
         sim.resume(paused)
         # it renews (its lease had lapsed: it rejoins, owning nothing until its settle is over);
@@ -394,7 +394,7 @@ def paused_replica_run(
             bound_twice=sim.bound_twice(), overcommitted=sim.overcommitted(), node_cpu=cpu,
             owned_by_paused=len(owned), taken_over=taken,
             stale_bound=len(sim[paused].link.bound) - before,
-            stale_conflicts=stats.bind_conflicts - conflicts0, stale_refused=stats.fence_refusals - refusals0,
+            stale_conflicts=stats.bind_conflicts - conflicts0, stale_refused=sim[paused].shard.fence_refusals - refusals0,
             held_writes=held, bound_by=sim.bound_by(),
             rings={r.name: r.shard.ring.members for r in sim.replicas.values()},
             seconds=time.monotonic() - began,

@@ -89,6 +89,9 @@ class QueueEvent(enum.Enum):
     ARRIVE_GATED = enum.auto()  # a new pending pod that PreEnqueue holds
     ARRIVE_READY = enum.auto()  # a new pending pod that PreEnqueue lets through
     GATE_OPENED = enum.auto()  # PreEnqueue asked again (an update, an event) lets it through
+    # on its way to activeQ or backoffQ, PreEnqueue asked again holds it (kube's moveToActiveQ and,
+    # with SchedulerPopFromBackoffQ, moveToBackoffQ run the PreEnqueue plugins)
+    GATE_CLOSED = enum.auto()
     POP = enum.auto()
     DONE = enum.auto()  # the cycle assumed it on a node (or gave it up): it leaves the queue
     REJECT = enum.auto()  # the cycle found no node: park until an event may help
@@ -108,6 +111,7 @@ QUEUE_TRANSITIONS: dict[tuple[QueueState, QueueEvent], QueueState | Verdict] = {
     (Q.ABSENT, QE.ARRIVE_GATED): Q.GATED,
     (Q.ABSENT, QE.ARRIVE_READY): Q.ACTIVE,
     (Q.ABSENT, QE.GATE_OPENED): REFUSE,
+    (Q.ABSENT, QE.GATE_CLOSED): Q.GATED,  # its binding failed, and PreEnqueue holds it on the way back
     (Q.ABSENT, QE.POP): REFUSE,
     (Q.ABSENT, QE.DONE): IGNORE,  # deleted during its cycle
     (Q.ABSENT, QE.REJECT): IGNORE,  # deleted during its cycle: dropped, not requeued
@@ -122,6 +126,7 @@ QUEUE_TRANSITIONS: dict[tuple[QueueState, QueueEvent], QueueState | Verdict] = {
     (Q.GATED, QE.ARRIVE_GATED): REFUSE,  # a known pod's add is an update
     (Q.GATED, QE.ARRIVE_READY): REFUSE,
     (Q.GATED, QE.GATE_OPENED): Q.ACTIVE,
+    (Q.GATED, QE.GATE_CLOSED): REFUSE,  # held already: it is on its way nowhere
     (Q.GATED, QE.POP): REFUSE,
     (Q.GATED, QE.DONE): REFUSE,
     (Q.GATED, QE.REJECT): REFUSE,
@@ -136,6 +141,7 @@ QUEUE_TRANSITIONS: dict[tuple[QueueState, QueueEvent], QueueState | Verdict] = {
     (Q.ACTIVE, QE.ARRIVE_GATED): REFUSE,
     (Q.ACTIVE, QE.ARRIVE_READY): REFUSE,
     (Q.ACTIVE, QE.GATE_OPENED): REFUSE,
+    (Q.ACTIVE, QE.GATE_CLOSED): REFUSE,  # it goes nowhere but to a pop
     (Q.ACTIVE, QE.POP): Q.IN_FLIGHT,
     (Q.ACTIVE, QE.DONE): REFUSE,
     (Q.ACTIVE, QE.REJECT): REFUSE,
@@ -150,6 +156,7 @@ QUEUE_TRANSITIONS: dict[tuple[QueueState, QueueEvent], QueueState | Verdict] = {
     (Q.BACKOFF, QE.ARRIVE_GATED): REFUSE,
     (Q.BACKOFF, QE.ARRIVE_READY): REFUSE,
     (Q.BACKOFF, QE.GATE_OPENED): REFUSE,
+    (Q.BACKOFF, QE.GATE_CLOSED): Q.GATED,  # its backoff ended, PreEnqueue holds it (SchedulerPopFromBackoffQ off)
     (Q.BACKOFF, QE.POP): REFUSE,
     (Q.BACKOFF, QE.DONE): REFUSE,
     (Q.BACKOFF, QE.REJECT): REFUSE,
@@ -164,6 +171,7 @@ QUEUE_TRANSITIONS: dict[tuple[QueueState, QueueEvent], QueueState | Verdict] = {
     (Q.UNSCHEDULABLE, QE.ARRIVE_GATED): REFUSE,
     (Q.UNSCHEDULABLE, QE.ARRIVE_READY): REFUSE,
     (Q.UNSCHEDULABLE, QE.GATE_OPENED): REFUSE,
+    (Q.UNSCHEDULABLE, QE.GATE_CLOSED): Q.GATED,  # an event moved it, PreEnqueue holds it
     (Q.UNSCHEDULABLE, QE.POP): REFUSE,
     (Q.UNSCHEDULABLE, QE.DONE): REFUSE,
     (Q.UNSCHEDULABLE, QE.REJECT): REFUSE,
@@ -178,6 +186,7 @@ QUEUE_TRANSITIONS: dict[tuple[QueueState, QueueEvent], QueueState | Verdict] = {
     (Q.IN_FLIGHT, QE.ARRIVE_GATED): REFUSE,
     (Q.IN_FLIGHT, QE.ARRIVE_READY): REFUSE,
     (Q.IN_FLIGHT, QE.GATE_OPENED): REFUSE,
+    (Q.IN_FLIGHT, QE.GATE_CLOSED): Q.GATED,  # its attempt failed, and PreEnqueue holds it on the way back
     (Q.IN_FLIGHT, QE.POP): REFUSE,
     (Q.IN_FLIGHT, QE.DONE): Q.ABSENT,
     (Q.IN_FLIGHT, QE.REJECT): Q.UNSCHEDULABLE,

@@ -8,8 +8,8 @@ pending pod is in exactly one of four places:
 - backoffQ: pods that failed and wait out their backoff (1 s, doubling per failure, 10 s cap;
   counted as kube counts it: the consecutive errors if the last attempt was an error, else the
   rejections). A flusher moves the expired ones to activeQ every second. With kube's
-  SchedulerPopFromBackoffQ (on by default since 1.33; the Scheduler's feature gate, a bare queue's
-  `pop_from_backoff`), `pop()` takes the rejected pod whose backoff ends first when activeQ is
+  SchedulerPopFromBackoffQ (on by default since 1.33; the Scheduler's feature gate, a queue's
+  `pop_from_backoff`, on by default too), `pop()` takes the rejected pod whose backoff ends first when activeQ is
   empty (a scheduler with nothing else to do need not wait), and backoff ends are truncated to
   1-second windows ordered inside by QueueSort, which the flusher moves whole (KEP-5142). Pods
   that failed with an error wait their backoff out.
@@ -20,18 +20,23 @@ pending pod is in exactly one of four places:
   rejected the pod, and the pod moves if one of them registered the event and its hint, given
   the changed object before and after, answers QUEUE (no hint: QUEUE), as kube's
   isPodWorthRequeuing. A queue built without hint maps moves a rejected pod on every event.
-- gated: pods that a PreEnqueue check holds back (spec.schedulingGates); they enter activeQ when an
-  update removes the gates.
+- gated: pods that a PreEnqueue check holds back (spec.schedulingGates, a plugin's PreEnqueue);
+  they enter activeQ when an update, or an event their gating plugin registered, lets them through.
+  PreEnqueue is asked on arrival and, as kube's moveToActiveQ and moveToBackoffQ ask it, on every
+  move into activeQ but out of backoffQ with SchedulerPopFromBackoffQ, and with that gate on every
+  move into backoffQ (so that `pop()` never takes from backoffQ a pod PreEnqueue would hold): a pod
+  it holds on the way goes to the gated pods instead (the table's GATE_CLOSED).
 
-A pod being tried is "in flight" and in none of them. The queue records the cluster events that
-arrive while any pod is in flight (kube's inFlightEvents), and a pending pod's own update during
-its attempt as an event for that pod alone (kube's addEventsIfPodInFlight); when a pod's attempt
-fails, it goes to backoffQ rather than to unschedulable if one of those events would have moved it
-(kube's determineSchedulingHintForInFlightPod): that event may be what it needed. A pod
-stays recorded in flight until its attempt ends: after its binding cycle passed Permit, or when it
-comes back (`done`, `add_unschedulable`, `requeue_after_bind_failure`), so events during its wait at
-Permit count for a pod that Permit rejects. Events that no pod in flight can still ask about are
-dropped.
+A pod being tried is "in flight" and in none of them. Each attempt has one record (`_Attempt`,
+kube's inFlightPods entry), from `pop()` until the attempt ends: its place in the log of the
+cluster events that arrive while any pod is in flight (kube's inFlightEvents), the pod's own
+updates during the attempt (kube's addEventsIfPodInFlight), and whether it was activated meanwhile.
+When a pod's attempt fails, it goes to backoffQ rather than to unschedulable if one of those
+events would have moved it (kube's determineSchedulingHintForInFlightPod): that event may be what
+it needed. The record outlives the IN_FLIGHT state: it ends after the pod's binding cycle passed
+Permit, or when the pod comes back (`done`, `add_unschedulable`, `requeue_after_bind_failure`), so
+events during its wait at Permit count for a pod that Permit rejects. Events that no running
+attempt can still ask about are dropped.
 
 Every wait and every timestamp uses a `Clock`, so tests drive it with `VirtualClock`.
 """
@@ -89,6 +94,8 @@ from minisched.scheduler.framework.cluster_event import (
 from minisched.scheduler.framework.cluster_event import (
     node_update_events as node_update_events,
 )
+from minisched.scheduler.framework.features import DEFAULTS as FEATURE_DEFAULTS
+from minisched.scheduler.framework.features import POP_FROM_BACKOFF_Q
 from minisched.scheduler.lifecycle import QUEUE_TRANSITIONS, QueueEvent, QueueState, Verdict, step
 
 Object = dict[str, Any]
@@ -159,6 +166,27 @@ def priority_sort_less(a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
 def scheduling_gates_pre_enqueue(pod: Object) -> str | None:
     """SchedulingGates' PreEnqueue: a pod with spec.schedulingGates waits."""
     return "SchedulingGates" if (pod.get("spec") or {}).get("schedulingGates") else None
+
+
+@dataclass(eq=False)
+class _Attempt:
+    """One attempt at a pod, from `pop()` until it ends (kube's inFlightPods entry): after its
+    binding cycle passed Permit, or when the pod comes back to the queue. The queue's whole memory
+    of a pod in flight and of what happened during its attempt."""
+
+    qpi: QueuedPodInfo
+    # its place in the queue's event log: the cluster events logged after it are its events
+    sequence: int
+    scheduling_cycle: int
+    # in the queue's IN_FLIGHT state: its scheduling cycle runs, and it was neither assumed nor
+    # deleted (the attempt outlives that: its binding cycle, or a deleted pod's cycle, ends it)
+    in_flight: bool = True
+    # activated while in flight (kube's EventForceActivate recorded for it): it goes to activeQ
+    # when the attempt parks it
+    activate_when_done: bool = False
+    # the pod's own spec changes during the attempt (kube's addEventsIfPodInFlight), each with its
+    # sequence, so that they interleave with the cluster events in the order they came
+    own_updates: list[tuple[int, Object | None, Object]] = field(default_factory=list)
 
 
 class _Entry:
@@ -294,11 +322,12 @@ class SchedulingQueue:
         profile_of: ProfileOf = scheduler_name_of,
         priority_of: PriorityOf = spec_priority,
         transitions: dict[tuple[QueueState, QueueEvent], QueueState | Verdict] | None = None,
-        pop_from_backoff: bool = False,
+        pop_from_backoff: bool = FEATURE_DEFAULTS[POP_FROM_BACKOFF_Q],
     ) -> None:
         """`queueing_hints`: profile name -> its hint map (Framework.queueing_hints); None: every
         event moves every rejected pod. `profile_of`: a pod's profile (its schedulerName).
-        `pop_from_backoff`: kube's SchedulerPopFromBackoffQ gate."""
+        `pop_from_backoff`: kube's SchedulerPopFromBackoffQ gate, on by default as kube's is (and
+        as a Scheduler's feature gates are)."""
         if initial_backoff <= 0 or max_backoff < initial_backoff:
             raise ValueError(
                 f"backoff needs 0 < initial ({initial_backoff}) <= max ({max_backoff})"
@@ -327,20 +356,14 @@ class SchedulingQueue:
         self._gated: dict[str, QueuedPodInfo] = {}
         # asked (under the queue's lock) before an unschedulable pod moves; True keeps it parked
         self.hold: Callable[[QueuedPodInfo], bool] | None = None
-        self._in_flight: dict[str, QueuedPodInfo] = {}
-        # pods activated while in flight: they go to activeQ when their attempt ends (kube's
-        # EventForceActivate recorded for an in-flight pod)
-        self._activate_after_flight: set[str] = set()
         self._scheduling_cycle = 0
-        # kube's inFlightPods and inFlightEvents: a pod's attempt, from pop until it ends (which
-        # may be after the pod left the queue's states: its binding cycle), maps to the sequence
-        # number it was popped at and its scheduling cycle; every cluster event received while any
-        # attempt runs is kept with its sequence number, in order, until no attempt older than it
-        # is left.
-        self._flight_seq = 0
-        self._flights: dict[str, tuple[int, int]] = {}  # key -> (sequence at pop, scheduling cycle)
-        # (sequence, event, object before, after, the pod it is for: None for a cluster event)
-        self._flight_events: deque[tuple[int, ClusterEvent, Object | None, Object | None, str | None]] = deque()
+        # kube's inFlightPods: pod key -> its running attempt (the newest, if it was popped again
+        # while an older attempt's binding cycle ran), in the order they began, so the oldest is first
+        self._attempts: dict[str, _Attempt] = {}
+        # kube's inFlightEvents: (sequence, event, object before, after) for every cluster event
+        # received while any attempt runs, kept until no attempt older than it is left
+        self._sequence = 0
+        self._event_log: deque[tuple[int, ClusterEvent, Object | None, Object | None]] = deque()
         self._closed = False
         # nominated node name -> {pod key: QueuedPodInfo}; see nominate().
         self._nominated: dict[str, dict[str, tuple[Object, Any]]] = {}
@@ -398,7 +421,7 @@ class SchedulingQueue:
 
     def _state_locked(self, key: str) -> QueueState:
         """Where the pod is: its state is the container that holds it, nothing kept beside."""
-        if key in self._in_flight:
+        if self._in_flight(key) is not None:
             return QueueState.IN_FLIGHT
         if key in self._active:
             return QueueState.ACTIVE
@@ -418,8 +441,14 @@ class SchedulingQueue:
         target = step("SchedulingQueue", self._transitions, state, event, key)
         if target is state:
             return state
+        if (target is QueueState.ACTIVE or target is QueueState.BACKOFF) and self._asks_pre_enqueue(state, event, target):
+            qpi.gated_by = self._gate(qpi.pod)
+            if qpi.gated_by is not None:
+                target = step("SchedulingQueue", self._transitions, state, QueueEvent.GATE_CLOSED, key)
+                if target is state:
+                    return state
         if state is QueueState.IN_FLIGHT:
-            del self._in_flight[key]  # its attempt's record (and activation) ends with the attempt
+            self._attempts[key].in_flight = False  # its attempt goes on until it ends (see _end_attempt_record)
         elif state is QueueState.ACTIVE:
             self._active.remove(key)
         elif state is QueueState.BACKOFF:
@@ -429,7 +458,7 @@ class SchedulingQueue:
         elif state is QueueState.GATED:
             del self._gated[key]
         if target is QueueState.IN_FLIGHT:
-            self._in_flight[key] = qpi
+            self._begin_attempt(qpi)
         elif target is QueueState.ACTIVE:
             self._active.push(qpi)
             self._cond.notify()
@@ -443,6 +472,16 @@ class SchedulingQueue:
             self._gated[key] = qpi
         return target
 
+    def _asks_pre_enqueue(self, state: QueueState, event: QueueEvent, target: QueueState) -> bool:
+        """Does a pod moving from `state` to `target` pass PreEnqueue first? As kube: every way into
+        activeQ (moveToActiveQ) but out of backoffQ with SchedulerPopFromBackoffQ, which asked on
+        the way in (moveToBackoffQ); an arriving or ungated pod was just asked."""
+        if event in (QueueEvent.ARRIVE_READY, QueueEvent.GATE_OPENED):
+            return False
+        if target is QueueState.ACTIVE:
+            return not (state is QueueState.BACKOFF and self.pop_from_backoff)
+        return target is QueueState.BACKOFF and self.pop_from_backoff
+
     # --- pods arriving and changing ------------------------------------------------------------
 
     def add(self, pod: Object, info: Any = None) -> None:
@@ -451,7 +490,7 @@ class SchedulingQueue:
         key = key_of(pod)
         with self._lock:
             self._nominate_from_status_locked(key, pod, info)
-            if key in self._in_flight or self._where(key) is not None:
+            if self._in_flight(key) is not None or self._where(key) is not None:
                 self._update_locked(key, pod, None, info)
                 return
             self._enqueue_new(self._new_info(pod, key, info))
@@ -479,21 +518,21 @@ class SchedulingQueue:
         key = key_of(new)
         with self._lock:
             self._nominate_from_status_locked(key, new, info)
-            if key not in self._in_flight and self._where(key) is None:
+            if self._in_flight(key) is None and self._where(key) is None:
                 self._enqueue_new(self._new_info(new, key, info))
                 return
             self._update_locked(key, new, old, info)
 
     def _update_locked(self, key: str, new: Object, old: Object | None = None, info: Any = None) -> None:
-        if key in self._in_flight:
-            flying = self._in_flight[key]
-            flying.pod = new  # a failure re-queues the newest object
-            flying.pod_info = info
+        attempt = self._in_flight(key)
+        if attempt is not None:
+            attempt.qpi.pod = new  # a failure re-queues the newest object
+            attempt.qpi.pod_info = info
             if old is not None and _pod_spec_changed(old, new):
                 # kube's addEventsIfPodInFlight: the change may be what its attempt lacked (a
                 # toleration added while no node took it): an event for this pod alone
-                self._flight_seq += 1
-                self._flight_events.append((self._flight_seq, UNSCHEDULED_POD_UPDATE, old, new, key))
+                self._sequence += 1
+                attempt.own_updates.append((self._sequence, old, new))
             return
         for heap in (self._active, self._backoff):
             qpi = heap.get(key)
@@ -557,8 +596,7 @@ class SchedulingQueue:
         with self._lock:
             state = self._state_locked(key)
             if state is not QueueState.ABSENT:
-                held = self._in_flight.get(key) or self._active.get(key) or self._backoff.get(key) \
-                    or self._unschedulable.get(key) or self._gated.get(key)
+                held = self._queued_locked(key)
                 assert held is not None
                 self._fire(held, QueueEvent.DELETE, state)
             self._delete_nominated_locked(key)
@@ -586,65 +624,77 @@ class SchedulingQueue:
                 qpi = self._backoff.rejected.peek()
                 assert qpi is not None
                 self._fire(qpi, QueueEvent.BACKOFF_EXPIRED, QueueState.BACKOFF)
-            self._fire(qpi, QueueEvent.POP, QueueState.ACTIVE)
             self._scheduling_cycle += 1
             qpi.scheduling_cycle = self._scheduling_cycle
+            self._fire(qpi, QueueEvent.POP, QueueState.ACTIVE)
             qpi.attempts += 1
             if qpi.initial_attempt_timestamp is None:
                 qpi.initial_attempt_timestamp = self.clock.monotonic()
-            # a pod re-added and popped while its last binding cycle still runs: the new attempt
-            # replaces the old one's record (the old one's end no longer matches it)
-            self._flight_seq += 1
-            # re-inserted, not overwritten: the dict's order stays the order of the sequence
-            # numbers, so the oldest attempt is its first entry (see _end_flight_locked)
-            self._flights.pop(qpi.key, None)
-            self._flights[qpi.key] = (self._flight_seq, qpi.scheduling_cycle)
             return qpi
+
+    def _begin_attempt(self, qpi: QueuedPodInfo) -> None:
+        """Its record, in flight from now. A pod re-added and popped while its last binding cycle
+        still runs: the new attempt replaces the old one's record (the old one's end no longer
+        matches it), re-inserted rather than overwritten, so that the records stay in the order
+        of their sequence numbers and the oldest is the first (see _end_attempt_record)."""
+        self._sequence += 1
+        self._attempts.pop(qpi.key, None)
+        self._attempts[qpi.key] = _Attempt(qpi, self._sequence, qpi.scheduling_cycle)
+
+    def _in_flight(self, key: str) -> _Attempt | None:
+        """The attempt of `key` if the pod is in the IN_FLIGHT state."""
+        attempt = self._attempts.get(key)
+        return attempt if attempt is not None and attempt.in_flight else None
+
+    def _attempt_of(self, qpi: QueuedPodInfo) -> _Attempt | None:
+        """The record of `qpi`'s attempt, unless it ended or a newer attempt replaced it."""
+        attempt = self._attempts.get(qpi.key)
+        return attempt if attempt is not None and attempt.scheduling_cycle == qpi.scheduling_cycle else None
 
     def done(self, key: str) -> None:
         """The attempt on `key` ended without sending the pod back (kube's Done): it leaves the
         queue if still in flight (not ours any more, being deleted, bound by someone else), and the
         events recorded for its attempt are forgotten."""
         with self._lock:
-            qpi = self._in_flight.get(key)
-            if qpi is not None:
-                self._fire(qpi, QueueEvent.DONE, QueueState.IN_FLIGHT)
-            self._end_flight_locked(key)
+            attempt = self._in_flight(key)
+            if attempt is not None:
+                self._fire(attempt.qpi, QueueEvent.DONE, QueueState.IN_FLIGHT)
+            self._end_attempt_record(key)
 
     def assumed(self, key: str) -> None:
         """The scheduling cycle assumed `key` on a node: it leaves the queue, but its attempt goes on
         in the binding cycle, which ends it with `binding_done` (or sends it back with
         `requeue_after_bind_failure`): until then the events received still count for it."""
         with self._lock:
-            qpi = self._in_flight.get(key)
-            if qpi is not None:
-                self._fire(qpi, QueueEvent.DONE, QueueState.IN_FLIGHT)
+            attempt = self._in_flight(key)
+            if attempt is not None:
+                self._fire(attempt.qpi, QueueEvent.DONE, QueueState.IN_FLIGHT)
 
     def binding_done(self, qpi: QueuedPodInfo) -> None:
         """The binding cycle of `qpi`'s attempt passed Permit or ended: kube's Done in bindingCycle.
         Idempotent; an attempt that a newer one replaced leaves the newer one's record alone."""
         with self._lock:
-            self._end_flight_locked(qpi.key, qpi.scheduling_cycle)
+            self._end_attempt_record(qpi.key, qpi.scheduling_cycle)
 
-    def _end_flight_locked(self, key: str, cycle: int | None = None) -> None:
-        flight = self._flights.get(key)
-        if flight is None or (cycle is not None and flight[1] != cycle):
+    def _end_attempt_record(self, key: str, cycle: int | None = None) -> None:
+        """The attempt on `key` (of scheduling cycle `cycle`, if given) ends: its record goes."""
+        attempt = self._attempts.get(key)
+        if attempt is None or (cycle is not None and attempt.scheduling_cycle != cycle):
             return
-        del self._flights[key]
-        self._activate_after_flight.discard(key)
+        del self._attempts[key]
         # the events older than every attempt still running can be asked about by no one any more
         # (kube prunes inFlightEvents up to its oldest in-flight pod the same way). The oldest is
-        # the first entry: pop() inserts in sequence order; no scan of every attempt in flight,
+        # the first record: _begin_attempt inserts in sequence order; no scan of every attempt,
         # of which there are up to max_bindings_in_flight (512) when binding lags the loop
-        events = self._flight_events
-        if not events:
+        log = self._event_log
+        if not log:
             return
-        if not self._flights:
-            events.clear()
+        if not self._attempts:
+            log.clear()
             return
-        oldest = next(iter(self._flights.values()))[0]
-        while events and events[0][0] < oldest:
-            events.popleft()
+        oldest = next(iter(self._attempts.values())).sequence
+        while log and log[0][0] < oldest:
+            log.popleft()
 
     def in_flight_events(self, key: str) -> list[ClusterEvent]:
         """The cluster events received since `key`'s attempt began (empty when it is not in flight)."""
@@ -657,19 +707,23 @@ class SchedulingQueue:
     def _flight_events_for_locked(
         self, key: str, cycle: int | None = None
     ) -> list[tuple[ClusterEvent, Object | None, Object | None]]:
-        """(event, before, after) received since `key`'s attempt began: cluster events and the
-        pod's own updates (another pod's are not its)."""
-        flight = self._flights.get(key)
-        if flight is None or (cycle is not None and flight[1] != cycle):
+        """(event, before, after) received since `key`'s attempt began, in order: cluster events
+        and the pod's own updates (another pod's are not its)."""
+        attempt = self._attempts.get(key)
+        if attempt is None or (cycle is not None and attempt.scheduling_cycle != cycle):
             return []
-        return [(event, old, new) for seq, event, old, new, target in self._flight_events
-                if seq > flight[0] and (target is None or target == key)]
+        since = attempt.sequence
+        if not attempt.own_updates:  # the common case: no merge
+            return [(event, old, new) for seq, event, old, new in self._event_log if seq > since]
+        cluster = ((seq, event, old, new) for seq, event, old, new in self._event_log if seq > since)
+        own = ((seq, UNSCHEDULED_POD_UPDATE, old, new) for seq, old, new in attempt.own_updates)
+        return [(event, old, new) for _, event, old, new in heapq.merge(cluster, own, key=lambda e: e[0])]
 
     def in_flight_event_count(self) -> int:
-        """How many cluster events the queue keeps for the attempts in flight (kube's
+        """How many events the queue keeps for the attempts in flight (kube's
         scheduler_in_flight_events without the pods): pruned as those attempts end."""
         with self._lock:
-            return len(self._flight_events)
+            return len(self._event_log) + sum(len(a.own_updates) for a in self._attempts.values())
 
     def _worth_retrying_locked(self, qpi: QueuedPodInfo) -> bool:
         """kube's determineSchedulingHintForInFlightPod: a pod no plugin rejected (an error) always
@@ -700,14 +754,14 @@ class SchedulingQueue:
         with self._lock:
             # Not in flight any more: deleted during its attempt -> dropped (the table's ABSENT row).
             if self._closed:
-                self._in_flight.pop(qpi.key, None)
-                self._end_flight_locked(qpi.key, qpi.scheduling_cycle)
+                self._end_attempt_record(qpi.key, qpi.scheduling_cycle)
                 return
             qpi.timestamp = self.clock.monotonic()
             qpi.unschedulable_plugins = set(rejected_by)
             self._count_failure(qpi, error or not qpi.unschedulable_plugins)
             retry = error or self._worth_retrying_locked(qpi)
-            state = QueueState.IN_FLIGHT if self._in_flight.get(qpi.key) is qpi else QueueState.ABSENT
+            attempt = self._in_flight(qpi.key)
+            state = QueueState.IN_FLIGHT if attempt is not None and attempt.qpi is qpi else QueueState.ABSENT
             self._end_attempt_locked(qpi, QueueEvent.RETRY if retry else QueueEvent.REJECT, state)
 
     def requeue_after_bind_failure(self, qpi: QueuedPodInfo, *, rejected_by: Iterable[str] | None = None) -> None:
@@ -717,11 +771,11 @@ class SchedulingQueue:
         included): then it backs off too, as `add_unschedulable` decides."""
         with self._lock:
             if self._closed:
-                self._end_flight_locked(qpi.key, qpi.scheduling_cycle)
+                self._end_attempt_record(qpi.key, qpi.scheduling_cycle)
                 return
             state = self._state_locked(qpi.key)
             if state is not QueueState.ABSENT:
-                self._end_flight_locked(qpi.key, qpi.scheduling_cycle)
+                self._end_attempt_record(qpi.key, qpi.scheduling_cycle)
                 return  # already back (an update re-added it): the table's IGNORE
             qpi.timestamp = self.clock.monotonic()
             qpi.unschedulable_plugins = set(rejected_by or ())
@@ -730,11 +784,13 @@ class SchedulingQueue:
             self._end_attempt_locked(qpi, QueueEvent.BIND_FAILED if retry else QueueEvent.BIND_REJECTED, state)
 
     def _end_attempt_locked(self, qpi: QueuedPodInfo, event: QueueEvent, state: QueueState) -> None:
-        """The failed attempt's end: its record goes, the pod moves by `event`, and a pod activated
-        during the attempt goes on to activeQ if that parked it."""
-        activate = qpi.key in self._activate_after_flight
-        self._end_flight_locked(qpi.key, qpi.scheduling_cycle)
-        if self._fire(qpi, event, state) is QueueState.UNSCHEDULABLE and activate:
+        """The failed attempt's end: the pod moves by `event`, its attempt's record goes, and a pod
+        activated during the attempt goes on to activeQ if that parked it."""
+        attempt = self._attempt_of(qpi)
+        activate = attempt is not None and attempt.activate_when_done
+        target = self._fire(qpi, event, state)
+        self._end_attempt_record(qpi.key, qpi.scheduling_cycle)
+        if target is QueueState.UNSCHEDULABLE and activate:
             self._fire(qpi, QueueEvent.MOVE_READY, QueueState.UNSCHEDULABLE)
 
     # --- cluster events ---------------------------------------------------------------------------
@@ -750,9 +806,9 @@ class SchedulingQueue:
             for qpi in list(self._unschedulable.values()):
                 if qpi.key != exclude and self._interested(qpi, event, old, new) and self._requeue_moved(qpi):
                     moved += 1
-            if self._flights:  # kube's addEventIfAnyInFlight
-                self._flight_seq += 1
-                self._flight_events.append((self._flight_seq, event, old, new, None))
+            if self._attempts:  # kube's addEventIfAnyInFlight
+                self._sequence += 1
+                self._event_log.append((self._sequence, event, old, new))
             return moved
 
     def set_queueing_hints(self, profile: str, hints: QueueingHintMap) -> None:
@@ -790,29 +846,28 @@ class SchedulingQueue:
         if self.hold is not None and self.hold(qpi):
             return False
         event = QueueEvent.MOVE_BACKING_OFF if self._is_backing_off(qpi) else QueueEvent.MOVE_READY
-        self._fire(qpi, event, QueueState.UNSCHEDULABLE)
-        return True
+        # (PreEnqueue may hold it on the way: then it moved to the gated pods, not to a queue)
+        return self._fire(qpi, event, QueueState.UNSCHEDULABLE) in (QueueState.ACTIVE, QueueState.BACKOFF)
 
     def activate(self, key: str) -> bool:
         """Move an unschedulable or backing-off pod to activeQ now (kube's Activate). False when it
-        is in neither."""
+        is in neither, or PreEnqueue holds it on the way."""
         with self._lock:
             backing_off = self._backoff.get(key)
             if backing_off is not None and not self._closed:
                 # (the table's BACKOFF_EXPIRED: its backoff ends now)
-                self._fire(backing_off, QueueEvent.BACKOFF_EXPIRED, QueueState.BACKOFF)
-                return True
+                return self._fire(backing_off, QueueEvent.BACKOFF_EXPIRED, QueueState.BACKOFF) is QueueState.ACTIVE
             qpi = self._unschedulable.get(key)
-            if qpi is None and key in self._flights and self._where(key) is None and not self._closed:
+            attempt = self._attempts.get(key)
+            if qpi is None and attempt is not None and self._where(key) is None and not self._closed:
                 # its attempt has not ended yet (a preemption worker can fail before the cycle
                 # parks the preemptor; a pod may wait at Permit): activate it when it does, as kube
                 # does for in-flight pods
-                self._activate_after_flight.add(key)
+                attempt.activate_when_done = True
                 return False
             if qpi is None or self._closed:
                 return False
-            self._fire(qpi, QueueEvent.MOVE_READY, QueueState.UNSCHEDULABLE)
-            return True
+            return self._fire(qpi, QueueEvent.MOVE_READY, QueueState.UNSCHEDULABLE) is QueueState.ACTIVE
 
     def flush_backoff_completed(self) -> int:
         """Move every pod whose backoff has expired to activeQ (run every second)."""
@@ -823,8 +878,9 @@ class SchedulingQueue:
                 qpi = self._backoff.peek()
                 if qpi is None or self._is_backing_off(qpi, now):
                     break
-                self._fire(qpi, QueueEvent.BACKOFF_EXPIRED, QueueState.BACKOFF)
-                moved += 1
+                # (without SchedulerPopFromBackoffQ, PreEnqueue may hold it on the way)
+                if self._fire(qpi, QueueEvent.BACKOFF_EXPIRED, QueueState.BACKOFF) is QueueState.ACTIVE:
+                    moved += 1
             if moved:
                 self._cond.notify_all()
             return moved
@@ -912,19 +968,24 @@ class SchedulingQueue:
     def where(self, key: str) -> str | None:
         """Which queue holds `key` ("active", "backoff", "unschedulable", "gated"), "in-flight", or None."""
         with self._lock:
-            if key in self._in_flight:
+            if self._in_flight(key) is not None:
                 return "in-flight"
             return self._where(key)
 
     def get(self, key: str) -> QueuedPodInfo | None:
         with self._lock:
-            return (
-                self._active.get(key)
-                or self._backoff.get(key)
-                or self._unschedulable.get(key)
-                or self._gated.get(key)
-                or self._in_flight.get(key)
-            )
+            return self._queued_locked(key)
+
+    def _queued_locked(self, key: str) -> QueuedPodInfo | None:
+        """The pod's record wherever the queue holds it, in flight included."""
+        attempt = self._in_flight(key)
+        return (
+            self._active.get(key)
+            or self._backoff.get(key)
+            or self._unschedulable.get(key)
+            or self._gated.get(key)
+            or (attempt.qpi if attempt is not None else None)
+        )
 
     def pending_pods(self) -> dict[str, int]:
         """How many pods wait in each queue (kube's scheduler_pending_pods{queue})."""

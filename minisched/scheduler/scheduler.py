@@ -17,16 +17,15 @@ What happens to one pod (kube's schedule_one.go):
    subresource refuses a second one.
 5. The informer then shows the pod bound and the cache confirms the assumption.
 
-With a `shard` (a ShardHook, Part II §4.3: one replica among several that share the cluster) the
-scheduler queues only the pods the hook says it owns, chooses among the hook's nodes first (all
-nodes if none fits there), and reserves the pod's room on the node's capacity ledger right before
-step 3's bind, releasing it if the bind fails; a refused reservation sends the pod back to the
-queue with nothing sent. If the hook says so (`fence_bindings`) the bind carries the pod's
-resourceVersion as the cycle decided on it, as a precondition: a write to the pod since (an update,
-or another replica revoking this one's reservation) makes it a 409, and the pod is tried again.
-`resync_ownership()` follows a change of the ring. A pending pod another replica owns is not
-queued, but its status.nominatedNodeName is counted as a nomination, so this replica's filters keep
-the room that replica's preemption freed for it, as one kube-scheduler would.
+With a `pod_filter` (kube's informer FilterFunc: which pending pods this scheduler queues) several
+schedulers may serve one profile, as Part II §4.3's replicas do (minisched.sharding: the filter is
+the hash ring's "is it mine?", and the node partition and the capacity ledger are ordinary plugins,
+a PreFilter and a Reserve/PreBind/Unreserve one). `resync_ownership()` follows a change of the
+filter's answers. A pending pod the filter leaves to another scheduler is not queued, but its
+status.nominatedNodeName is counted as a nomination, so this scheduler's filters keep the room that
+scheduler's preemption freed for it, as one kube-scheduler would. A PreFilter plugin whose result is
+a first choice rather than a limit (WideningPreFilter: a replica's node partition) gets a second
+pass over the nodes it widens to when none of its first choice fits.
 
 The loop is deliberately lean: a pod's JSON is never copied, its PodInfo is parsed once per
 version when it is queued (as kube does), and the per-cycle snapshot is copy-on-write.
@@ -66,7 +65,7 @@ from typing import Any, Protocol
 
 from minisched.clock import Clock, RealClock, pause_unless_stopped
 from minisched.cluster.base import Cluster
-from minisched.errors import ApiError, BadRequest, NotFound, Timeout, is_conflict
+from minisched.errors import ApiError, BadRequest, NotFound, is_conflict
 from minisched.informer import (
     ResourceEventHandlerFuncs,
     SharedInformerFactory,
@@ -92,8 +91,8 @@ from minisched.scheduler.events import (
     POD_REASON_UNSCHEDULABLE,
     EventRecorder,
 )
-from minisched.scheduler.framework.cluster_event import WILDCARD_EVENT, RegisteredHint
-from minisched.scheduler.framework.cycle_state import BIND_RESOURCE_VERSION, CycleState
+from minisched.scheduler.framework.cluster_event import RegisteredHint
+from minisched.scheduler.framework.cycle_state import BINDING_STATUS, CycleState
 from minisched.scheduler.framework.decision import Decision
 from minisched.scheduler.framework.features import (
     OPPORTUNISTIC_BATCHING,
@@ -110,6 +109,7 @@ from minisched.scheduler.framework.interface import (
     PodActivator,
     PodForgetter,
     UsesPodDisruptionBudgets,
+    WideningPreFilter,
 )
 from minisched.scheduler.framework.listers import (
     Namespaces,
@@ -118,11 +118,16 @@ from minisched.scheduler.framework.listers import (
     namespaces_from,
     workloads_from,
 )
-from minisched.scheduler.framework.profile import Profile, default_profile, load_profiles
-from minisched.scheduler.framework.runtime import PARTITION, Framework, FrameworkRunner, Nominations
+from minisched.scheduler.framework.profile import (
+    PluginRef,
+    PluginSet,
+    Profile,
+    default_profile,
+    load_profiles,
+)
+from minisched.scheduler.framework.runtime import Framework, FrameworkRunner, Nominations
 from minisched.scheduler.framework.status import Status
 from minisched.scheduler.framework.types import PodInfo, PodSpecError
-from minisched.scheduler.plugins.helpers import node_allocatable
 from minisched.scheduler.queue import (
     ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
@@ -135,7 +140,6 @@ from minisched.scheduler.queue import (
     node_update_events,
     priority_sort_less,
 )
-from minisched.scheduler.shard_hook import ShardHook
 from minisched.scheduler.snapshot import NodeTable
 from minisched.scheduler.tracing import AttemptTrace, CycleTracer
 from minisched.selectors import parse_label_selector
@@ -182,12 +186,9 @@ class SchedulerStats:
     bind_errors: int = 0
     preemptions: int = 0
     victims: int = 0
-    # sharded (a ShardHook): pods popped or failed after the ring gave them to another replica,
-    # cycles that found no node in the partition and went on over all nodes, and reservations the
-    # capacity ledger refused (another replica filled the node first)
+    # with a pod_filter: pods popped after the filter gave them to another scheduler (a shard's
+    # ring changed since they were queued)
     not_owned: int = 0
-    fallbacks: int = 0
-    fence_refusals: int = 0
     # of bind_conflicts, those whose resourceVersion precondition failed: the pod was written after
     # the cycle decided (a legitimate update, or another replica revoked our reservation); retried
     bind_stale_versions: int = 0
@@ -541,9 +542,6 @@ class _Assumed:
     started: float  # perf_counter at the start of the scheduling cycle
     trace: AttemptTrace | None = None
     outcome: tuple[str, Status] = ("scheduled", Status.success())  # for the trace
-    allocatable: dict[str, int] | None = None  # the node's, for the shard's capacity ledger
-    reserved: bool = False  # the shard's ledger holds this pod's room on `node`
-    resource_version: str = ""  # the pod's, as the cycle decided on it (the bind's precondition if fenced)
 
 
 class Scheduler:
@@ -580,7 +578,8 @@ class Scheduler:
         shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
         bind_guard: Callable[[], bool] | None = None,
         tracer: CycleTracer | None = None,
-        shard: ShardHook | None = None,
+        pod_filter: Callable[[Object], bool] | None = None,
+        profile_plugins: Sequence[str] = (),
         feature_gates: Mapping[str, bool] | None = None,
         node_selector: str | None = None,
     ) -> None:
@@ -594,6 +593,12 @@ class Scheduler:
         if config is not None:
             profiles = load_profiles(config)
         self.feature_gates = check_feature_gates(feature_gates or {})
+        # Which pending pods of our profiles this scheduler queues (kube's FilterFunc on the pod
+        # informer); None: all. Part II §4.3's replicas pass their hash ring's "is it mine?".
+        self.pod_filter = pod_filter
+        # Plugins enabled in every profile (multiPoint), those built later for swap_framework too: a
+        # deployment's own, which no profile configuration should drop (a shard's, Part II §4.3).
+        self.profile_plugins = tuple(profile_plugins)
         # Scope to the nodes this label selector picks (a chapter's own nodes on a shared cluster):
         # the node informer lists and watches with it, as client-go's WithTweakListOptions does, so
         # other nodes never reach the cache and a node relabelled out of scope leaves it.
@@ -646,6 +651,7 @@ class Scheduler:
         self._preemption_workers: _DaemonWorkers | None = None
         self._async_preemptors: weakref.WeakKeyDictionary[Framework, list[AsyncPreemptor]] = (
             weakref.WeakKeyDictionary())
+        self._wideners: weakref.WeakKeyDictionary[Framework, list[WideningPreFilter]] = weakref.WeakKeyDictionary()
         for fwk in self.frameworks.values():
             self._wire(fwk)
         self.annotate_decisions = annotate_decisions
@@ -662,9 +668,6 @@ class Scheduler:
         # Asked right before each bind; False (a leader that lost its lease) means: do not send it.
         self.bind_guard = bind_guard
         self.fenced_binds = 0
-        # One replica among several (Part II §4.3): which pods are ours, which nodes we try first,
-        # and the capacity ledger around each bind (see shard_hook.py).
-        self.shard = shard
         self.shutdown_report: ShutdownReport | None = None
         self._cycle_pod: str | None = None  # the pod in the running scheduling cycle, for shutdown's log
         self._pool = _DaemonWorkers(bind_workers, "bind")
@@ -687,6 +690,8 @@ class Scheduler:
     def _build_framework(self, profile: Profile) -> Framework:
         if self._percentage_of_nodes_to_score is not None:
             profile = replace(profile, percentage_of_nodes_to_score=self._percentage_of_nodes_to_score)
+        if self.profile_plugins:
+            profile = _with_plugins(profile, self.profile_plugins)
         # No observer nor tracer, no per-point timing calls at all (a few µs per cycle each).
         timed = self.observer is not None or self.tracer is not None
         return Framework(profile, self._registry, handle=self.handle, seed=self._seed,
@@ -697,6 +702,7 @@ class Scheduler:
         # decided once per framework: isinstance against a runtime Protocol inspects the class's
         # attributes (~20 us), and _held asks on every pop
         self._async_preemptors[fwk] = [p for p in fwk.points.post_filter if isinstance(p, AsyncPreemptor)]
+        self._wideners[fwk] = [p for p in fwk.points.pre_filter if isinstance(p, WideningPreFilter)]
         for plugin in fwk.points.post_filter:
             if isinstance(plugin, AsyncPreemptor):  # async preemption: workers, and hold preemptors
                 if self._preemption_workers is None:
@@ -755,22 +761,22 @@ class Scheduler:
         return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
     def _is_pending_for_us(self, pod: Object) -> bool:
-        return self._is_pending_for_profiles(pod) and (self.shard is None or self.shard.owns(pod))
+        return self._is_pending_for_profiles(pod) and (self.pod_filter is None or self.pod_filter(pod))
 
     def _is_pending_for_profiles(self, pod: Object) -> bool:
-        """Pending and for one of our profiles, whichever replica owns it."""
+        """Pending and for one of our profiles, whichever scheduler the pod filter gives it to."""
         return not self._assigned(pod) and self.responsible_for(pod) and not self._terminal(pod)
 
     def _owned(self, pod: Object) -> bool:
-        return self.shard is None or not pod or self.shard.owns(pod)
+        return self.pod_filter is None or not pod or self.pod_filter(pod)
 
     def resync_ownership(self) -> tuple[int, int]:
-        """The ring changed: queue the pending pods that are ours now, and drop from the queue those
-        that are not any more (the drain step). Pods in a scheduling or binding cycle are left to
-        finish: the pod's 409 and the capacity ledger fence them if another replica also tries.
-        Returns (queued, dropped)."""
+        """The pod filter's answers changed (a shard's ring): queue the pending pods that are ours
+        now, and drop from the queue those that are not any more (the drain step). Pods in a
+        scheduling or binding cycle are left to finish: the pod's 409 and the capacity ledger fence
+        them if another replica also tries. Returns (queued, dropped)."""
         informer = self._pod_informer
-        if informer is None or self.shard is None:
+        if informer is None or self.pod_filter is None:
             return 0, 0
         queued = {q.key for q in self.queue.pods()}
         added = dropped = 0
@@ -778,7 +784,7 @@ class Scheduler:
             if not self._is_pending_for_profiles(pod):
                 continue
             key = key_of(pod)
-            if self.shard.owns(pod):
+            if self.pod_filter(pod):
                 if key not in queued and self.queue.where(key) is None and not self.cache.is_assumed(key):
                     self.queue.add(pod, self._parsed(pod))
                     added += 1
@@ -887,9 +893,10 @@ class Scheduler:
             self._assigned_gone(pod)
 
     def _foreign_nomination(self, pod: Object) -> None:
-        """A pending pod another replica owns (sharded): its status.nominatedNodeName (written by
-        that replica's preemption) still holds room on the node, and this replica's filters count
-        it as kube's do a nominated pod, so that our pods do not take the room its victims freed."""
+        """A pending pod of our profiles that the pod filter leaves to another scheduler (a sharded
+        replica): its status.nominatedNodeName (written by that scheduler's preemption) still holds
+        room on the node, and our filters count it as kube's do a nominated pod, so that our pods do
+        not take the room its victims freed."""
         node = str((pod.get("status") or {}).get("nominatedNodeName") or "")
         info = self._parsed(pod) if node else None
         self.queue.nominate(pod, node if info is not None else "", info)
@@ -906,8 +913,6 @@ class Scheduler:
 
     def _assigned_gone(self, pod: Object) -> None:
         self.cache.remove_pod(pod)
-        if self.shard is not None:
-            self.shard.pod_gone(pod, str(pod["spec"]["nodeName"]))
         self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, pod, None)
 
     def _on_node_add(self, node: Object, _initial: bool = False) -> None:
@@ -1179,9 +1184,9 @@ class Scheduler:
         if self.queue.hold is not None and self.queue.hold(qpi):  # came back through backoff while held
             self.queue.add_unschedulable(qpi, rejected_by=qpi.unschedulable_plugins)
             return
-        if self.shard is not None and not self.shard.owns(pod):
+        if self.pod_filter is not None and not self.pod_filter(pod):
             self.stats.not_owned += 1
-            self.queue.done(qpi.key)  # the ring gave it to another replica since it was queued
+            self.queue.done(qpi.key)  # the filter gave it to another scheduler since it was queued
             return
         info = qpi.pod_info
         if info is None:
@@ -1199,19 +1204,15 @@ class Scheduler:
         snapshot = self.cache.snapshot()
         t_algo = time.perf_counter()
         nominated = self.queue.nominated_infos()
-        only = self.shard.nodes_to_try(False) if self.shard is not None else None
-        result = fwk.schedule(info, snapshot, state=state, nominated=nominated, only=only,
-                              cycle=qpi.scheduling_cycle)
-        if only is not None and result.node is None and result.status.is_rejected:
-            # Nowhere in our partition: every node, as Gödel's schedulers fall back to other
-            # partitions (a node another replica also places on: the capacity ledger decides).
-            assert self.shard is not None
-            wider = self.shard.nodes_to_try(True)
-            if wider is None or len(wider) > len(only):
-                self.shard.fallback(info.key)
-                self.stats.fallbacks += 1
-                state = CycleState()
-                result = fwk.schedule(info, snapshot, state=state, nominated=nominated, only=wider,
+        result = fwk.schedule(info, snapshot, state=state, nominated=nominated, cycle=qpi.scheduling_cycle)
+        wideners = self._wideners.get(fwk)
+        if wideners and result.node is None and result.status.is_rejected:
+            # Nowhere in a first choice (a replica's node partition): once more over the nodes
+            # those plugins widen to, as Gödel's schedulers fall back to other partitions.
+            wider = CycleState()
+            if [p.name for p in wideners if p.widen(state, info, wider)]:  # each one asked
+                state = wider
+                result = fwk.schedule(info, snapshot, state=state, nominated=nominated,
                                       cycle=qpi.scheduling_cycle)
         self._observe("observe_algorithm", time.perf_counter() - t_algo)
         if self.tracer is not None:
@@ -1328,10 +1329,6 @@ class Scheduler:
             trace = getattr(self._tls, "trace", None)
             self._tls.trace = None  # handed on: the binding cycle ends the attempt
         assumed = _Assumed(qpi, info, node, state, fwk, waiting, decision, started, trace)
-        if self.shard is not None:
-            node_obj = self.cache.node(node)
-            assumed.allocatable = node_allocatable(node_obj) if node_obj is not None else {}
-            assumed.resource_version = str((qpi.pod.get("metadata") or {}).get("resourceVersion") or "")
         try:
             self._pool.submit(self._binding_cycle, assumed)
         except RuntimeError:  # shut down meanwhile: nothing was sent
@@ -1400,20 +1397,6 @@ class Scheduler:
                 self.fenced_binds += 1
             log.warning("not binding %s to %s: this scheduler no longer holds the leader lease", a.qpi.key, a.node)
             return
-        if status.is_success and self.shard is not None:
-            try:
-                a.reserved = self.shard.reserve(a.info, a.node, a.allocatable or {},
-                                                resource_version=a.resource_version)
-            except Exception as err:  # the ledger could not be written: nothing sent, try again later
-                status = Status.from_error(err)
-            else:
-                if not a.reserved:
-                    self._fence_refused(a)
-                    return
-                if self.shard.fence_bindings and a.resource_version:
-                    # the version the reservation names: a replica that revokes it writes to the pod
-                    # first, and this binding is refused from then on
-                    a.state.write(BIND_RESOURCE_VERSION, a.resource_version)
         if status.is_success:
             status = a.framework.run_bind(a.state, a.info, a.node)
         if not status.is_success:
@@ -1433,33 +1416,6 @@ class Scheduler:
             since = self.clock.monotonic() - first if first is not None else 0.0
             self.observer.observe_scheduled(a.qpi.attempts, since)
 
-    def _fence_refused(self, a: _Assumed) -> None:
-        """The capacity ledger had no room on the node (another replica filled it, and our cache did
-        not show it yet): nothing was sent; the pod goes back to the queue for another node."""
-        a.outcome = ("unschedulable", Status.unschedulable("the node's capacity ledger is full", plugin="ShardFence"))
-        self._observe("observe_attempt", "unschedulable", time.perf_counter() - a.started)
-        a.framework.run_unreserve(a.state, a.info, a.node)
-        self.cache.forget_pod(a.qpi.pod)
-        with self._bindings_lock:
-            self.stats.fence_refusals += 1
-        # the room assumed for it is free again: pods parked for lack of it may fit now (kube moves
-        # pods with AssignedPodDelete after any failed binding cycle)
-        self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
-        current = self._current_pod(a.qpi.key)
-        if current is None or self._assigned(current) or not self._owned(current):
-            return
-        log.info("not binding %s to %s: its capacity ledger is full; back to the queue", a.qpi.key, a.node)
-        self.queue.requeue_after_bind_failure(a.qpi)
-
-    def _release(self, a: _Assumed) -> None:
-        if not a.reserved or self.shard is None:
-            return
-        a.reserved = False
-        try:
-            self.shard.release(a.info, a.node)
-        except Exception:  # the shard's cleanup removes it later (the pod is not bound there)
-            log.exception("releasing %s's reservation on %s failed", a.qpi.key, a.node)
-
     def _binding_failed(self, a: _Assumed, status: Status) -> None:
         """kube's handleBindingCycleError. Forgetting an assumed pod frees its room as a deleted pod
         would: pods parked for lack of it get another chance (an AssignedPodDelete move). After an
@@ -1478,16 +1434,14 @@ class Scheduler:
     def _requeue_failed_binding(self, a: _Assumed, status: Status, *, move: bool) -> None:
         a.outcome = ("unschedulable" if status.is_rejected else "error", status)
         self._observe("observe_attempt", a.outcome[0], time.perf_counter() - a.started)
+        # for Unreserve plugins that must tell a refusal from a lost answer (a Timeout: the binding
+        # may have landed, so a capacity ledger keeps the pod's room)
+        a.state.write(BINDING_STATUS, status)
         a.framework.run_unreserve(a.state, a.info, a.node)
         self.cache.forget_pod(a.qpi.pod)
         if move:
             self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, _assumed_pod(a), None)
         err = status.error
-        if isinstance(err, Timeout):
-            # No answer: the binding may still land after we looked. The ledger keeps its room (the
-            # pod may use it on a retry; the shard's clean-up removes it once the pod is elsewhere).
-            a.reserved = False
-        self._release(a)
         if isinstance(err, ApiError) and is_conflict(err):
             # Usually someone else bound it (or it is being deleted), and the informer will say so.
             # But kube-apiserver also answers 409 when etcd failed under the write ("rpc error: code
@@ -1591,12 +1545,18 @@ def _assumed_pod(a: _Assumed) -> Object:
 
 
 def _queueing_hints(fwk: Framework) -> dict[ClusterEvent, list[RegisteredHint]]:
-    """The profile's queueing-hint map for the queue, with the scheduler's own rejectors: a node
-    partition (a shard's) may widen on any event; a pod we could not read (INVALID_POD) registers
-    nothing, so only its own update moves it."""
-    hints = {event: list(regs) for event, regs in fwk.queueing_hints.items()}
-    hints.setdefault(WILDCARD_EVENT, []).append(RegisteredHint(PARTITION, None))
-    return hints
+    """The profile's queueing-hint map for the queue. A pod we could not read (INVALID_POD, the
+    scheduler's own rejector) registers nothing, so only its own update moves it."""
+    return {event: list(regs) for event, regs in fwk.queueing_hints.items()}
+
+
+def _with_plugins(profile: Profile, names: Sequence[str]) -> Profile:
+    """`profile` with plugins `names` enabled at multiPoint, after its own (each once)."""
+    have = {ref.name for ref in profile.multi_point.enabled}
+    added = tuple(PluginRef(name) for name in names if name not in have)
+    if not added:
+        return profile
+    return replace(profile, multi_point=PluginSet(profile.multi_point.enabled + added, profile.multi_point.disabled))
 
 
 def _victims_total(fwk: Framework) -> int:

@@ -3,8 +3,9 @@
 Several minisched replicas share one cluster's work. Each replica renews its own Lease
 (`membership`), pods and nodes are split among the live replicas by rendezvous hashing (`ring`), and
 a per-node ledger object updated under a resourceVersion precondition keeps two replicas from
-over-committing one node (`fence`). `Shard` (shard.py) ties them into the Scheduler through its
-ShardHook, and `minisched run --shards` runs a replica.
+over-committing one node (`fence`). `Shard` (shard.py) ties them into an ordinary Scheduler: the
+ring as its pod filter, and two plugins (plugins.py: the node partition at PreFilter, the capacity
+fence at Reserve/PreBind/Unreserve); `minisched run --shards` runs a replica.
 """
 
 from minisched.sharding.fence import CapacityLedger, FenceContention, Reservation, ledger_units

@@ -1,8 +1,8 @@
-"""One replica's part of a sharded scheduler: the ShardHook a Scheduler consults, and the loop that
-keeps it current (Part II §4.3).
+"""One replica's part of a sharded scheduler: what it gives its Scheduler (a pod filter and two
+plugins, see plugins.py), and the loop that keeps it current (Part II §4.3).
 
     shard = Shard(cluster, identity="sched-a")          # group "minisched", ledger on
-    sched = Scheduler(cluster, shard=shard)
+    sched = Scheduler(cluster, **shard.scheduler_options())  # pod filter, plugins
     shard.attach(sched); shard.tick()                    # first lease and ring, before any pod
     sched.start(); shard.start()                         # renew / ring / cleanup thread
 
@@ -28,8 +28,10 @@ What each part does:
   replicas rarely place on one node at once; a pod that fits nowhere there may go to any node
   (counted as a fallback) and the capacity ledger settles the rare collision. A node whose ledger
   refused a reservation is avoided for a renew period (our cache does not show yet what filled it).
+  The NodePartition plugin (PreFilter) asks `nodes_to_try`.
 - The fences. Pods: POST pods/binding answers 409 to the second binding, and to a binding whose
-  resourceVersion precondition fails. Nodes: `reserve` writes the pod's requests into the node's
+  resourceVersion precondition fails. Nodes (the CapacityFence plugin: Reserve, PreBind,
+  Unreserve): `reserve` writes the pod's requests into the node's
   ledger under a resourceVersion precondition before the bind, `release` takes them back when the
   bind fails (unless the pod is on the node after all), `pod_gone` when a bound pod goes, and
   `cleanup()` removes the entries left behind by a replica that died between reserve and bind (the
@@ -61,7 +63,8 @@ What each part does:
   pods are moved. Fencing them would need a ledger entry per port, per topology domain and per
   claim, written in the same conditional update as the resources.
 
-`capacity_fence=False` (`minisched run --no-capacity-fence`) skips the ledger: replicas then share
+`capacity_fence=False` (`minisched run --no-capacity-fence`) skips the ledger (and the CapacityFence
+plugin): replicas then share
 nodes as separate kube-schedulers do, and over-commit them. `bind_fence=False` keeps the ledger but
 binds without the resourceVersion precondition: a holder paused past its lease between its lease
 check and its bind then binds into room given away. Both exist to show what the fences prevent.
@@ -74,18 +77,25 @@ import logging
 import threading
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from minisched.clock import Clock, RealClock, pause_unless_stopped
 from minisched.cluster.base import Cluster, Object
 from minisched.errors import ApiError, NotFound
+from minisched.informer import ResourceEventHandlerFuncs, unwrap_tombstone
 from minisched.informer.shared_informer import SharedIndexInformer
 from minisched.meta import key_of
 from minisched.resources import NODES, PODS
+from minisched.scheduler.framework.interface import Handle, Plugin
+from minisched.scheduler.framework.registry import PluginFactory, Registry
+from minisched.scheduler.plugins import default_registry
+from minisched.scheduler.plugins.helpers import node_allocatable
 from minisched.scheduler.pod_info import PodInfo
 from minisched.scheduler.queue import WILDCARD_EVENT
 from minisched.scheduler.scheduler import Scheduler
 from minisched.sharding.fence import CapacityLedger, Reservation
 from minisched.sharding.membership import Membership
+from minisched.sharding.plugins import FENCE, PARTITION, CapacityFence, NodePartition
 from minisched.sharding.ring import Ring
 from minisched.validation.podgroup import pod_group_of
 
@@ -126,7 +136,8 @@ class ShardStats:
 
 
 class Shard:
-    """The ShardHook of one replica (see minisched.scheduler.shard_hook), and its upkeep."""
+    """One replica: what its Scheduler is given (`scheduler_options`: a pod filter, and the plugins
+    of plugins.py, which call back here), and its upkeep."""
 
     def __init__(
         self,
@@ -171,6 +182,7 @@ class Shard:
         self._joined_at: float | None = None  # monotonic end of the renewal that (re)joined the ring
         self.scheduler: Scheduler | None = None
         self._pods: SharedIndexInformer | None = None  # the scheduler's pod informer (attach)
+        self._pod_filter: Callable[[Object], bool] | None = None  # the one scheduler_options gave
         self._lock = threading.Lock()
         self._ring = Ring([])
         self._partition: frozenset[str] | None = frozenset()
@@ -185,6 +197,7 @@ class Shard:
         self._thread: threading.Thread | None = None  # the heartbeat
         self._upkeep_thread: threading.Thread | None = None
         self.fallbacks = 0
+        self.fence_refusals = 0  # reservations the ledger refused (the node was full)
         self.ring_changes = 0
         self.pods_taken_over = 0
         self.pods_handed_off = 0
@@ -193,7 +206,34 @@ class Shard:
         # (time on the clock, members) at every ring change: the replica's view of hand-overs
         self.history: list[tuple[float, tuple[str, ...]]] = []
 
-    # -- the hook the Scheduler asks ---------------------------------------------------------------
+    # -- what the Scheduler is given -----------------------------------------------------------------
+
+    def scheduler_options(self, **options: Any) -> dict[str, Any]:
+        """Scheduler keyword arguments that make a Scheduler this replica: `options` (any the
+        Scheduler takes) with the ring as its pod filter (after the caller's, if any), and the
+        shard's plugins added to its registry (the default one if none) and enabled in every
+        profile (`profile_plugins`: profiles swapped in later keep them too)."""
+        registry = Registry(options.pop("registry", None) or default_registry())
+        factories = self._plugin_factories()
+        for name, factory in factories.items():
+            registry.register(name, factory)
+        options["registry"] = registry
+        options["profile_plugins"] = (*options.pop("profile_plugins", ()), *factories)
+        caller_filter: Callable[[Object], bool] | None = options.pop("pod_filter", None)
+        self._pod_filter = self.owns if caller_filter is None else _both(caller_filter, self.owns)
+        options["pod_filter"] = self._pod_filter
+        return options
+
+    def _plugin_factories(self) -> dict[str, PluginFactory]:
+        def partition(_args: Mapping[str, Any] | None, _handle: Handle | None) -> Plugin:
+            return NodePartition(self)
+
+        def fence(_args: Mapping[str, Any] | None, _handle: Handle | None) -> Plugin:
+            return CapacityFence(self)
+
+        return {PARTITION: partition, **({FENCE: fence} if self.ledger is not None else {})}
+
+    # -- what the Scheduler and the plugins ask ------------------------------------------------------
 
     @property
     def ring(self) -> Ring:
@@ -257,6 +297,11 @@ class Shard:
         with self._lock:
             self.fallbacks += 1
 
+    def allocatable_of(self, node: str) -> dict[str, int]:
+        sched = self.scheduler
+        node_obj = sched.cache.node(node) if sched is not None else None
+        return node_allocatable(node_obj) if node_obj is not None else {}
+
     def reserve(self, info: PodInfo, node: str, allocatable: Mapping[str, int], *,
                 resource_version: str = "") -> bool:
         if self.ledger is None:
@@ -274,6 +319,7 @@ class Shard:
             return True
         with self._lock:
             self._full[node] = self.clock.monotonic() + self.membership.renew_period
+            self.fence_refusals += 1
         return False
 
     def _reserve(self, node: str, uid: str, requests: dict[str, int], allocatable: Mapping[str, int], key: str,
@@ -334,6 +380,7 @@ class Shard:
         self.ledger.release(node, uid)
 
     def pod_gone(self, pod: Object, node: str) -> None:
+        """A pod bound to `node` was deleted or finished: its room may be released."""
         # Called on the informer's thread: no API call here, the shard's loop releases it.
         if self.ledger is not None:
             meta = pod.get("metadata") or {}
@@ -343,14 +390,28 @@ class Shard:
     # -- upkeep ---------------------------------------------------------------------------------------
 
     def attach(self, scheduler: Scheduler) -> None:
-        """The scheduler whose queue follows the ring (it must have been built with shard=self)."""
-        if scheduler.shard is not self:
-            raise ValueError("attach the Shard the Scheduler was built with (Scheduler(..., shard=shard))")
+        """The scheduler whose queue follows the ring (built with `**shard.scheduler_options()`)."""
+        ours = all(isinstance(p := fwk.plugins.get(PARTITION), NodePartition) and p.shard is self
+                   for fwk in scheduler.frameworks.values())
+        if not ours or scheduler.pod_filter is None or scheduler.pod_filter not in (self.owns, self._pod_filter):
+            raise ValueError("attach the Shard whose options the Scheduler was built with "
+                             "(Scheduler(..., **shard.scheduler_options()))")
         self.scheduler = scheduler
         # the bound pods of a node, for the ledger's view of it (bound_on): an index on the pod
         # informer the scheduler starts (the factory's one pod informer, shared: our own reference
-        # to it, rather than the scheduler's private field)
+        # to it, rather than the scheduler's private field), and our own handler on it for the
+        # bound pods that go (their room is released)
         self._pods = scheduler.factory.informer_for(PODS, indexers={NODE_INDEX: _node_of})
+        self._pods.add_event_handler(ResourceEventHandlerFuncs(update=self._on_pod_update, delete=self._on_pod_delete))
+
+    def _on_pod_update(self, old: Object, new: Object) -> None:
+        if _bound_live(old) and not _bound_live(new):  # finished
+            self.pod_gone(old, str(old["spec"]["nodeName"]))
+
+    def _on_pod_delete(self, obj: Any) -> None:
+        pod = unwrap_tombstone(obj)
+        if pod is not None and _bound_live(pod):
+            self.pod_gone(pod, str(pod["spec"]["nodeName"]))
 
     def tick(self) -> bool:
         """`heartbeat()`, then release the reservations of pods gone since. True if the ring changed."""
@@ -700,7 +761,7 @@ class Shard:
                 owned_pods=self.owned_pods(),
                 partition_nodes=len(part) if part is not None else (len(sched.cache.node_names()) if sched else 0),
                 scheduled=s.bound if s else 0, bind_conflicts=s.bind_conflicts if s else 0,
-                fence_conflicts=ledger.conflicts if ledger else 0, fence_refusals=s.fence_refusals if s else 0,
+                fence_conflicts=ledger.conflicts if ledger else 0, fence_refusals=self.fence_refusals,
                 fallbacks=self.fallbacks, not_owned=s.not_owned if s else 0, ring_changes=self.ring_changes,
                 pods_taken_over=self.pods_taken_over, pods_handed_off=self.pods_handed_off,
                 ledger_pruned=ledger.pruned if ledger else 0, renew_failures=self.renew_failures,
@@ -741,6 +802,18 @@ def _pending_for(sched: Scheduler, pod: Object) -> bool:
     """Pending (no node, not finished) and for one of `sched`'s profiles, whichever replica owns it."""
     return (not (pod.get("spec") or {}).get("nodeName") and sched.responsible_for(pod)
             and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
+
+
+def _bound_live(pod: Object) -> bool:
+    return bool((pod.get("spec") or {}).get("nodeName")) and \
+        (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+
+
+def _both(first: Callable[[Object], bool], second: Callable[[Object], bool]) -> Callable[[Object], bool]:
+    def both(pod: Object) -> bool:
+        return first(pod) and second(pod)
+
+    return both
 
 
 def _node_of(pod: Object) -> list[str]:

@@ -806,6 +806,20 @@ def lab15_pops_from_backoff(solution: types.ModuleType) -> types.ModuleType:
     return _table_variant(solution, BACKOFF__POP=QueueState.IN_FLIGHT)
 
 
+def lab15_held_pod_stays_unschedulable(solution: types.ModuleType) -> types.ModuleType:
+    """kube keeps gated pods with the unschedulable ones: a pod PreEnqueue holds stays put (IGNORE)."""
+    from minisched.scheduler.lifecycle import IGNORE
+
+    return _table_variant(solution, UNSCHEDULABLE__GATE_CLOSED=IGNORE)
+
+
+def lab15_held_pod_backs_off(solution: types.ModuleType) -> types.ModuleType:
+    """A failed attempt's pod that PreEnqueue holds goes to backoffQ anyway."""
+    from minisched.scheduler.lifecycle import QueueState
+
+    return _table_variant(solution, IN_FLIGHT__GATE_CLOSED=QueueState.BACKOFF)
+
+
 MISTAKES: dict[str, list[Mistake]] = {
     "lab01_spot_avoidance": [lab01_ignores_annotation, lab01_scores_all_rows, lab01_any_annotation_value],
     "lab02_cordon_reconciler": [lab02_uncordons_everything, lab02_crashes_on_deleted],
@@ -828,7 +842,8 @@ MISTAKES: dict[str, list[Mistake]] = {
     "lab13_wasm_scorer": [lab13_least_allocated, lab13_divides_by_zero, lab13_forgets_the_pod],
     "lab14_plugin_spans": [lab14_claims_every_point, lab14_wall_clock, lab14_longest_not_total],
     "lab15_queue_state_table": [lab15_deleted_pod_stays_in_backoff, lab15_rejected_pod_backs_off,
-                                lab15_requeues_a_deleted_pod, lab15_pops_from_backoff],
+                                lab15_requeues_a_deleted_pod, lab15_pops_from_backoff,
+                                lab15_held_pod_stays_unschedulable, lab15_held_pod_backs_off],
 }
 
 

@@ -49,8 +49,8 @@ def test_self_loops_are_not_moves():
 
 def test_grid_marks_verdicts_and_targets():
     lines = transition_grid(QUEUE_TRANSITIONS, list(Q), list(QE)).splitlines()
-    assert lines[0].split() == [str(i) for i in range(1, 14)]
-    assert lines[1].split() == ["ABSENT", "GA", "AC", "✗", "✗", "·", "·", "·", "✗", "✗", "✗", "BA", "UN", "·"]
+    assert lines[0].split() == [str(i) for i in range(1, 15)]
+    assert lines[1].split() == ["ABSENT", "GA", "AC", "✗", "GA", "✗", "·", "·", "·", "✗", "✗", "✗", "BA", "UN", "·"]
     assert lines[-2].startswith("1=ARRIVE_GATED   2=ARRIVE_READY")
 
 

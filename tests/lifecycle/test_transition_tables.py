@@ -94,6 +94,16 @@ def test_the_state_machine_finds_a_planted_bug(pair: tuple[QueueState, QueueEven
     assert len(steps) <= 10, steps
 
 
+def test_the_state_machine_with_a_quota_holds_on_the_real_table_and_finds_a_held_pod_backing_off() -> None:
+    """With a quota PreEnqueue that fills up and frees, pods are held on their way back into the
+    queues (GATE_CLOSED): the real table passes, and one that backs a held pod off is caught."""
+    run_state_machine_as_test(queue_machine(quota=True), settings=MACHINE_SETTINGS)
+    table = dict(QUEUE_TRANSITIONS)
+    table[QueueState.IN_FLIGHT, QueueEvent.GATE_CLOSED] = QueueState.BACKOFF
+    with pytest.raises(AssertionError, match="should be gated"):
+        run_state_machine_as_test(queue_machine(table, quota=True), settings=settings(HUNT_SETTINGS, stateful_step_count=20))
+
+
 def test_refuse_marks_are_real_refusals() -> None:
     # every REFUSE in the queue's table is a pair the queue's public methods never produce; the
     # state machine above would raise IllegalTransition if they did

@@ -47,7 +47,7 @@ def test_without_the_bind_fence_the_paused_holders_binding_overcommits_the_node(
 
 def _alone(cluster: EmbeddedCluster, clock: VirtualClock, identity: str = "sched-a") -> tuple[Shard, Scheduler]:
     shard = Shard(cluster, identity=identity, clock=clock, join_settle=0)
-    sched = Scheduler(cluster, clock=clock, shard=shard)
+    sched = Scheduler(cluster, clock=clock, **shard.scheduler_options())
     shard.attach(sched)
     shard.tick()
     return shard, sched

@@ -80,7 +80,7 @@ def test_another_replicas_nominated_pod_keeps_its_room(world: tuple[EmbeddedClus
     nominee = next(f"nominee-{i}" for i in range(100) if ring.owner_of_pod("default", f"nominee-{i}") == "sched-b")
     mine = next(f"mine-{i}" for i in range(100) if ring.owner_of_pod("default", f"mine-{i}") == "sched-a")
     shards = {name: Shard(cluster, identity=name, clock=clock) for name in ("sched-a", "sched-b")}
-    sched_a = Scheduler(cluster, clock=clock, shard=shards["sched-a"])
+    sched_a = Scheduler(cluster, clock=clock, **shards["sched-a"].scheduler_options())
     shards["sched-a"].attach(sched_a)
     for shard in shards.values():
         shard.tick()

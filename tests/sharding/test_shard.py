@@ -15,6 +15,7 @@ from minisched.errors import Timeout
 from minisched.exhibits.sharding_sim import ShardedSim
 from minisched.objects import make_node, make_pod
 from minisched.resources import CONFIG_MAPS, LEASES, NODES, PODS, ResourceLike
+from minisched.scheduler.framework.profile import DEFAULT_MULTI_POINT, PluginSet, Profile
 from minisched.scheduler.pod_info import PodInfo
 from minisched.scheduler.scheduler import Scheduler
 from minisched.sharding.fence import CapacityLedger, ledger_units
@@ -47,7 +48,7 @@ def test_each_pod_is_bound_by_its_owner_inside_the_owners_partition(world: tuple
                 namespace, name = key.split("/")
                 assert ring.owner_of_pod(namespace, name) == r.name
                 assert node in part  # room everywhere: never outside its own nodes
-            assert r.scheduler.stats.fallbacks == 0
+            assert r.shard.fallbacks == 0
         assert sum(sim.bound_by().values()) == 60 and min(sim.bound_by().values()) > 5
         assert sim.bound_twice() == [] and sim.overcommitted() == {}
         # every binding has its reservation on the node's ledger, under the binder's name
@@ -73,7 +74,7 @@ def test_a_pod_that_fits_nowhere_in_the_partition_falls_back_to_every_node(
         cluster.create(PODS, make_pod(name, cpu="8"))
         advance_until(clock, lambda: bound(cluster).get(name), 60, "the big pod bound")
         assert bound(cluster)[name] == outside
-        assert a.scheduler.stats.fallbacks == 1 and a.shard.stats().fallbacks == 1
+        assert a.shard.fallbacks == 1 and a.shard.stats().fallbacks == 1
 
 
 def _full_n1_held_by(cluster: EmbeddedCluster, clock: VirtualClock, *, live: bool) -> tuple[str, list[str]]:
@@ -103,7 +104,7 @@ def test_a_full_ledger_refuses_the_bind_and_the_pod_goes_to_another_node(
     # another live replica reserved all of n1 for a pod still pending (it may be about to bind it)
     holder, names = _full_n1_held_by(cluster, clock, live=True)
     shard = Shard(cluster, identity="sched-a", clock=clock, join_settle=0)
-    sched = Scheduler(cluster, clock=clock, shard=shard)
+    sched = Scheduler(cluster, clock=clock, **shard.scheduler_options())
     shard.attach(sched)
     shard.tick()
     sched.start()
@@ -113,7 +114,7 @@ def test_a_full_ledger_refuses_the_bind_and_the_pod_goes_to_another_node(
             cluster.create(PODS, make_pod(name, cpu="1"))
         advance_until(clock, lambda: len(bound(cluster)) == 3, 60, "3 pods bound")
         assert set(bound(cluster).values()) == {"n2"}
-        assert sched.stats.fence_refusals >= 1
+        assert shard.fence_refusals >= 1
         assert {r.pod for r in CapacityLedger(cluster).reservations("n1").values()} == {"default/elsewhere"}
     finally:
         sched.stop(5.0)
@@ -127,7 +128,7 @@ def test_a_pending_pods_entry_held_by_a_replica_gone_from_the_ring_is_released(
     # room no pod will use, and the refused reservation prunes it
     _, names = _full_n1_held_by(cluster, clock, live=False)
     shard = Shard(cluster, identity="sched-a", clock=clock, join_settle=0)
-    sched = Scheduler(cluster, clock=clock, shard=shard)
+    sched = Scheduler(cluster, clock=clock, **shard.scheduler_options())
     shard.attach(sched)
     shard.tick()
     sched.start()
@@ -185,7 +186,7 @@ def test_cleanup_removes_reservations_no_pod_will_use_and_keeps_those_a_live_rep
     peer = next(p for p in (f"sched-{i}" for i in range(100)) if Ring(["sched-a", p]).owner_of_node("n1") == "sched-a")
     Membership(cluster, identity=peer, prefix="minisched-shard-", clock=clock, lease_duration=36000).renew()
     shard = Shard(cluster, identity="sched-a", clock=clock, join_settle=0)
-    sched = Scheduler(cluster, clock=clock, shard=shard)
+    sched = Scheduler(cluster, clock=clock, **shard.scheduler_options())
     shard.attach(sched)
     shard.tick()
     assert list(shard.ring.members) == sorted(["sched-a", peer])
@@ -238,7 +239,7 @@ def test_a_refused_reservation_first_removes_stale_entries_on_that_node(
     assert dead.reserve("n1", elsewhere["metadata"]["uid"], ledger_units({"cpu": "2", "pods": "1"}), alloc,
                         pod="default/elsewhere")
     shard = Shard(cluster, identity="sched-a", clock=clock, join_settle=0)
-    sched = Scheduler(cluster, clock=clock, shard=shard)
+    sched = Scheduler(cluster, clock=clock, **shard.scheduler_options())
     shard.attach(sched)
     shard.tick()
     sched.start()
@@ -271,7 +272,7 @@ def test_the_lease_is_renewed_while_the_ledger_cleanup_is_stuck(world: tuple[Emb
 
     hanging: Any = LedgerReadsHang()
     shard = Shard(hanging, identity="sched-a", clock=clock, join_settle=0)
-    sched = Scheduler(cluster, clock=clock, shard=shard)
+    sched = Scheduler(cluster, clock=clock, **shard.scheduler_options())
     shard.attach(sched)
     shard.tick()
     sched.start()
@@ -318,7 +319,7 @@ def test_a_binding_that_landed_although_it_failed_keeps_its_reservation(
 
     lossy: Any = AnswerLost()
     shard = Shard(lossy, identity="sched-a", clock=clock, join_settle=0)
-    sched = Scheduler(lossy, clock=clock, shard=shard)
+    sched = Scheduler(lossy, clock=clock, **shard.scheduler_options())
     shard.attach(sched)
     shard.tick()
     sched.start()
@@ -356,7 +357,7 @@ def test_a_binding_without_an_answer_keeps_its_reservation_for_it_may_land_later
 
     slow: Any = NoAnswer()
     shard = Shard(slow, identity="sched-a", clock=clock, join_settle=0)
-    sched = Scheduler(slow, clock=clock, shard=shard)
+    sched = Scheduler(slow, clock=clock, **shard.scheduler_options())
     shard.attach(sched)
     shard.tick()
     sched.start()
@@ -386,14 +387,14 @@ def test_pods_parked_while_a_refused_node_was_avoided_are_retried_when_it_may_be
     assert other.reserve("n1", uid, ledger_units({"cpu": "4", "pods": "1"}), ledger_units({"cpu": "4", "pods": "110"}),
                          pod="default/held")
     shard = Shard(cluster, identity="sched-a", clock=clock, join_settle=0, lease_duration=36000)
-    sched = Scheduler(cluster, clock=clock, shard=shard)
+    sched = Scheduler(cluster, clock=clock, **shard.scheduler_options())
     shard.attach(sched)
     shard.tick()
     sched.start()
     try:
         name = next(n for n in (f"p{i}" for i in range(100)) if shard.ring.owner_of_pod("default", n) == "sched-a")
         cluster.create(PODS, make_pod(name, cpu="1"))
-        advance_until(clock, lambda: sched.stats.fence_refusals and sched.queue.where(f"default/{name}") == "unschedulable",
+        advance_until(clock, lambda: shard.fence_refusals and sched.queue.where(f"default/{name}") == "unschedulable",
                       60, "p refused on n1, then parked", step=0.25)
         assert other.release("n1", uid)  # the other replica gave the room back: no event of any kind
         clock.advance(shard.membership.renew_period)  # n1 is no longer avoided ...
@@ -408,10 +409,33 @@ def test_pods_parked_while_a_refused_node_was_avoided_are_retried_when_it_may_be
 def test_a_shard_must_be_attached_to_its_own_scheduler(world: tuple[EmbeddedCluster, VirtualClock]) -> None:
     cluster, clock = world
     shard = Shard(cluster, identity="sched-a", clock=clock, join_settle=0)
-    with pytest.raises(ValueError, match="shard=shard"):
+    with pytest.raises(ValueError, match="scheduler_options"):
         shard.attach(Scheduler(cluster, clock=clock))
     with pytest.raises(ValueError, match="group needs a name"):
         Shard(cluster, identity="sched-a", group="")
+
+
+def test_a_replica_is_an_ordinary_scheduler_given_a_pod_filter_and_two_plugins(
+        world: tuple[EmbeddedCluster, VirtualClock]) -> None:
+    cluster, clock = world
+    shard = Shard(cluster, identity="sched-a", clock=clock, join_settle=0)
+    sched = Scheduler(cluster, clock=clock, **shard.scheduler_options())
+    shard.attach(sched)
+    assert sched.pod_filter == shard.owns
+    (name, fwk), = sched.frameworks.items()
+    assert [p.name for p in fwk.points.pre_filter][-1] == "NodePartition"
+    assert all("CapacityFence" in fwk.plugin_names(point) for point in ("reserve", "preBind"))
+    # the partition signs every pod alike: a Deployment's pods still batch (OpportunisticBatching)
+    assert fwk.unsignable_plugins == []
+    # a profile swapped in later (a SchedulerPluginConfig) keeps them: no configuration drops them
+    swapped = sched.build_framework(Profile(name, multi_point=PluginSet(DEFAULT_MULTI_POINT)))
+    assert "NodePartition" in swapped.plugin_names("preFilter") and "CapacityFence" in swapped.plugin_names("preBind")
+    # without the ledger, no fence plugin; the caller's own pod filter still applies
+    unfenced = Shard(cluster, identity="sched-b", clock=clock, capacity_fence=False, join_settle=0)
+    options = unfenced.scheduler_options(pod_filter=lambda pod: pod["metadata"]["name"] != "skip")
+    assert options["profile_plugins"] == ("NodePartition",)
+    unfenced.tick()  # alone in its ring: it owns every pod
+    assert options["pod_filter"](make_pod("p")) and not options["pod_filter"](make_pod("skip"))
 
 
 def test_the_node_fill_chart_marks_the_nodes_over_allocatable() -> None:
@@ -453,7 +477,7 @@ def test_the_ledger_counts_pods_bound_without_an_entry(world: tuple[EmbeddedClus
     for i in range(3):
         cluster.create(PODS, make_pod(f"kube-{i}", scheduler_name="default-scheduler", cpu="1", node_name="n1"))
     shard = Shard(cluster, identity="sched-a", clock=clock, join_settle=0)
-    sched = Scheduler(cluster, clock=clock, shard=shard)
+    sched = Scheduler(cluster, clock=clock, **shard.scheduler_options())
     shard.attach(sched)
     shard.tick()
     sched.start()
@@ -479,7 +503,7 @@ def test_ledgers_of_deleted_nodes_are_deleted(world: tuple[EmbeddedCluster, Virt
     n1 = cluster.create(NODES, make_node("n1", cpu="4"))
     cluster.create(NODES, make_node("n2", cpu="4"))
     shard = Shard(cluster, identity="sched-a", clock=clock, join_settle=0)
-    sched = Scheduler(cluster, clock=clock, shard=shard)
+    sched = Scheduler(cluster, clock=clock, **shard.scheduler_options())
     shard.attach(sched)
     shard.tick()
     sched.start()

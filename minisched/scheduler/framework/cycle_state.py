@@ -8,10 +8,13 @@ if TYPE_CHECKING:
     from minisched.scheduler.snapshot import NodeTable
 
 # The pod's resourceVersion the Bind plugin sends with the Binding as a precondition: the pod as the
-# scheduling cycle decided on it. A sharded Scheduler writes it (Part II §4.3: another replica may
-# fence the binding off by writing to the pod); without it the binding carries only the pod's UID,
-# as kube-scheduler's does.
+# scheduling cycle decided on it. A sharded replica's capacity fence (a PreBind plugin) writes it
+# (Part II §4.3: another replica may fence the binding off by writing to the pod); without it the
+# binding carries only the pod's UID, as kube-scheduler's does.
 BIND_RESOURCE_VERSION = "minisched.io/bind-resource-version"
+# The Status a binding cycle failed with, written before Unreserve runs: an Unreserve plugin may need
+# to tell a refusal from a lost answer (a Timeout: the binding may have landed after all).
+BINDING_STATUS = "minisched.io/binding-status"
 
 
 class CycleState:

@@ -293,6 +293,17 @@ class PreFilterPlugin(Plugin, Protocol):
 
 
 @runtime_checkable
+class WideningPreFilter(PreFilterPlugin, Protocol):
+    """A PreFilter plugin whose PreFilterResult is a first choice, not a limit (a sharded replica's
+    node partition, Part II §4.3; kube has no such point, Gödel's schedulers fall back to other
+    partitions this way). When no node fits, the scheduler asks `widen` with the cycle's `state` and
+    a fresh `wider` one; if a plugin says yes (having written into `wider` what its PreFilter then
+    answers), the cycle runs once more on `wider`."""
+
+    def widen(self, state: CycleState, pod: PodInfo, wider: CycleState) -> bool: ...
+
+
+@runtime_checkable
 class PreFilterExtensions(Plugin, Protocol):
     """For preemption: update what PreFilter stored as if `pod_to_add` ran (or stopped) on a node."""
 

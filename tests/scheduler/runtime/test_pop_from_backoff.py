@@ -27,6 +27,16 @@ def test_the_gate_is_on_by_default_as_in_kube_1_33_and_later() -> None:
     assert DEFAULTS[POP_FROM_BACKOFF_Q] is True
 
 
+def test_a_bare_queue_follows_the_gate_default_as_a_scheduler_does() -> None:
+    """SchedulingQueue() without `pop_from_backoff` pops a rejected pod from backoffQ when activeQ
+    is empty, as Scheduler's queue does with the default feature gates."""
+    q = SchedulingQueue(clock=VirtualClock())
+    assert q.pop_from_backoff is DEFAULTS[POP_FROM_BACKOFF_Q]
+    qpi = _fail(q, make_pod("p"), rejected_by="plugin")
+    assert q.where(qpi.key) == "backoff"
+    assert q.pop(timeout=0) is qpi
+
+
 def _queue(clock: VirtualClock, pop_from_backoff: bool) -> SchedulingQueue:
     return SchedulingQueue(clock=clock, pop_from_backoff=pop_from_backoff)
 

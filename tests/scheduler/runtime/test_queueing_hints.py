@@ -165,7 +165,8 @@ def test_backoff_counts_errors_apart_from_rejections(virtual_clock: VirtualClock
     assert qpi is not None and (qpi.unschedulable_count, qpi.consecutive_errors_count) == (3, 0)
     q.add_unschedulable(qpi, error=True)  # the first error in a row: kube backs off 1 s, not 8 s
     assert (qpi.unschedulable_count, qpi.consecutive_errors_count) == (3, 1)
-    virtual_clock.advance(1.01)
+    # past the 1 s backoff's ordering window (SchedulerPopFromBackoffQ), not a 2 s backoff's
+    virtual_clock.advance(2.01)
     assert q.flush_backoff_completed() == 1
 
 
