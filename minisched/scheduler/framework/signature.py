@@ -32,6 +32,8 @@ from minisched.scheduler.framework.interface import Plugin
 from minisched.scheduler.framework.status import Status
 from minisched.scheduler.framework.types import PodInfo
 
+_SUCCESS = Status.success()
+
 # Signer names: the fragment keys of k8s.io/kube-scheduler/framework/signers.go, and for what kube
 # does not sign (it refuses those pods) names in the same style.
 DYNAMIC_RESOURCES = "v1.Pod.Spec.DynamicResources"
@@ -166,6 +168,8 @@ class PodSigner:
         # kube's computeBatchablePlugins: it refuses each pod in turn; here, minus the calls
         self.refuses_every_pod = any(isinstance(p, EveryPodRefuser) and p.refuses_every_pod for p in self.refusers)
         self._last: tuple[PodInfo, Signature | None] | None = None
+        # bound once: signing runs every reusable cycle, and most of its cost is calls
+        self._sign_fns = None if self.signers is None else [p.sign_pod for p in self.signers]
 
     def sign(self, pod: PodInfo) -> Signature | None:
         """The scheduler name and every plugin's fragments, sorted; None when the profile has a
@@ -178,12 +182,13 @@ class PodSigner:
         return signature
 
     def _sign(self, pod: PodInfo) -> Signature | None:
-        if self.signers is None:
+        if self._sign_fns is None:
             return None
         sig: dict[str, Hashable] = {SCHEDULER_NAME: pod.scheduler_name}
-        for p in self.signers:
-            fragments, status = p.sign_pod(pod)
-            if not status.is_success:
+        ok = _SUCCESS
+        for sign_pod in self._sign_fns:
+            fragments, status = sign_pod(pod)
+            if status is not ok and not status.is_success:
                 return None
             for key, value in fragments:
                 sig[key] = value
