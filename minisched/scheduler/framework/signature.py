@@ -6,7 +6,7 @@ gives the parts of the pod its verdicts and scores read, as (signer name, hashab
 fragments, kube's SignFragments. Two plugins that read the same part of the pod use the same
 signer name and the same signer function (TaintToleration and NodeUnschedulable both read
 tolerations), so the framework keeps one. The profile's signature is the scheduler name and every
-fragment, sorted (`PodSigner.sign`): two pods with equal signatures get equal verdicts and raw
+fragment, as a set (`PodSigner.sign`): two pods with equal signatures get equal verdicts and raw
 scores on the same nodes in the same state. A plugin with no `sign_pod` leaves every pod without
 a signature.
 
@@ -53,7 +53,9 @@ POD_AFFINITY = "v1.Pod.Spec.Affinity.PodAffinity"
 TOPOLOGY_SPREAD_CONSTRAINTS = "v1.Pod.Spec.TopologySpreadConstraints"
 
 Fragment = tuple[str, Hashable]
-Signature = tuple[Fragment, ...]
+# a set, not a sorted tuple: no sort, and its hash is computed once (the reuse cache looks it up
+# and stores it every cycle)
+Signature = frozenset[Fragment]
 
 
 @runtime_checkable
@@ -172,7 +174,7 @@ class PodSigner:
         self._sign_fns = None if self.signers is None else [p.sign_pod for p in self.signers]
 
     def sign(self, pod: PodInfo) -> Signature | None:
-        """The scheduler name and every plugin's fragments, sorted; None when the profile has a
+        """The scheduler name and every plugin's fragments; None when the profile has a
         plugin without `sign_pod` or one cannot sign this pod."""
         last = self._last
         if last is not None and last[0] is pod:  # a PodInfo is immutable: its signature is too
@@ -192,7 +194,7 @@ class PodSigner:
                 return None
             for key, value in fragments:
                 sig[key] = value
-        return tuple(sorted(sig.items()))
+        return frozenset(sig.items())
 
     def may_batch(self, pod: PodInfo) -> bool:
         """Does no plugin refuse to batch `pod`? (kube: no SignPod refusal.)"""
