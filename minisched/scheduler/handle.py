@@ -18,6 +18,7 @@ from minisched.resources import POD_DISRUPTION_BUDGETS, PODS
 from minisched.scheduler.cache import SchedulerCache
 from minisched.scheduler.events import EventRecorder
 from minisched.scheduler.framework.interface import Handle, Nominator, PodActivator
+from minisched.scheduler.framework.listers import Namespaces, WorkloadLister, namespaces_from, workloads_from
 from minisched.scheduler.framework.runtime import Framework, FrameworkRunner, Nominations
 from minisched.scheduler.framework.status import Status
 from minisched.scheduler.snapshot import NodeTable
@@ -35,7 +36,7 @@ class _HandleWiring:
         self.informer_factory: SharedInformerFactory | None = None
         self.pod_store: Any = None  # the pod informer's store, once started
         self.pdb_informer: Any = None  # set by Scheduler.start when a plugin reads PDBs
-        self.namespace_lister: Any = None  # namespace labels for namespaceSelector (InterPodAffinity)
+        self.namespace_lister: Namespaces | None = None  # the namespace informer's, once started
         # the queue, once built (after the plugins, as kube's SetPodNominator); until then an empty
         # one, since nothing is nominated before there is a queue
         self.nominator: Nominator = Nominations()
@@ -92,16 +93,18 @@ class SchedulerHandle(FrameworkRunner):
         self._wiring.pdb_informer = informer
 
     @property
-    def namespace_lister(self) -> Any:
-        return self._wiring.namespace_lister
+    def namespace_lister(self) -> Namespaces:
+        lister = self._wiring.namespace_lister
+        return lister if lister is not None else namespaces_from(self.cluster)  # before start: the API
 
     @namespace_lister.setter
-    def namespace_lister(self, lister: Any) -> None:
+    def namespace_lister(self, lister: Namespaces) -> None:
         self._wiring.namespace_lister = lister
 
     @property
-    def workloads(self) -> Any:
-        return None  # PodTopologySpread lists Services and controllers from the informer factory
+    def workloads(self) -> WorkloadLister:
+        # the factory is wired in as the Scheduler is built, before its plugins ask
+        return workloads_from(self._wiring.informer_factory, self.cluster)
 
     @property
     def nominator(self) -> Nominator:

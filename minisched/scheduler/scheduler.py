@@ -90,6 +90,7 @@ from minisched.scheduler.framework.interface import (
     UsesPodDisruptionBudgets,
     WideningPreFilter,
 )
+from minisched.scheduler.framework.listers import StoreNamespaces
 from minisched.scheduler.framework.profile import (
     PluginRef,
     PluginSet,
@@ -100,7 +101,6 @@ from minisched.scheduler.framework.profile import (
 from minisched.scheduler.framework.runtime import Framework
 from minisched.scheduler.framework.types import PodInfo
 from minisched.scheduler.handle import SchedulerHandle, _WaitingPod
-from minisched.scheduler.plugins.inter_pod_affinity import StoreNamespaces
 from minisched.scheduler.queue import ClusterEvent, QueuedPodInfo, SchedulingQueue, priority_sort_less
 from minisched.scheduler.schedule_one import _ScheduleOne
 from minisched.scheduler.stats import SchedulerObserver, SchedulerStats

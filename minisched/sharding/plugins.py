@@ -38,9 +38,9 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Protocol
 
 from minisched.errors import Timeout
-from minisched.scheduler.framework.batch import Fragment
 from minisched.scheduler.framework.cycle_state import BIND_RESOURCE_VERSION, BINDING_STATUS, CycleState
 from minisched.scheduler.framework.interface import PreFilterResult
+from minisched.scheduler.framework.signature import Fragment
 from minisched.scheduler.framework.status import Status
 from minisched.scheduler.framework.types import PodInfo
 from minisched.scheduler.snapshot import NodeTable

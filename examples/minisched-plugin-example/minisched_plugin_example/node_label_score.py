@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -11,6 +11,8 @@ import numpy.typing as npt
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import MAX_NODE_SCORE, Handle, ScorePlugin
 from minisched.scheduler.framework.registry import PluginFactory
+from minisched.scheduler.framework.signature import Fragment
+from minisched.scheduler.framework.status import Status
 from minisched.scheduler.framework.types import PodInfo
 from minisched.scheduler.snapshot import NodeTable
 
@@ -29,6 +31,11 @@ class NodeLabelScore:
 
     def __init__(self, label: str, value: str) -> None:
         self.label, self.value = label, value
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[Fragment], Status]:
+        """Nothing of the pod is read: alike pods stay alike, and the framework may carry a cycle's
+        results to the next one (kube's SignPlugin)."""
+        return (), Status.success()
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable,
               rows: npt.NDArray[np.intp]) -> npt.NDArray[np.int64]:

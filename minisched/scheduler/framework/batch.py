@@ -5,10 +5,10 @@ node (one pod per node), the scores of the other nodes do not change from one po
 the sorted scores of one cycle answer the next: its best node that is still free. kube keeps them
 (pkg/scheduler/framework/runtime/batch.go) and minisched does the same, rule for rule:
 
-- Every plugin of the profile's PreFilter, Filter, PreScore and Score points signs the pod
-  (`sign_pod`): fragments of the pod its verdicts depend on. One plugin that cannot sign this pod
-  (pod affinity, topology spreading, defaulted spreading, resource claims), or one plugin that has
-  no `sign_pod` at all, leaves the pod without a signature, and no batching for it.
+- The pod's signature is the profile's one (signature.py, the same the reuse cache keys on),
+  when no plugin refuses to batch this pod (pod affinity, topology spreading, defaulted spreading,
+  resource claims: `PodSigner.batch_signature`, kube's SignPod); otherwise, or when a plugin of
+  the profile has no `sign_pod`, the pod has no signature and no batching.
 - After scoring, the chosen node is popped and the rest kept, sorted, with the signature
   (`store_schedule_results`).
 - The next cycle (`get_node_hint`, right after PreFilter) gets the next node of that list as a
@@ -25,36 +25,18 @@ The counters are kube's metrics, under its label values: scheduler_batch_attempt
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
 from minisched.scheduler.framework.features import OPPORTUNISTIC_BATCHING
-from minisched.scheduler.framework.interface import Plugin
-from minisched.scheduler.framework.status import Status
+from minisched.scheduler.framework.signature import Signature
 from minisched.scheduler.framework.types import PodInfo
 
 MAX_BATCH_AGE = 0.5  # seconds (kube's maxBatchAge)
-
-# Signer names: the fragment keys of k8s.io/kube-scheduler/framework/signers.go. Two plugins that
-# read the same part of the pod give the same key (TaintToleration and NodeUnschedulable both
-# read tolerations); the framework keeps one.
-DYNAMIC_RESOURCES = "v1.Pod.Spec.DynamicResources"
-IMAGE_NAMES = "v1.Pod.Spec.CanonicalImageNames()"
-LABELS = "v1.Pod.Labels"
-NODE_NAME = "v1.Pod.Spec.NodeName"
-NODE_AFFINITY = "v1.Pod.Spec.Affinity.NodeAffinity"
-NODE_SELECTOR = "v1.Pod.Spec.Affinity.NodeSelector"
-HOST_PORTS = "v1.Pod.Spec.HostPorts()"
-RESOURCES = "v1.Pod.Spec.ContainerRequestsAndOverheads()"
-SCHEDULER_NAME = "v1.Pod.Spec.SchedulerName"
-TOLERATIONS = "v1.Pod.Spec.Tolerations"
-VOLUMES = "v1.Pod.Spec.Volumes.NonSyntheticSources()"
 
 # scheduler_batch_attempts_total{result}
 NO_HINT = "no_hint"
@@ -73,114 +55,6 @@ POD_INCOMPATIBLE = "pod_incompatible"
 POD_NOT_BATCHABLE = "pod_not_batchable"
 FLUSH_REASONS = (POD_FAILED, POD_SKIPPED, NODE_MISSING, NODE_NOT_FULL, EMPTY_LIST, EXPIRED, POD_INCOMPATIBLE,
                  POD_NOT_BATCHABLE)
-
-Fragment = tuple[str, Hashable]
-Signature = tuple[Fragment, ...]
-
-
-@runtime_checkable
-class SignPlugin(Plugin, Protocol):
-    """kube's SignPlugin: the parts of `pod` this plugin's verdicts depend on, as (signer name,
-    hashable value) fragments; a non-success status when it cannot sign this pod."""
-
-    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[Fragment], Status]: ...
-
-
-@runtime_checkable
-class RefusingSigner(SignPlugin, Protocol):
-    """A signer whose sign_pod may refuse a pod (`refuses_some_pods`): batching asks it first."""
-
-    refuses_some_pods: bool
-
-
-@runtime_checkable
-class EveryPodRefuser(SignPlugin, Protocol):
-    """A signer that can tell, without a pod, that it refuses them all (PodTopologySpread with
-    default constraints): then no pod gets a signature and no signer is called."""
-
-    @property
-    def refuses_every_pod(self) -> bool: ...
-
-
-def unsignable(plugin: str, why: str) -> tuple[Sequence[Fragment], Status]:
-    """What a plugin answers for a pod it cannot sign (kube: an Unschedulable status)."""
-    return (), Status.unschedulable(why, plugin=plugin)
-
-
-# -- the common signers (kube's signers.go), on minisched's parsed pod --------------------------------
-
-def tolerations_signer(pod: PodInfo) -> Hashable:
-    return tuple(sorted(pod.tolerations, key=repr))
-
-
-def host_ports_signer(pod: PodInfo) -> Hashable:
-    # kube signs the port numbers only; the protocol and IP change NodePorts' verdict too
-    return tuple(sorted({(p.port, p.protocol, p.ip) for p in pod.host_ports}))
-
-
-def node_affinity_signer(pod: PodInfo) -> Hashable:
-    def term(t: Any) -> Hashable:
-        return (tuple(sorted(_requirement(r) for r in t.expressions)),
-                tuple(sorted(_requirement(r) for r in t.fields)))
-
-    required = None if pod.required_terms is None else tuple(sorted((term(t) for t in pod.required_terms), key=repr))
-    preferred = tuple(sorted(((w, term(t)) for w, t in pod.preferred_terms), key=repr))
-    return required, preferred
-
-
-def _requirement(r: Any) -> tuple[Any, ...]:
-    return r.key, r.operator, tuple(sorted(r.values)), r.number
-
-
-def volumes_signer(pod: PodInfo) -> Hashable:
-    """The pod's volume sources but ConfigMaps and Secrets (they do not change where a pod fits, and
-    every pod has its own token volume), as canonical JSON, sorted."""
-    out = []
-    for vol in (pod.pod.get("spec") or {}).get("volumes") or ():
-        if not isinstance(vol, dict) or "configMap" in vol or "secret" in vol:
-            continue
-        source = {k: v for k, v in vol.items() if k != "name"}
-        out.append(json.dumps(source, sort_keys=True, separators=(",", ":")))
-    return tuple(sorted(out))
-
-
-# -- the framework's side ------------------------------------------------------------------------------
-
-def batchable_plugins(points: Iterable[Sequence[Any]]) -> tuple[list[SignPlugin] | None, list[str]]:
-    """kube's computeBatchablePlugins over the PreFilter, Filter, PreScore and Score plugins: the
-    signers (each once), or None when any of them cannot sign (then no pod has a signature), and
-    the names of those that cannot. A plugin that says it refuses every pod (`refuses_every_pod`,
-    PodTopologySpread with default constraints) also leaves no signer to call."""
-    seen: dict[str, SignPlugin] = {}
-    unsupported: list[str] = []
-    for plugins in points:
-        for p in plugins:
-            if p.name in seen or p.name in unsupported:
-                continue
-            if isinstance(p, SignPlugin):
-                seen[p.name] = p
-            else:
-                unsupported.append(p.name)
-    # those that refuse some pods first: a refusal ends the signing, before the costlier signers
-    signers = sorted(seen.values(), key=lambda p: not (isinstance(p, RefusingSigner) and p.refuses_some_pods))
-    if any(isinstance(p, EveryPodRefuser) and p.refuses_every_pod for p in signers):
-        return None, unsupported  # as kube, where it refuses each pod in turn, minus the calls
-    return (None if unsupported else signers), unsupported
-
-
-def sign_pod(plugins: Sequence[SignPlugin] | None, pod: PodInfo) -> Signature | None:
-    """kube's SignPod: the scheduler name and every plugin's fragments, or None when a plugin
-    cannot sign the pod. Equal signatures: equal verdicts and scores on the same nodes."""
-    if plugins is None:
-        return None
-    sig: dict[str, Hashable] = {SCHEDULER_NAME: pod.scheduler_name}
-    for p in plugins:
-        fragments, status = p.sign_pod(pod)
-        if not status.is_success:
-            return None
-        for key, value in fragments:
-            sig[key] = value
-    return tuple(sorted(sig.items()))
 
 
 class SortedScoredNodes:
@@ -334,9 +208,5 @@ __all__ = [
     "MAX_BATCH_AGE",
     "BatchStats",
     "OpportunisticBatch",
-    "SignPlugin",
     "SortedScoredNodes",
-    "batchable_plugins",
-    "sign_pod",
-    "unsignable",
 ]

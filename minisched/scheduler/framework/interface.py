@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from minisched.clock import Clock
     from minisched.cluster.base import Cluster
     from minisched.informer import SharedInformerFactory
+    from minisched.scheduler.framework.listers import Namespaces, WorkloadLister
     from minisched.scheduler.snapshot import NodeTable
 
 Object = dict[str, Any]
@@ -204,19 +205,21 @@ class Handle(PluginsRunner, Protocol):
 
     @property
     def informer_factory(self) -> SharedInformerFactory | None:
-        """The scheduler's informers (kube's SharedInformerFactory); None for a handle with no API
-        behind it (its plugins read through `cluster`, or see no such objects)."""
+        """The scheduler's informers (kube's SharedInformerFactory), for a plugin that watches more
+        kinds; None for a handle with no API behind it. Plugins that only read objects use the
+        listers below, which are never None."""
         ...
 
     @property
-    def namespace_lister(self) -> Any:
-        """Namespace labels from an informer (InterPodAffinity's Namespaces); None without one."""
+    def namespace_lister(self) -> Namespaces:
+        """Namespace labels (InterPodAffinity's namespaceSelector): from an informer, else read
+        through the cluster, else none exist."""
         ...
 
     @property
-    def workloads(self) -> Any:
-        """Services and controllers given directly (PodTopologySpread's WorkloadLister: tests,
-        benchmarks); None: plugins list them from the informer factory or the cluster."""
+    def workloads(self) -> WorkloadLister:
+        """Services and controllers (PodTopologySpread's default selectors): from the informers,
+        else read through the cluster, else none exist; or given directly (tests, benchmarks)."""
         ...
 
     # --- the queue ------------------------------------------------------------------------------
@@ -395,7 +398,7 @@ class PostBindPlugin(Plugin, Protocol):
 
 # --- capabilities beyond the extension points -----------------------------------------------------
 # The framework and the scheduler find these with isinstance() once, when a profile is built; no
-# attribute is probed by name. (The pod signer, kube's SignPlugin, is batch.SignPlugin.)
+# attribute is probed by name. (The pod signer, kube's SignPlugin, is signature.SignPlugin.)
 
 
 @runtime_checkable

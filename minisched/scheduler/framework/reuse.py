@@ -1,11 +1,13 @@
-"""The cross-cycle reuse cache: what one pod shape's last cycle found, kept for the next pod of
-that shape.
+"""The cross-cycle reuse cache: what the last cycle for one pod signature found, kept for the
+next pod with that signature.
 
-A stream of pods of one shape (a Deployment scaling up: same requests, tolerations, affinity,
-ports, images; `pod_shape`) asks the same questions cycle after cycle, and between two cycles only
-the nodes that got or lost a pod have changed. So the verdicts and raw scores of the last cycle for
-that shape are kept here, and only those nodes are judged again by the plugins that read pods; any
-node change (added, removed, relabelled, retainted) discards it all. It is on by default
+A stream of alike pods (a Deployment scaling up: same requests, tolerations, affinity, ports,
+images; equal signatures, signature.py, the same signer OpportunisticBatching uses) asks the same
+questions cycle after cycle, and between two cycles only the nodes that got or lost a pod have
+changed. So the verdicts and raw scores of the last cycle for that signature are kept here, and
+only those nodes are judged again by the plugins that read pods; any node change (added, removed,
+relabelled, retainted) discards it all. Unlike batching, it needs no plugin's consent per pod: a
+cycle whose active filters read other nodes (spreading, pod affinity) neither looks up nor keeps. It is on by default
 (`Framework(reuse=...)`); tests/scheduler/framework/test_reuse*.py check that the decisions are
 identical to judging afresh.
 kube-scheduler has no file for this: its nearest relatives are 1.34's pod signatures and 1.35's
@@ -18,7 +20,7 @@ runtime's Score (runtime.py) takes an entry's raw scores and keeps the scores it
 from __future__ import annotations
 
 import collections
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,13 +30,14 @@ import numpy.typing as npt
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.decision import PluginScores
 from minisched.scheduler.framework.interface import FilterPlugin, FilterResult
+from minisched.scheduler.framework.signature import Signature
 from minisched.scheduler.framework.status import PluginError
 from minisched.scheduler.framework.types import PodInfo
 from minisched.scheduler.snapshot import NodeTable
 
 IntArray = npt.NDArray[np.int64]
 
-REUSE_ENTRIES = 32  # pod shapes kept, the least recently used dropped first
+REUSE_ENTRIES = 32  # pod signatures kept, the least recently used dropped first
 # Below this many nodes, judging every node afresh is cheaper than the bookkeeping of reuse
 # (measured with bench/algorithm_bench.py: at 100 nodes reuse cost ~35 µs more per pod, at 1,000
 # it saved ~35 µs, at 5,000 ~370 µs).
@@ -43,7 +46,7 @@ REUSE_MIN_NODES = 400
 
 @dataclass
 class ReuseEntry:
-    """One pod shape's verdicts over every node, as of (node_version, pod_version)."""
+    """One pod signature's verdicts over every node, as of (node_version, pod_version)."""
 
     node_version: int
     pod_version: int
@@ -117,39 +120,30 @@ def same(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> bool:
     return a.shape == b.shape and bool((a == b).all())
 
 
-def pod_shape(pod: PodInfo) -> tuple[Any, ...]:
-    """What the in-tree filters and scores read from a pod: two pods with equal signatures get
-    equal verdicts on the same nodes."""
-    spreading = (pod.namespace, pod.labels, pod.spread_constraints) if pod.spread_constraints else ()
-    return (
-        tuple(sorted(pod.requests.items())), pod.nonzero_cpu, pod.nonzero_memory, pod.incoming_nonzero_cpu,
-        pod.incoming_nonzero_memory, pod.tolerations,
-        pod.node_selector, pod.required_terms, pod.preferred_terms, pod.host_ports, pod.images, pod.node_name,
-        spreading,
-    )
-
-
 class ReuseCache:
-    """The last cycle's entry per pod shape (at most REUSE_ENTRIES of them), for snapshots of at
-    least `min_nodes` nodes; `hits` counts the cycles that started from an entry."""
+    """The last cycle's entry per pod signature (at most REUSE_ENTRIES of them), for snapshots of
+    at least `min_nodes` nodes; `hits` counts the cycles that started from an entry. `sign` is the
+    profile's signer (signature.PodSigner.sign, the one batching uses too): a pod it cannot sign is
+    judged afresh and not kept."""
 
-    def __init__(self, min_nodes: int = REUSE_MIN_NODES) -> None:
+    def __init__(self, sign: Callable[[PodInfo], Signature | None], min_nodes: int = REUSE_MIN_NODES) -> None:
+        self.sign = sign
         self.min_nodes = min_nodes
-        self.entries: collections.OrderedDict[tuple[Any, ...], ReuseEntry] = collections.OrderedDict()
+        self.entries: collections.OrderedDict[Signature, ReuseEntry] = collections.OrderedDict()
         self.hits = 0
 
     def lookup(
         self, state: CycleState, pod: PodInfo, nodes: NodeTable, filters: Sequence[FilterPlugin],
         reads_pods: Mapping[str, bool],
     ) -> tuple[ReuseEntry | None, npt.NDArray[np.intp] | None]:
-        """The entry for `pod`'s shape brought up to date with `nodes` (the changed nodes judged
+        """The entry for `pod`'s signature brought up to date with `nodes` (the changed nodes judged
         again by the active `filters` that read pods), and those nodes' rows; (None, None) when
         there is none or it cannot be brought up to date (then it is dropped)."""
         if not nodes.frozen:
             return None, None
-        key = pod_shape(pod)
-        entry = self.entries.get(key)
-        if entry is None:
+        key = self.sign(pod)
+        entry = None if key is None else self.entries.get(key)
+        if key is None or entry is None:
             return None, None
         active = tuple(p.name for p in filters)
         changed = nodes.nodes_changed_since(entry.node_version, entry.pod_version)
@@ -208,13 +202,16 @@ class ReuseCache:
     def remember(
         self, pod: PodInfo, nodes: NodeTable, filter_names: tuple[str, ...], results: list[FilterResult],
         passed: npt.NDArray[np.bool_], first_fail: npt.NDArray[np.int64],
-    ) -> ReuseEntry:
-        """Keep this cycle's verdicts for `pod`'s shape."""
+    ) -> ReuseEntry | None:
+        """Keep this cycle's verdicts for `pod`'s signature (None: it has none, nothing kept)."""
+        key = self.sign(pod)
+        if key is None:
+            return None
         entry = ReuseEntry(nodes.node_version, nodes.pod_version, filter_names, results, passed, first_fail, {})
-        self.entries[pod_shape(pod)] = entry
+        self.entries[key] = entry
         while len(self.entries) > REUSE_ENTRIES:
             self.entries.popitem(last=False)
         return entry
 
 
-__all__ = ["REUSE_ENTRIES", "REUSE_MIN_NODES", "ReuseCache", "ReuseEntry", "best_of", "pod_shape", "same", "summed"]
+__all__ = ["REUSE_ENTRIES", "REUSE_MIN_NODES", "ReuseCache", "ReuseEntry", "best_of", "same", "summed"]

@@ -2,8 +2,8 @@
 (kube's framework/runtime/framework.go, frameworkImpl).
 
 `Framework` builds the per-point plugin lists from the extension point table, the per-profile
-queueing-hint map and the batching signers, and runs each point's plugins as kube's Run*Plugins
-do: in profile order, each plugin's error wrapped as kube wraps it (`running Reserve plugin "Foo":
+queueing-hint map and the pod signer (signature.py), and runs each point's plugins as kube's
+Run*Plugins do: in profile order, each plugin's error wrapped as kube wraps it (`running Reserve plugin "Foo":
 ...`), naming the plugin. Filter and Score run once per plugin over all nodes as numpy operations.
 `schedule(pod, snapshot)` hands the cycle to the algorithm (algorithm.py, kube's schedule_one.go:
 find the nodes that fit, prioritize, select the host), which calls back into the Run* methods here
@@ -13,11 +13,12 @@ by the scheduler loop through the run_* methods.
 
 from __future__ import annotations
 
+import copy
 import functools
 import logging
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -37,12 +38,7 @@ from minisched.scheduler.framework.algorithm import (
     ScheduleResult,
     num_feasible_nodes_to_find,
 )
-from minisched.scheduler.framework.batch import (
-    OpportunisticBatch,
-    Signature,
-    batchable_plugins,
-)
-from minisched.scheduler.framework.batch import sign_pod as sign_with
+from minisched.scheduler.framework.batch import OpportunisticBatch
 from minisched.scheduler.framework.cluster_event import (
     WILDCARD_EVENT,
     ClusterEventWithHint,
@@ -80,9 +76,11 @@ from minisched.scheduler.framework.interface import (
     ReservePlugin,
     ScorePlugin,
 )
+from minisched.scheduler.framework.listers import Namespaces, WorkloadLister, namespaces_from, workloads_from
 from minisched.scheduler.framework.profile import PluginSet, Profile, default_profile
 from minisched.scheduler.framework.registry import PluginFactory, Registry
 from minisched.scheduler.framework.reuse import REUSE_MIN_NODES, ReuseCache, ReuseEntry, same, summed
+from minisched.scheduler.framework.signature import PodSigner, Signature
 from minisched.scheduler.framework.status import Code, PluginError, Status, plugin_error_message
 from minisched.scheduler.framework.types import PodInfo, PodSpecError
 from minisched.scheduler.snapshot import NodeTable
@@ -183,25 +181,47 @@ class DiscardEvents:
         pass
 
 
-@dataclass
 class SimpleHandle(FrameworkRunner):
     """A complete Handle from parts, for a Framework run by hand (tests, benchmarks, notebooks):
     what it is not given it answers honestly empty. No pods wait at Permit (nothing here holds
     them), nominations are its own, events are dropped, and with no `cluster` there are no pods
-    to look up, no PodDisruptionBudgets and no informers."""
+    to look up, no PodDisruptionBudgets and no informers. The listers not given read the
+    informers, else the cluster on each call, else see no objects."""
 
-    cluster: Cluster | None = None
-    snapshot_fn: Callable[[], NodeTable] | None = None
-    event_recorder: EventRecorder = field(default_factory=DiscardEvents)
-    informer_factory: SharedInformerFactory | None = None  # for plugins that list other objects
-    workloads: Any = None  # or those objects' listers directly (tests, benchmarks)
-    namespace_lister: Any = None
-    nominator: Nominator = field(default_factory=Nominations)
-    clock: Clock = field(default_factory=RealClock)
-    framework: Framework | None = field(default=None, repr=False, compare=False)
+    def __init__(self, cluster: Cluster | None = None, snapshot_fn: Callable[[], NodeTable] | None = None,
+                 event_recorder: EventRecorder | None = None,
+                 informer_factory: SharedInformerFactory | None = None,  # for plugins that list other objects
+                 workloads: WorkloadLister | None = None,  # or those objects' listers directly (tests, benchmarks)
+                 namespace_lister: Namespaces | None = None, nominator: Nominator | None = None,
+                 clock: Clock | None = None, framework: Framework | None = None) -> None:
+        self.cluster = cluster
+        self.snapshot_fn = snapshot_fn
+        self.event_recorder: EventRecorder = event_recorder if event_recorder is not None else DiscardEvents()
+        self.informer_factory = informer_factory
+        self._workloads = workloads
+        self._namespace_lister = namespace_lister
+        self.nominator: Nominator = nominator if nominator is not None else Nominations()
+        self.clock: Clock = clock if clock is not None else RealClock()
+        self.framework = framework
 
     def for_framework(self, framework: Any) -> SimpleHandle:
-        return replace(self, framework=framework)
+        bound = copy.copy(self)
+        bound.framework = framework
+        return bound
+
+    @property
+    def workloads(self) -> WorkloadLister:
+        # made when first asked (PodTopologySpread with default constraints, as it is built): an
+        # informer-backed one registers its informers with the factory
+        if self._workloads is None:
+            self._workloads = workloads_from(self.informer_factory, self.cluster)
+        return self._workloads
+
+    @property
+    def namespace_lister(self) -> Namespaces:
+        if self._namespace_lister is None:
+            self._namespace_lister = namespaces_from(self.cluster)
+        return self._namespace_lister
 
     def snapshot(self) -> NodeTable:
         return self.snapshot_fn() if self.snapshot_fn is not None else NodeTable()
@@ -330,7 +350,10 @@ class Framework:
         self._normalizes = {p.name: isinstance(p, NormalizeScorePlugin) for p in self.points.score}
         # Reusing an earlier cycle's verdicts for a pod of the same shape is only sound when every
         # filter and score plugin says what its results depend on (`reads_pods`).
-        self.reuse = reuse and all(
+        # One signer for both caches (signature.py); each cache keeps its own rule for using it.
+        self.signer = PodSigner((self.points.pre_filter, self.points.filter, self.points.pre_score, self.points.score))
+        self.unsignable_plugins = self.signer.unsignable_plugins
+        self.reuse = reuse and self.signer.signers is not None and all(
             isinstance(p, DeclaresPodReads) and isinstance(p.reads_pods, bool)
             for p in (*self.points.filter, *self.points.score)
         )
@@ -341,15 +364,19 @@ class Framework:
             name: isinstance(p, ReadsOtherNodes) and bool(p.reads_other_nodes) for name, p in self.plugins.items()}
         # kube 1.35's OpportunisticBatching (batch.py): on unless turned off, as its feature gate.
         # `clock` (monotonic seconds) ages the kept scores; the scheduler passes its own.
-        self.signers, self.unsignable_plugins = batchable_plugins(
-            (self.points.pre_filter, self.points.filter, self.points.pre_score, self.points.score))
         self.batch: OpportunisticBatch | None = (
-            OpportunisticBatch(self.sign_pod, clock=clock or time.monotonic) if batching else None)
-        self.algorithm = ScheduleAlgorithm(self, seed=seed, reuse=ReuseCache(reuse_min_nodes) if self.reuse else None)
+            OpportunisticBatch(self.signer.batch_signature, clock=clock or time.monotonic) if batching else None)
+        self.algorithm = ScheduleAlgorithm(
+            self, seed=seed, reuse=ReuseCache(self.signer.sign, reuse_min_nodes) if self.reuse else None)
 
     def sign_pod(self, pod: PodInfo) -> Signature | None:
-        """kube's SignPod: None when a plugin of the profile cannot sign `pod` (or has no sign_pod)."""
-        return sign_with(self.signers, pod)
+        """kube's SignPod, what batching keys on: None when a plugin of the profile has no sign_pod,
+        cannot sign `pod` or refuses to batch it."""
+        return self.signer.batch_signature(pod)
+
+    def pod_signature(self, pod: PodInfo) -> Signature | None:
+        """The same signature without batching's refusals, what the reuse cache keys on."""
+        return self.signer.sign(pod)
 
     def _implements(self, name: str, proto: type) -> bool:
         return isinstance(self.plugins[name], proto)

@@ -24,9 +24,10 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from minisched.scheduler.framework import signature
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import FilterResult, Handle
-from minisched.scheduler.framework.status import Code
+from minisched.scheduler.framework.status import Code, Status
 from minisched.scheduler.framework.types import PodInfo, resource_amount
 from minisched.scheduler.snapshot import NodeTable
 
@@ -89,6 +90,10 @@ CONSTRAINTS: dict[str, Callable[[Mapping[str, Any]], Constraint]] = {"minFree": 
 class Constraints:
     name = NAME
     reads_pods = True  # minFree reads what the pods on a node request
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[signature.Fragment], Status]:
+        """Nothing: minFree and hasLabel read the node, not the pod."""
+        return (), Status.success()
 
     def __init__(self, constraints: Sequence[Constraint]) -> None:
         if len(constraints) > 63:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from minisched.scheduler.framework import batch
+from minisched.scheduler.framework import signature
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import Handle, PreFilterResult
 from minisched.scheduler.framework.status import Code, Status
@@ -42,12 +42,16 @@ def resource_claims(pod: PodInfo) -> list[Any]:
 
 class DynamicResources:
     name = NAME
-    refuses_some_pods = True  # its sign_pod may refuse: batching asks it first
 
-    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[batch.Fragment], Status]:
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[signature.Fragment], Status]:
+        claims = resource_claims(pod)
+        return ([(signature.DYNAMIC_RESOURCES, signature.canonical_json(claims))] if claims else ()), Status.success()
+
+    def may_batch(self, pod: PodInfo) -> Status:
+        """kube: a pod with claims is not batched (its cycle allocates devices)."""
         if resource_claims(pod):
-            return batch.unsignable(NAME, "pods with dra resource claims are not signable")
-        return (), Status.success()
+            return signature.refusal(NAME, "pods with dra resource claims are not signable")
+        return Status.success()
 
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> tuple[PreFilterResult | None, Status]:
         state.write(STATE_KEY, True)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from minisched.scheduler.framework import batch
+from minisched.scheduler.framework import signature
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import MAX_NODE_SCORE, Handle
 from minisched.scheduler.framework.status import Status
@@ -70,9 +70,9 @@ class ImageLocality:
     name = NAME
     reads_pods = False  # results depend only on the pod and the node objects
 
-    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[batch.Fragment], Status]:
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[signature.Fragment], Status]:
         # kube signs the set of names; the score counts every container's image, so the list
-        return [(batch.IMAGE_NAMES, tuple(sorted(pod.images)))], Status.success()
+        return [(signature.IMAGE_NAMES, tuple(sorted(pod.images)))], Status.success()
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: npt.NDArray[np.intp]) -> IntArray:
         if not pod.images:

@@ -29,15 +29,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from minisched.scheduler.framework import batch
 from minisched.scheduler.framework import cluster_event as ce
+from minisched.scheduler.framework import signature
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import MAX_NODE_SCORE, FilterResult, Handle, PreFilterResult
+from minisched.scheduler.framework.listers import Namespaces, StaticNamespaces, StoreNamespaces
 from minisched.scheduler.framework.status import Code, Status
 from minisched.scheduler.framework.types import AffinityTerm, LabelSelector, PodInfo
 from minisched.scheduler.plugins.helpers import assigned_node, node_labels, node_name, parsed_pod, take
@@ -63,69 +64,6 @@ Object = dict[str, Any]
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
 Counts = dict[str, IntArray]  # topology key -> count per value id of that node label
-
-
-# ---- namespaces: what a namespaceSelector needs ----
-class Namespaces(Protocol):
-    """Namespace labels, as kube's namespace lister gives them."""
-
-    def labels_of(self, name: str) -> Mapping[str, str] | None: ...
-
-    def all(self) -> Iterable[tuple[str, Mapping[str, str]]]: ...
-
-
-@dataclass
-class StaticNamespaces:
-    """Namespaces from a dict (tests, and the pure rules)."""
-
-    labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
-
-    def labels_of(self, name: str) -> Mapping[str, str] | None:
-        return self.labels.get(name)
-
-    def all(self) -> Iterable[tuple[str, Mapping[str, str]]]:
-        return self.labels.items()
-
-
-class StoreNamespaces:
-    """Namespaces from an informer's store (what the Scheduler gives its plugins)."""
-
-    def __init__(self, store: Any) -> None:
-        self.store = store
-
-    def labels_of(self, name: str) -> Mapping[str, str] | None:
-        ns = self.store.get_by_key(name)
-        return None if ns is None else dict((ns.get("metadata") or {}).get("labels") or {})
-
-    def all(self) -> Iterable[tuple[str, Mapping[str, str]]]:
-        for ns in self.store.list():
-            meta = ns.get("metadata") or {}
-            yield str(meta.get("name") or ""), dict(meta.get("labels") or {})
-
-
-class ClusterNamespaces:
-    """Namespaces read from the API when asked (a Framework used without a Scheduler's informers);
-    asked only for terms with a namespaceSelector."""
-
-    def __init__(self, cluster: Any) -> None:
-        self.cluster = cluster
-
-    def labels_of(self, name: str) -> Mapping[str, str] | None:
-        from minisched.errors import NotFound
-        from minisched.resources import NAMESPACES
-
-        try:
-            ns = self.cluster.get(NAMESPACES, name)
-        except NotFound:
-            return None
-        return dict((ns.get("metadata") or {}).get("labels") or {})
-
-    def all(self) -> Iterable[tuple[str, Mapping[str, str]]]:
-        from minisched.resources import NAMESPACES
-
-        for ns in self.cluster.list(NAMESPACES).get("items") or []:
-            meta = ns.get("metadata") or {}
-            yield str(meta.get("name") or ""), dict(meta.get("labels") or {})
 
 
 def incoming_scope(term: AffinityTerm, namespaces: Namespaces) -> AffinityTerm:
@@ -281,18 +219,25 @@ class InterPodAffinity:
             return ce.QUEUE if _matches_all(terms, after) else ce.QUEUE_SKIP
         assert before is not None
         return ce.QUEUE if _matches_all(anti, before) else ce.QUEUE_SKIP
-    refuses_some_pods = True  # its sign_pod may refuse: batching asks it first
     reads_pods = True
     reads_other_nodes = True  # a node's verdict moves with pods anywhere in its topology domains
 
-    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[batch.Fragment], Status]:
-        """kube: a pod with pod (anti-)affinity cannot be signed; otherwise its labels matter (other
-        pods' terms may select it), unless only pods with terms are considered."""
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[signature.Fragment], Status]:
+        """As kube: the pod's labels (other pods' terms may select it), unless only pods with terms
+        are considered; and a pod with terms of its own, those and where they look."""
+        fragments: list[signature.Fragment] = []
         if pod.pod_affinity is not None:
-            return batch.unsignable(NAME, "pods with InterPodAffinity are not signable")
-        if self.ignore_preferred_terms_of_existing_pods:
-            return (), Status.success()
-        return [(batch.LABELS, pod.labels)], Status.success()
+            fragments += [(signature.POD_AFFINITY, pod.pod_affinity), (signature.NAMESPACE, pod.namespace),
+                          (signature.LABELS, pod.labels)]
+        elif not self.ignore_preferred_terms_of_existing_pods:
+            fragments.append((signature.LABELS, pod.labels))
+        return fragments, Status.success()
+
+    def may_batch(self, pod: PodInfo) -> Status:
+        """kube: no batching for a pod with pod (anti-)affinity (its verdicts read other nodes)."""
+        if pod.pod_affinity is not None:
+            return signature.refusal(NAME, "pods with InterPodAffinity are not signable")
+        return Status.success()
 
     def __init__(self, hard_pod_affinity_weight: int = DEFAULT_HARD_POD_AFFINITY_WEIGHT,
                  ignore_preferred_terms_of_existing_pods: bool = False, handle: Handle | None = None,
@@ -304,16 +249,10 @@ class InterPodAffinity:
 
     @property
     def namespaces(self) -> Namespaces:
-        """The handle's namespace lister (the Scheduler's informer), else the API, else none."""
+        """The lister given, else the handle's (the Scheduler's informer, else the API), else none."""
         if self._namespaces is not None:
             return self._namespaces
-        if self.handle is None:
-            return StaticNamespaces()
-        lister: Namespaces | None = self.handle.namespace_lister
-        if lister is not None:
-            return lister
-        cluster = self.handle.cluster
-        return ClusterNamespaces(cluster) if cluster is not None else StaticNamespaces()
+        return self.handle.namespace_lister if self.handle is not None else StaticNamespaces()
 
     def _namespace_labels(self, pod: PodInfo, terms: Iterable[AffinityTerm]) -> Mapping[str, str] | None:
         """The pod's namespace's labels, looked up only when some term's namespaceSelector reads them."""

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from minisched.scheduler.framework import batch
 from minisched.scheduler.framework import cluster_event as ce
+from minisched.scheduler.framework import signature
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import FilterResult, Handle, PreFilterResult
 from minisched.scheduler.framework.status import Code, Status
@@ -144,9 +144,9 @@ class NodeAffinity:
         return ce.QUEUE if old is None or not fits(info, old) else ce.QUEUE_SKIP
     reads_pods = False  # results depend only on the pod and the node objects
 
-    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[batch.Fragment], Status]:
-        return [(batch.NODE_AFFINITY, batch.node_affinity_signer(pod)),
-                (batch.NODE_SELECTOR, tuple(sorted(pod.node_selector)))], Status.success()
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[signature.Fragment], Status]:
+        return [(signature.NODE_AFFINITY, signature.node_affinity_signer(pod)),
+                (signature.NODE_SELECTOR, tuple(sorted(pod.node_selector)))], Status.success()
 
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> tuple[PreFilterResult | None, Status]:
         if not pod.node_selector and pod.required_terms is None:

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from minisched.scheduler.framework import batch
 from minisched.scheduler.framework import cluster_event as ce
+from minisched.scheduler.framework import signature
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import FilterResult, Handle
 from minisched.scheduler.framework.status import Code, Status
@@ -35,8 +35,8 @@ class NodeName:
         return ce.events(None, ce.NODE_ADD)
     reads_pods = False  # results depend only on the pod and the node objects
 
-    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[batch.Fragment], Status]:
-        return [(batch.NODE_NAME, pod.node_name)], Status.success()
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[signature.Fragment], Status]:
+        return [(signature.NODE_NAME, pod.node_name)], Status.success()
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult:
         n = len(nodes)

@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from minisched.scheduler.framework import batch
 from minisched.scheduler.framework import cluster_event as ce
+from minisched.scheduler.framework import signature
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import FilterResult, Handle, PreFilterResult
 from minisched.scheduler.framework.status import Code, Status
@@ -59,8 +59,8 @@ class NodePorts:
         return ce.QUEUE if clash else ce.QUEUE_SKIP
     reads_pods = True  # results change with the pods on a node
 
-    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[batch.Fragment], Status]:
-        return [(batch.HOST_PORTS, batch.host_ports_signer(pod))], Status.success()
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[signature.Fragment], Status]:
+        return [(signature.HOST_PORTS, signature.host_ports_signer(pod))], Status.success()
 
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> tuple[PreFilterResult | None, Status]:
         # a pod without host ports cannot conflict: kube skips the filter for it

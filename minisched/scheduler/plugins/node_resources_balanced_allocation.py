@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from minisched.scheduler.framework import batch
+from minisched.scheduler.framework import signature
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import MAX_NODE_SCORE, Handle
 from minisched.scheduler.framework.status import Status
@@ -27,7 +27,6 @@ from minisched.scheduler.plugins.node_resources_fit import (
     node_score_inputs,
     parse_resources,
     pod_score_requests,
-    resources_signature,
     score_inputs,
 )
 from minisched.scheduler.snapshot import NodeTable
@@ -99,9 +98,9 @@ class NodeResourcesBalancedAllocation:
     name = NAME
     reads_pods = True  # results change with the pods on a node
 
-    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[batch.Fragment], Status]:
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[signature.Fragment], Status]:
         """kube's BalancedAllocation.SignPod: the pod's requests."""
-        return [(batch.RESOURCES, resources_signature(pod))], Status.success()
+        return [(signature.RESOURCES, signature.resources_signer(pod))], Status.success()
 
     def __init__(self, resources: Sequence[ResourceSpec] = DEFAULT_RESOURCES) -> None:
         self.resources = tuple(resources)

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from minisched.scheduler.framework import batch
 from minisched.scheduler.framework import cluster_event as ce
+from minisched.scheduler.framework import signature
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import MAX_NODE_SCORE, FilterResult, Handle
 from minisched.scheduler.framework.status import Code, Status
@@ -228,13 +228,6 @@ def pod_score_requests(pod: PodInfo, resources: Sequence[ResourceSpec], *, use_r
     return out
 
 
-def resources_signature(pod: PodInfo) -> tuple[Any, ...]:
-    """What NodeResourcesFit and BalancedAllocation read from a pod: its requests, and the non-zero
-    ones it counts for on a node and as the incoming pod."""
-    return (tuple(sorted(pod.requests.items())), pod.nonzero_cpu, pod.nonzero_memory,
-            pod.incoming_nonzero_cpu, pod.incoming_nonzero_memory)
-
-
 def node_score_inputs(pod: PodInfo, node: Object, node_pods: Sequence[PodInfo],
                       resources: Sequence[ResourceSpec], *, use_requested: bool) -> tuple[list[int], list[int]]:
     """(requested incl. the pod, allocatable) per scored resource for one node, as kube's
@@ -394,9 +387,9 @@ class NodeResourcesFit:
     name = NAME
     reads_pods = True  # results change with the pods on a node
 
-    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[batch.Fragment], Status]:
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[signature.Fragment], Status]:
         """kube's Fit.SignPod: the pod's requests (with the non-zero defaults scoring uses)."""
-        return [(batch.RESOURCES, resources_signature(pod))], Status.success()
+        return [(signature.RESOURCES, signature.resources_signer(pod))], Status.success()
 
     def __init__(self, args: FitArgs = FitArgs()) -> None:
         self.args = args

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from minisched.scheduler.framework import batch
 from minisched.scheduler.framework import cluster_event as ce
+from minisched.scheduler.framework import signature
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import FilterResult, Handle
 from minisched.scheduler.framework.status import Code, Status
@@ -51,8 +51,8 @@ class NodeUnschedulable:
         return ce.QUEUE if old is None or not fits(info, old) else ce.QUEUE_SKIP
     reads_pods = False  # results depend only on the pod and the node objects
 
-    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[batch.Fragment], Status]:
-        return [(batch.TOLERATIONS, batch.tolerations_signer(pod))], Status.success()
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[signature.Fragment], Status]:
+        return [(signature.TOLERATIONS, signature.tolerations_signer(pod))], Status.success()
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult:
         if tolerates_unschedulable(pod):

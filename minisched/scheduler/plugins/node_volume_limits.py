@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from minisched.scheduler.framework import batch
 from minisched.scheduler.framework import cluster_event as ce
+from minisched.scheduler.framework import signature
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import FilterResult, Handle, PreFilterResult
 from minisched.scheduler.framework.status import Code, Status
@@ -109,9 +109,9 @@ class NodeVolumeLimits:
     reads_pods = True
     reads_other_nodes = True  # follows CSINode/PVC/PV objects the node table does not version: no reuse
 
-    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[batch.Fragment], Status]:
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[signature.Fragment], Status]:
         """kube's CSILimits.SignPod."""
-        return [(batch.VOLUMES, batch.volumes_signer(pod))], Status.success()
+        return [(signature.VOLUMES, signature.volumes_signer(pod))], Status.success()
 
     def __init__(self, storage: StorageLister) -> None:
         self.storage = storage

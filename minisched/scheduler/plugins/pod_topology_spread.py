@@ -26,16 +26,17 @@ import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from minisched.resources import REPLICA_SETS, REPLICATION_CONTROLLERS, SERVICES, STATEFUL_SETS, Resource
-from minisched.scheduler.framework import batch
+from minisched.resources import REPLICA_SETS, REPLICATION_CONTROLLERS, STATEFUL_SETS
 from minisched.scheduler.framework import cluster_event as ce
+from minisched.scheduler.framework import signature
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import MAX_NODE_SCORE, FilterResult, Handle, PreFilterResult
+from minisched.scheduler.framework.listers import StaticWorkloads, WorkloadLister
 from minisched.scheduler.framework.status import Code, Status
 from minisched.scheduler.framework.types import (
     LabelSelector,
@@ -75,69 +76,6 @@ SYSTEM_DEFAULT_CONSTRAINTS: tuple[SpreadConstraint, ...] = (
 
 
 # ---- the objects default selectors come from -------------------------------------------------------
-class WorkloadLister(Protocol):
-    """Read access to the Services and controllers in the cluster (kube's listers)."""
-
-    def services(self, namespace: str) -> Sequence[Object]: ...
-
-    def get(self, resource: Resource, namespace: str, name: str) -> Object | None: ...
-
-
-class InformerWorkloads:
-    """Listers over shared informers: kube's plugin asks the informer factory for the same four."""
-
-    def __init__(self, factory: Any) -> None:
-        self._informers = {r: factory.informer_for(r) for r in
-                           (SERVICES, REPLICATION_CONTROLLERS, REPLICA_SETS, STATEFUL_SETS)}
-
-    def services(self, namespace: str) -> Sequence[Object]:
-        return list(self._informers[SERVICES].store.by_index("namespace", namespace))
-
-    def get(self, resource: Resource, namespace: str, name: str) -> Object | None:
-        obj: Object | None = self._informers[resource].store.get_by_key(f"{namespace}/{name}")
-        return obj
-
-
-@dataclass
-class StaticWorkloads:
-    """Listers over a fixed list of objects (tests and benchmarks without an API server)."""
-
-    objects: Sequence[Object] = ()
-
-    def services(self, namespace: str) -> Sequence[Object]:
-        return [o for o in self.objects if o.get("kind") == "Service"
-                and (o.get("metadata") or {}).get("namespace", "default") == namespace]
-
-    def get(self, resource: Resource, namespace: str, name: str) -> Object | None:
-        for o in self.objects:
-            meta = o.get("metadata") or {}
-            if (o.get("kind") == resource.kind and meta.get("name") == name
-                    and meta.get("namespace", "default") == namespace):
-                return o
-        return None
-
-
-class ClusterWorkloads:
-    """Listers that read through the API on each call: for a framework with a cluster but no
-    informers (a notebook or test driving a Framework by hand)."""
-
-    def __init__(self, cluster: Any) -> None:
-        self.cluster = cluster
-
-    def services(self, namespace: str) -> Sequence[Object]:
-        items: list[Object] = self.cluster.list(SERVICES, namespace)["items"]
-        return items
-
-    def get(self, resource: Resource, namespace: str, name: str) -> Object | None:
-        from minisched.errors import NotFound
-
-        try:
-            obj: Object = self.cluster.get(resource, name, namespace)
-        except NotFound:
-            return None
-        return obj
-
-
 _OWNER_KINDS = {("v1", "ReplicationController"): REPLICATION_CONTROLLERS,
                 ("apps/v1", "ReplicaSet"): REPLICA_SETS, ("apps/v1", "StatefulSet"): STATEFUL_SETS}
 
@@ -448,23 +386,34 @@ class PodTopologySpread:
         changed = new if new is not None else old
         assert changed is not None
         return ce.QUEUE if any(selected(changed)) else ce.QUEUE_SKIP
-    refuses_some_pods = True  # its sign_pod may refuse: batching asks it first
     reads_pods = True
     reads_other_nodes = True  # a node's verdict moves with pods on other nodes of its domain
 
-    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[batch.Fragment], Status]:
-        """kube: spreading depends on pods across a whole domain, so no signature for a pod with
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[signature.Fragment], Status]:
+        """A pod's constraints and what their selectors match it by (namespace, labels); with
+        default constraints, also its owners, whose selectors the defaults take."""
+        fragments: list[signature.Fragment] = []
+        if pod.spread_constraints or self.args.constraints:
+            fragments += [(signature.TOPOLOGY_SPREAD_CONSTRAINTS, pod.spread_constraints),
+                          (signature.NAMESPACE, pod.namespace), (signature.LABELS, pod.labels)]
+        if self.args.constraints:
+            owners = (pod.pod.get("metadata") or {}).get("ownerReferences") or []
+            fragments.append((signature.OWNER_REFERENCES, signature.canonical_json(owners)))
+        return fragments, Status.success()
+
+    def may_batch(self, pod: PodInfo) -> Status:
+        """kube: spreading depends on pods across a whole domain, so no batching for a pod with
         constraints, and none for any pod when default constraints are configured (the System
         defaulting of the default profile included)."""
         if pod.spread_constraints:
-            return batch.unsignable(NAME, "pods with topology constraints are not signable")
+            return signature.refusal(NAME, "pods with topology constraints are not signable")
         if self.args.constraints:
-            return batch.unsignable(NAME, "pods with default topology constraints are not signable")
-        return (), Status.success()
+            return signature.refusal(NAME, "pods with default topology constraints are not signable")
+        return Status.success()
 
     @property
     def refuses_every_pod(self) -> bool:
-        """Default constraints apply to every pod: sign_pod refuses them all."""
+        """Default constraints apply to every pod: may_batch refuses them all."""
         return bool(self.args.constraints)
 
     def __init__(self, args: SpreadArgs | None = None, lister: WorkloadLister | None = None) -> None:
@@ -628,17 +577,11 @@ class PodTopologySpread:
 
 
 def workloads_of(handle: Handle | None) -> WorkloadLister:
-    """Where default selectors come from: the handle's `workloads`, else listers over its informer
-    factory (kube's way), else reads through its cluster; with neither, no Services or controllers
-    exist for the plugin, so no pod gets default constraints (as in a cluster without them)."""
+    """Where default selectors come from: the handle's `workloads` (listers over its informers,
+    kube's way, else reads through its cluster, else none); with no handle, no Services or
+    controllers exist for the plugin, so no pod gets default constraints (as in a cluster without them)."""
     if handle is not None:
-        lister: WorkloadLister | None = handle.workloads
-        if lister is not None:
-            return lister
-        if handle.informer_factory is not None:
-            return InformerWorkloads(handle.informer_factory)
-        if handle.cluster is not None:
-            return ClusterWorkloads(handle.cluster)
+        return handle.workloads
     log.debug("PodTopologySpread without a cluster: no Services or controllers, so no default spreading")
     return StaticWorkloads(())
 

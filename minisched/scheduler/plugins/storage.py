@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Iterable, Iterator
-from typing import Any, Protocol
+from typing import Any
 
 from minisched.resources import CSI_NODES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES
 from minisched.scheduler.framework.cluster_event import ClusterEvent
 from minisched.scheduler.framework.interface import Handle
+from minisched.scheduler.framework.listers import StorageLister
 from minisched.volumes import (
     BETA_CLASS_ANNOTATION,
     BIND_COMPLETED,
@@ -37,18 +38,6 @@ PVC_ADD, PVC_UPDATE = ClusterEvent("PersistentVolumeClaim", "Add"), ClusterEvent
 PV_ADD, PV_UPDATE = ClusterEvent("PersistentVolume", "Add"), ClusterEvent("PersistentVolume", "Update")
 STORAGE_CLASS_ADD, STORAGE_CLASS_UPDATE = ClusterEvent("StorageClass", "Add"), ClusterEvent("StorageClass", "Update")
 CSI_NODE_ADD, CSI_NODE_UPDATE = ClusterEvent("CSINode", "Add"), ClusterEvent("CSINode", "Update")
-
-
-class StorageLister(Protocol):
-    def claim(self, namespace: str, name: str) -> Object | None: ...
-
-    def volume(self, name: str) -> Object | None: ...
-
-    def storage_class(self, name: str) -> Object | None: ...
-
-    def csi_node(self, name: str) -> Object | None: ...
-
-    def volumes(self) -> list[Object]: ...
 
 
 class StaticStorage:

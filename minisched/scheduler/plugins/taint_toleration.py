@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from minisched.scheduler.framework import batch
 from minisched.scheduler.framework import cluster_event as ce
+from minisched.scheduler.framework import signature
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import FilterResult, Handle
 from minisched.scheduler.framework.status import Code, Status
@@ -80,8 +80,8 @@ class TaintToleration:
         return ce.QUEUE if old is None or untolerated_taint(info, old) is not None else ce.QUEUE_SKIP
     reads_pods = False  # results depend only on the pod and the node objects
 
-    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[batch.Fragment], Status]:
-        return [(batch.TOLERATIONS, batch.tolerations_signer(pod))], Status.success()
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[signature.Fragment], Status]:
+        return [(signature.TOLERATIONS, signature.tolerations_signer(pod))], Status.success()
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult:
         n = len(nodes)

@@ -48,8 +48,8 @@ import numpy.typing as npt
 
 from minisched.errors import ApiError
 from minisched.resources import PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
-from minisched.scheduler.framework import batch
 from minisched.scheduler.framework import cluster_event as ce
+from minisched.scheduler.framework import signature
 from minisched.scheduler.framework.cluster_event import NODE_ADD, NODE_LABEL_CHANGE
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import FilterResult, Handle, PreFilterResult
@@ -426,8 +426,8 @@ class VolumeBinding:
     # Verdicts follow PVC/PV objects the node table does not version: never reuse them.
     reads_other_nodes = True
 
-    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[batch.Fragment], Status]:
-        return [(batch.VOLUMES, batch.volumes_signer(pod))], Status.success()
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[signature.Fragment], Status]:
+        return [(signature.VOLUMES, signature.volumes_signer(pod))], Status.success()
 
     def __init__(self, storage: StorageLister, handle: Handle | None = None,
                  bind_timeout: float = DEFAULT_BIND_TIMEOUT_SECONDS) -> None:

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from minisched.scheduler.framework import batch
 from minisched.scheduler.framework import cluster_event as ce
+from minisched.scheduler.framework import signature
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import FilterResult, Handle, PreFilterResult
 from minisched.scheduler.framework.status import Code, Status
@@ -101,8 +101,8 @@ class VolumeRestrictions:
     reads_pods = True
     reads_other_nodes = True  # a ReadWriteOncePod claim in use anywhere fails every node: no reuse
 
-    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[batch.Fragment], Status]:
-        return [(batch.VOLUMES, batch.volumes_signer(pod))], Status.success()
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[signature.Fragment], Status]:
+        return [(signature.VOLUMES, signature.volumes_signer(pod))], Status.success()
 
     def __init__(self, storage: StorageLister) -> None:
         self.storage = storage

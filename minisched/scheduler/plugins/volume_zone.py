@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from minisched.scheduler.framework import batch
 from minisched.scheduler.framework import cluster_event as ce
+from minisched.scheduler.framework import signature
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import FilterResult, Handle, PreFilterResult
 from minisched.scheduler.framework.status import Code, Status
@@ -141,8 +141,8 @@ class VolumeZone:
     reads_pods = False
     reads_other_nodes = True  # follows PVC/PV objects the node table does not version: no reuse
 
-    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[batch.Fragment], Status]:
-        return [(batch.VOLUMES, batch.volumes_signer(pod))], Status.success()
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[signature.Fragment], Status]:
+        return [(signature.VOLUMES, signature.volumes_signer(pod))], Status.success()
 
     def __init__(self, storage: StorageLister) -> None:
         self.storage = storage

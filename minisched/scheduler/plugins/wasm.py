@@ -38,7 +38,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,8 +47,10 @@ import numpy as np
 import numpy.typing as npt
 import wasmtime
 
+from minisched.scheduler.framework import signature
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.interface import FilterResult, Handle
+from minisched.scheduler.framework.status import Status
 from minisched.scheduler.framework.types import CPU, MEMORY, PODS, PodInfo
 from minisched.scheduler.snapshot import NodeTable
 
@@ -252,6 +254,10 @@ class WasmPlugin:
     """The part common to the Filter and Score forms (which one a module gets depends on its exports)."""
 
     reads_pods = True  # its verdicts read the requested resources, which pods change
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[signature.Fragment], Status]:
+        """The pod's cpu and memory requests, part of its resources (NodeResourcesFit's signer)."""
+        return [(signature.RESOURCES, signature.resources_signer(pod))], Status.success()
 
     def __init__(self, name: str, sandbox: Sandbox, *, per_node: bool = False,
                  reasons: tuple[str, ...] = ()) -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from minisched.objects import DEFAULT_SCHEDULER_NAME, make_node, make_pod
 from minisched.scheduler.framework import batch as b
+from minisched.scheduler.framework import signature as signing
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.features import check_feature_gates, parse_feature_gates
 from minisched.scheduler.framework.interface import FilterResult
@@ -53,7 +54,7 @@ class Counting:
         self.filtered = 0
         self.scored = 0
 
-    def sign_pod(self, pod: PodInfo) -> tuple[list[b.Fragment], Status]:
+    def sign_pod(self, pod: PodInfo) -> tuple[list[signing.Fragment], Status]:
         return [], Status.success()
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult:
@@ -81,8 +82,9 @@ def test_the_default_profile_signs_no_pod_as_kube_whose_default_spreading_refuse
     assert fwk.unsignable_plugins == []  # every in-tree plugin can sign...
     assert fwk.sign_pod(info("p")) is None  # ...but PodTopologySpread's System defaults refuse
     spread = fwk.plugins["PodTopologySpread"]
-    assert spread.sign_pod(info("p"))[1].is_rejected and spread.refuses_every_pod  # type: ignore[attr-defined]
-    assert fwk.signers is None  # so no signer is called at all
+    assert spread.may_batch(info("p")).is_rejected and spread.refuses_every_pod  # type: ignore[attr-defined]
+    assert fwk.signer.refuses_every_pod  # so batching calls no signer at all
+    assert fwk.pod_signature(info("p")) is not None  # the reuse cache, which asks no consent, still signs
 
 
 def test_equal_pods_sign_equal_and_a_differing_field_breaks_equality() -> None:
@@ -90,7 +92,7 @@ def test_equal_pods_sign_equal_and_a_differing_field_breaks_equality() -> None:
     base = fwk.sign_pod(info("a", cpu="1", labels={"app": "web"}))
     assert base is not None
     assert fwk.sign_pod(info("b", cpu="1", labels={"app": "web"})) == base  # name and uid do not count
-    assert dict(base)[b.SCHEDULER_NAME] == DEFAULT_SCHEDULER_NAME
+    assert dict(base)[signing.SCHEDULER_NAME] == DEFAULT_SCHEDULER_NAME
     differing = {
         "cpu": info("c", cpu="2", labels={"app": "web"}),
         "memory": info("c", cpu="1", memory="1Gi", labels={"app": "web"}),
@@ -156,7 +158,7 @@ def test_a_plugin_without_sign_pod_makes_every_pod_unsignable() -> None:
     registry = in_tree_registry()
     registry.register("Opaque", lambda args, handle: Opaque())
     fwk = Framework(batchable_profile(plugins={"filter": {"enabled": [{"name": "Opaque"}]}}), registry)
-    assert fwk.signers is None and fwk.unsignable_plugins == ["Opaque"]
+    assert fwk.signer.signers is None and fwk.unsignable_plugins == ["Opaque"]
     assert fwk.sign_pod(info("p")) is None
 
 

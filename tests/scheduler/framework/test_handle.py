@@ -113,3 +113,22 @@ def test_the_cycle_keeps_its_own_snapshot() -> None:
     fwk.schedule(PodInfo.from_pod(make_pod("p")), nodes, state=state)
     assert state.snapshot is nodes and state.clone().snapshot is nodes
     assert not hasattr(fwk.handle, "current")
+
+
+@pytest.mark.parametrize("make", [SimpleHandle, scheduler_handle], ids=["SimpleHandle", "SchedulerHandle"])
+def test_the_listers_are_never_none_and_read_the_cluster_without_informers(make: Any) -> None:
+    """A plugin asks the handle for its listers without checking for None: with no informer
+    started they read through the cluster (SimpleHandle: if it has one), else see no objects."""
+    from minisched.resources import NAMESPACES, SERVICES
+
+    empty = make()
+    assert empty.namespace_lister is not None and empty.workloads is not None
+    cluster = EmbeddedCluster()
+    cluster.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a",
+                                                                                       "labels": {"team": "a"}}})
+    cluster.create(SERVICES, {"apiVersion": "v1", "kind": "Service",
+                              "metadata": {"name": "web", "namespace": "team-a"}, "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}})
+    handle = (SimpleHandle(cluster=cluster) if make is SimpleHandle
+              else SchedulerHandle(cluster, None, RealClock(), SchedulerCache()))  # type: ignore[arg-type]
+    assert (handle.namespace_lister.labels_of("team-a") or {}).get("team") == "a"
+    assert [s["metadata"]["name"] for s in handle.workloads.services("team-a")] == ["web"]
