@@ -237,7 +237,8 @@ class EventRecorder:
 
     def abandon(self) -> int:
         """Give up on the backlog (a shutdown deadline passed): drop every queued write, refuse new
-        ones, and let the writer end after the write it is in. Returns how many writes were dropped."""
+        ones, and let the writer end after the write (or batch of Events) it is in. Returns how many writes
+        were dropped."""
         with self._lock:
             self._closed = True
         dropped = 0
