@@ -37,6 +37,7 @@ against the embedded cluster catches the same types here. Client-side rate limit
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import json
 import logging
@@ -244,7 +245,7 @@ class RealCluster:
         body.setdefault("kind", r.kind)
         return r.path(ns if r.namespaced else None), body
 
-    def create_many(self, resource: ResourceLike, objs: Sequence[Object]) -> list[ApiError | None]:
+    def create_many(self, resource: ResourceLike, objs: Sequence[Object]) -> builtins.list[ApiError | None]:
         """Create several objects (each in its own metadata.namespace) with one round trip: the
         POSTs go out back to back on one connection and the answers are read in order (HTTP/1.1
         pipelining; the API server, like every Go server, answers a connection's requests one after

@@ -292,7 +292,7 @@ class EventRecorder:
     def _write_events(self, batch: list[_EventWrite], create_many: Callable[..., list[ApiError | None]]) -> None:
         """Queued Events in order: the new ones together through `create_many`; a repeat (its Event
         exists: a PATCH of its count) after the new ones before it, on its own as _write_event does."""
-        new: list[tuple[_EventWrite, tuple[str, str, str, str], str, Object]] = []
+        new: list[tuple[tuple[str, str, str, str], str, Object]] = []
         keys: set[tuple[str, str, str, str]] = set()
         for write in batch:
             key = _correlation_key(write.ref, write.event_type, write.reason, write.message)
@@ -303,20 +303,21 @@ class EventRecorder:
                 continue
             keys.add(key)
             name = self._event_name(write.ref, write.when)
-            new.append((write, key, name, self._new_event(
+            new.append((key, name, self._new_event(
                 name, write.ref.get("namespace") or "default", write.ref, write.event_type, write.reason,
                 write.message, write.action, write.when)))
         self._create_events(new, create_many)
 
-    def _create_events(self, new: list[tuple[_EventWrite, tuple[str, str, str, str], str, Object]],
+    def _create_events(self, new: list[tuple[tuple[str, str, str, str], str, Object]],
                        create_many: Callable[..., list[ApiError | None]]) -> None:
         if not new:
             return
+        results: list[Exception | None]
         try:
-            results = create_many(self._resource(), [body for _, _, _, body in new])
+            results = list(create_many(self._resource(), [body for _, _, body in new]))
         except Exception as err:  # the writer must outlive a bad write
             results = [err] * len(new)
-        for (_, key, name, body), error in zip(new, results, strict=True):
+        for (key, name, body), error in zip(new, results, strict=True):
             if error is None:
                 self.written += 1
                 self._remember(key, name, body["metadata"]["namespace"])
