@@ -9,10 +9,15 @@ dropped and counted. Status writes are never dropped.
 
 Repeated identical events for one object (the same FailedScheduling message on every retry) are
 folded into one Event whose `count` and `lastTimestamp` grow, as client-go's EventCorrelator does.
+
+When several new Events are queued at once (a backlog drain writes a Scheduled Event per pod) and
+the cluster can create many objects in one round trip (`RealCluster.create_many`: HTTP/1.1
+pipelining, where client-go multiplexes HTTP/2 streams), the writer sends them together, in order.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import logging
@@ -49,6 +54,9 @@ POD_REASON_SCHEDULING_GATED = "SchedulingGated"  # held at PreEnqueue (kube: spe
 DECISION_ANNOTATION = "minisched.io/decision"
 
 _MAX_CORRELATED = 4096
+# New Events sent in one round trip at most: their answers (about 1 KB each) fit the socket's
+# receive buffer, so the server never waits for us to read while we are still sending.
+MAX_EVENT_BATCH = 32
 
 
 def scheduled_message(pod: Object, node_name: str) -> str:
@@ -123,9 +131,8 @@ class EventRecorder:
         """Record one event about `obj` (best effort: dropped when the backlog is full)."""
         if event_type not in (NORMAL, WARNING):
             raise ValueError(f"event type must be Normal or Warning, not {event_type!r}")
-        ref = _object_reference(obj)
-        when = self.clock.now()
-        self._submit(lambda: self._write_event(ref, event_type, reason, message, action, when), droppable=True)
+        self._submit(_EventWrite(self, _object_reference(obj), event_type, reason, message, action, self.clock.now()),
+                     droppable=True)
 
     # --- pod status ----------------------------------------------------------------------------------
 
@@ -195,11 +202,24 @@ class EventRecorder:
             log.exception("event/status write failed")
 
     def _loop(self) -> None:
-        while True:
-            fn = self._queue.get()
-            if fn is None:
-                return
-            self._run(fn)
+        create_many = getattr(self.cluster, "create_many", None)  # a backend that can batch creations
+        fn: Callable[[], None] | None = self._queue.get()
+        while fn is not None:
+            if not isinstance(fn, _EventWrite) or create_many is None:
+                self._run(fn)
+                fn = self._queue.get()
+                continue
+            batch = [fn]
+            following: Callable[[], None] | None | _Nothing = _NOTHING
+            with contextlib.suppress(queue.Empty):  # the Events queued right behind it join the batch
+                while len(batch) < MAX_EVENT_BATCH:
+                    following = self._queue.get_nowait()
+                    if not isinstance(following, _EventWrite):
+                        break
+                    batch.append(following)
+                    following = _NOTHING
+            self._write_events(batch, create_many)
+            fn = self._queue.get() if isinstance(following, _Nothing) else following
 
     def start(self) -> None:
         with self._lock:
@@ -217,7 +237,8 @@ class EventRecorder:
 
     def abandon(self) -> int:
         """Give up on the backlog (a shutdown deadline passed): drop every queued write, refuse new
-        ones, and let the writer end after the write it is in. Returns how many writes were dropped."""
+        ones, and let the writer end after the write (or batch of Events) it is in. Returns how many writes
+        were dropped."""
         with self._lock:
             self._closed = True
         dropped = 0
@@ -251,7 +272,7 @@ class EventRecorder:
         self, ref: Object, event_type: str, reason: str, message: str, action: str, when: float
     ) -> None:
         namespace = ref.get("namespace") or "default"
-        corr_key = (ref.get("uid") or f"{namespace}/{ref.get('name')}", event_type, reason, message)
+        corr_key = _correlation_key(ref, event_type, reason, message)
         seen = self._correlated.get(corr_key)
         if seen is not None:
             seen[2] += 1
@@ -262,11 +283,54 @@ class EventRecorder:
                 return
             except NotFound:
                 del self._correlated[corr_key]  # expired or deleted: write a fresh one
-        name = f"{ref.get('name')}.{int(when * 1e9):x}{next(self._names):04x}"
+        name = self._event_name(ref, when)
         self.cluster.create(self._resource(), self._new_event(name, namespace, ref, event_type, reason, message,
                                                              action, when), namespace)
         self.written += 1
-        self._correlated[corr_key] = [name, namespace, 1]
+        self._remember(corr_key, name, namespace)
+
+    def _write_events(self, batch: list[_EventWrite], create_many: Callable[..., list[ApiError | None]]) -> None:
+        """Queued Events in order: the new ones together through `create_many`; a repeat (its Event
+        exists: a PATCH of its count) after the new ones before it, on its own as _write_event does."""
+        new: list[tuple[tuple[str, str, str, str], str, Object]] = []
+        keys: set[tuple[str, str, str, str]] = set()
+        for write in batch:
+            key = _correlation_key(write.ref, write.event_type, write.reason, write.message)
+            if key in self._correlated or key in keys:
+                self._create_events(new, create_many)
+                new, keys = [], set()
+                self._run(write)
+                continue
+            keys.add(key)
+            name = self._event_name(write.ref, write.when)
+            new.append((key, name, self._new_event(
+                name, write.ref.get("namespace") or "default", write.ref, write.event_type, write.reason,
+                write.message, write.action, write.when)))
+        self._create_events(new, create_many)
+
+    def _create_events(self, new: list[tuple[tuple[str, str, str, str], str, Object]],
+                       create_many: Callable[..., list[ApiError | None]]) -> None:
+        if not new:
+            return
+        results: list[Exception | None]
+        try:
+            results = list(create_many(self._resource(), [body for _, _, body in new]))
+        except Exception as err:  # the writer must outlive a bad write
+            results = [err] * len(new)
+        for (key, name, body), error in zip(new, results, strict=True):
+            if error is None:
+                self.written += 1
+                self._remember(key, name, body["metadata"]["namespace"])
+            elif not isinstance(error, NotFound):  # NotFound: the namespace went away; nothing to tell
+                with self._lock:
+                    self.failed += 1
+                log.warning("event/status write failed: %s", error)
+
+    def _event_name(self, ref: Object, when: float) -> str:
+        return f"{ref.get('name')}.{int(when * 1e9):x}{next(self._names):04x}"
+
+    def _remember(self, key: tuple[str, str, str, str], name: str, namespace: str) -> None:
+        self._correlated[key] = [name, namespace, 1]
         if len(self._correlated) > self.max_correlated:
             self._correlated.popitem(last=False)
 
@@ -330,6 +394,33 @@ class EventRecorder:
         if nominated_node_name is not None:
             status["nominatedNodeName"] = nominated_node_name or None
         self._patch(namespace, name, {"status": status}, "status")
+
+
+class _Nothing:
+    """Nothing taken from the queue yet (None there means: stop)."""
+
+
+_NOTHING = _Nothing()
+
+
+class _EventWrite:
+    """One queued Event: the writer calls it, or sends it with the Events queued behind it."""
+
+    __slots__ = ("recorder", "ref", "event_type", "reason", "message", "action", "when")
+
+    def __init__(self, recorder: EventRecorder, ref: Object, event_type: str, reason: str, message: str,
+                 action: str, when: float) -> None:
+        self.recorder = recorder
+        self.ref, self.event_type, self.reason, self.message = ref, event_type, reason, message
+        self.action, self.when = action, when
+
+    def __call__(self) -> None:
+        self.recorder._write_event(self.ref, self.event_type, self.reason, self.message, self.action, self.when)
+
+
+def _correlation_key(ref: Object, event_type: str, reason: str, message: str) -> tuple[str, str, str, str]:
+    """What makes two Events the same (one Event whose count grows): the object, type, reason, message."""
+    return (ref.get("uid") or f"{ref.get('namespace') or 'default'}/{ref.get('name')}", event_type, reason, message)
 
 
 class _FlushMarker:

@@ -211,6 +211,33 @@ def test_concurrent_binds_share_the_pool(real_cluster: RealCluster, real_namespa
     assert sorted(p["spec"]["nodeName"] for p in pods) == sorted(f"node-{i % 4}" for i in range(40))
 
 
+def test_create_many_pipelines_the_posts_and_answers_each_in_order(
+    real_cluster: RealCluster, real_namespace: str
+) -> None:
+    config_maps = [{"metadata": {"name": f"cm{i}", "namespace": real_namespace}, "data": {"i": str(i)}}
+                   for i in range(20)]
+    config_maps[7] = {"metadata": {"name": "Not_A_Name", "namespace": real_namespace}}  # refused: 422
+    config_maps[12] = {"metadata": {"name": "x", "namespace": "no-such-namespace"}}  # refused: 404
+    sent = []
+    send = real_cluster._exchange
+
+    def counting(*args: Any) -> Any:
+        sent.append(args[0])
+        return send(*args)
+
+    real_cluster._exchange = counting  # type: ignore[method-assign]
+    results = real_cluster.create_many("configmaps", config_maps)
+    assert len(sent) == 1, "one round trip for every object"
+    assert isinstance(results[7], Invalid) and isinstance(results[12], NotFound)
+    assert [r for i, r in enumerate(results) if i not in (7, 12)] == [None] * 18
+    made = real_cluster.list("configmaps", real_namespace)["items"]
+    assert sorted(cm["data"]["i"] for cm in made if cm["metadata"]["name"].startswith("cm")) == sorted(
+        str(i) for i in range(20) if i not in (7, 12))
+    again = real_cluster.create_many("configmaps", config_maps[:2])  # the connection went back to the pool
+    assert [type(r) for r in again] == [AlreadyExists, AlreadyExists]
+    assert real_cluster.create_many("configmaps", []) == []
+
+
 def test_evict_deletes_an_unbound_pod(real_cluster: RealCluster, real_namespace: str) -> None:
     real_cluster.create("pods", _pod("e", real_namespace))
     real_cluster.evict(real_namespace, "e", grace_period_seconds=0)
