@@ -13,7 +13,6 @@ from minisched.informer import ResourceEventHandlerFuncs, SharedInformerFactory,
 from minisched.meta import key_of
 from minisched.resources import CSI_NODES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES
 from minisched.scheduler.cache import SchedulerCache
-from minisched.scheduler.framework.interface import PodForgetter
 from minisched.scheduler.framework.runtime import Framework
 from minisched.scheduler.framework.types import PodInfo, PodSpecError
 from minisched.scheduler.handle import _WaitingPod
@@ -170,9 +169,8 @@ class _EventHandlers:
     def _pending_gone(self, pod: Object) -> None:
         self.queue.delete(pod)
         fwk = self.frameworks.get(_scheduler_name(pod))
-        for plugin in fwk.points.pre_enqueue if fwk is not None else ():
-            if isinstance(plugin, PodForgetter):  # PreEnqueue plugins that remember pods they hold
-                plugin.forget(key_of(pod))
+        for plugin in fwk.pod_forgetters if fwk is not None else ():  # PreEnqueue plugins that remember pods they hold
+            plugin.forget(key_of(pod))
         waiting = self._waiting.get(key_of(pod))
         if waiting is not None:
             waiting.reject("", "pod deleted while waiting on permit")

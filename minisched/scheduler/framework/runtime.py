@@ -63,6 +63,7 @@ from minisched.scheduler.framework.interface import (
     NormalizeScorePlugin,
     PermitPlugin,
     Plugin,
+    PodForgetter,
     PostBindPlugin,
     PostFilterPlugin,
     PreBindPlugin,
@@ -338,6 +339,9 @@ class Framework:
             self._by_point[ext.name] = [self.plugins[n] for n in names]
         self.points = _Points(**{ext.attr: self._by_point[ext.name] for ext in EXTENSION_POINT_TABLE})
         self.queueing_hints = self._queueing_hints()
+        # asked once here: an isinstance on a runtime Protocol costs ~10 µs, and the scheduler needs
+        # this list each time a pending pod goes (bound or deleted)
+        self.pod_forgetters: list[PodForgetter] = [p for p in self.points.pre_enqueue if isinstance(p, PodForgetter)]
         if len(self.points.queue_sort) != 1:
             raise ValueError(
                 f"profile {self.profile.scheduler_name!r} needs exactly one queueSort plugin, "
