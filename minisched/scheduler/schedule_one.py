@@ -26,7 +26,7 @@ from minisched.scheduler.framework.interface import CountsVictims, WideningPreFi
 from minisched.scheduler.framework.runtime import Framework
 from minisched.scheduler.framework.status import Status
 from minisched.scheduler.framework.types import PodInfo, PodSpecError
-from minisched.scheduler.handle import _WaitingPod
+from minisched.scheduler.handle import SchedulerHandle, _WaitingPod
 from minisched.scheduler.queue import ASSIGNED_POD_DELETE, QueuedPodInfo, SchedulingQueue
 from minisched.scheduler.stats import SchedulerStats
 from minisched.scheduler.tracing import AttemptTrace, CycleTracer
@@ -85,6 +85,7 @@ class _ScheduleOne:
     _tls: threading.local
     _swaps: dict[str, Framework]
     _wideners: weakref.WeakKeyDictionary[Framework, list[WideningPreFilter]]
+    handle: SchedulerHandle
     _waiting: dict[str, _WaitingPod]
     _pool: _DaemonWorkers
     _binding_slots: _Slots
@@ -314,18 +315,10 @@ class _ScheduleOne:
     # --- the binding cycle -------------------------------------------------------------------------------
 
     def allow_waiting_pod(self, key: str) -> bool:
-        waiting = self._waiting.get(key)
-        if waiting is None:
-            return False
-        waiting.allow()
-        return True
+        return self.handle.allow_waiting_pod(key)
 
     def reject_waiting_pod(self, key: str, message: str = "rejected") -> bool:
-        waiting = self._waiting.get(key)
-        if waiting is None:
-            return False
-        waiting.reject("", message)
-        return True
+        return self.handle.reject_waiting_pod(key, "", message)
 
     def _binding_cycle(self, a: _Assumed) -> None:
         if a.trace is not None:
