@@ -106,3 +106,26 @@ def test_the_plot_fills_its_axes_with_used_buckets_and_labels_slices() -> None:
     assert ax.get_xlabel() == "wave"
     with pytest.raises(ValueError, match="2 slice labels for 3 slices"):
         heatmap.plot(data, slice_labels=["a", "b"])
+
+
+def test_histogram_quantile_lands_in_the_bucket_of_the_observation_at_its_rank() -> None:
+    """Chapter 4.2 checks that histogram_quantile's p99 and the exact p99 share a bucket. That holds
+    for the exact p99 ranked as Prometheus ranks (the smallest observation with 99 % at or below
+    it: numpy's inverted_cdf), not for numpy's default, which interpolates between two
+    observations and near a bucket's edge falls in the bucket below (a fresh-clone run hit it)."""
+    bounds = np.array([0.001 * 2**i for i in range(15)])
+
+    def bucket(v: float) -> tuple[float, float]:
+        return float(bounds[bounds < v].max(initial=0.0)), float(bounds[bounds >= v].min())
+
+    rng = np.random.default_rng(7)
+    interpolated_misses = 0
+    for case in range(400):
+        x = np.minimum(rng.lognormal(-6, 1.2, int(rng.integers(50, 900))), 10.0)
+        if case % 3 == 0:
+            x = np.round(x / 0.001) * 0.001  # observations on the buckets' edges too
+        cumulative = [(float(b), float((x <= b).sum())) for b in bounds] + [(math.inf, float(len(x)))]
+        estimate = promql.histogram_quantile(0.99, cumulative)
+        assert bucket(estimate) == bucket(float(np.quantile(x, 0.99, method="inverted_cdf"))), case
+        interpolated_misses += bucket(estimate) != bucket(float(np.quantile(x, 0.99)))
+    assert interpolated_misses > 0  # the default ranking does miss: this is the case the chapter met
