@@ -28,9 +28,11 @@ class _HeldDeletes(EmbeddedCluster):
         self.deleting = threading.Event()
         self.release = threading.Event()
         self.fail = False
+        self.deleting_name = ""
 
     def delete(self, resource: Any, name: str, namespace: str | None = None, **kw: Any) -> Any:
         if resource == PODS and name in self.held:
+            self.deleting_name = name
             self.deleting.set()
             if self.fail:
                 raise ApiError("injected", status=500)
@@ -118,4 +120,34 @@ def test_a_failed_victim_call_activates_the_preemptor(cluster: _HeldDeletes, clo
                    what="vip activated after the DELETE failed")
         assert node_of(cluster, "vip") is None
     finally:
+        sched.stop()
+
+
+def test_a_victim_gone_before_its_call_activates_the_preemptor(cluster: _HeldDeletes, clock: VirtualClock) -> None:
+    """A victim can be gone from the API while the scheduler's cache still has it (deleted for the
+    preemptor's earlier attempt): its deletion's event then reaches the queue while the run holds
+    the preemptor, and is dropped. Nothing else would move the preemptor (kube leaves it parked
+    until the 5-minute flush); scheduler_perf's PreemptionBasic timed out on it."""
+    cluster.create(NODES, make_node("n1", cpu="2"))
+    for name in ("v1", "v2"):
+        cluster.create(PODS, make_pod(name, cpu="1", memory=None, priority_class_name="low", node_name="n1"))
+    cluster.held.update({"v1", "v2"})
+    sched = Scheduler(cluster, clock=clock, seed=1)
+    sched.start(loop=False)
+    try:
+        wait_until(lambda: sched.cache.pod_count() == 2, what="pods in cache")
+        cluster.create(PODS, make_pod("vip", cpu="2", memory=None, priority_class_name="high"))
+        wait_until(lambda: sched.pending_pods()["active"] == 1, what="vip queued")
+        assert _cycle_returns(sched)
+        wait_until(cluster.deleting.is_set, what="the first victim's DELETE under way")
+        other = ({"v1", "v2"} - {cluster.deleting_name}).pop()
+        cluster.held.discard(other)
+        cluster.delete(PODS, other, "default", grace_period_seconds=0)  # gone before its call
+        wait_until(lambda: sched.cache.pod_count() == 1, what="the other victim gone from the cache")
+        assert sched.queue.where("default/vip") == "unschedulable", "its deletion's event came while held"
+        cluster.release.set()  # the first victim terminates (graceful, no kubelet here)
+        wait_until(lambda: sched.queue.where("default/vip") == "active",
+                   what="vip activated once its preemption ended with a victim already gone")
+    finally:
+        cluster.release.set()
         sched.stop()

@@ -32,6 +32,9 @@ MARKING = "marking DisruptionTarget on"
 DELETING = "deleting"
 EVICTING = "evicting"
 
+PREEMPTED = "preempted"  # what one victim's calls came to, but a failure
+GONE = "already gone"
+
 
 class VictimPreemptionFailed(Exception):
     """One victim's API call failed: says which call, which victim, for which preemptor and node."""
@@ -51,6 +54,7 @@ class _Run:
     victims: list[PodInfo]
     pending: int = 0
     failed: bool = False
+    gone: bool = False  # a victim was gone before its call: its deletion's event may have been held
 
 
 class Executor:
@@ -128,13 +132,16 @@ class Executor:
         """One victim that is not the last; the job that finishes the last of them goes on to the
         preemptor's last victim."""
         run, victim = job
+        gone = False
         try:
-            failed = self.preempt_pod(run.candidate, run.pod, victim) is not None
+            outcome = self._preempt_one(run.candidate, run.pod, victim)
+            failed, gone = outcome is not PREEMPTED and outcome is not GONE, outcome is GONE
         except Exception:
             log.exception("preempting %s for %s on node %s failed", victim.key, run.pod.key, run.candidate.node_name)
             failed = True
         with self._lock:
             run.failed = run.failed or failed
+            run.gone = run.gone or gone
             run.pending -= 1
             done = run.pending == 0
         if done:
@@ -142,14 +149,16 @@ class Executor:
 
     def _preempt_last(self, run: _Run) -> None:
         pod = run.pod
-        failed = run.failed
+        failed, gone = run.failed, run.gone
         last = run.victims[-1]
         try:
             with self._lock:
                 # registered before its deletion, so that the deletion's event finds it (kube's
                 # lastVictimsPendingPreemption)
                 self._last_victim[pod.uid] = (last.namespace, last.name)
-            failed = self.preempt_pod(run.candidate, pod, last) is not None or failed
+            outcome = self._preempt_one(run.candidate, pod, last)
+            failed = failed or (outcome is not PREEMPTED and outcome is not GONE)
+            gone = gone or outcome is GONE
         except Exception:  # a bug must not leave the preemptor held for ever
             log.exception("preempting %s (the last victim) for %s on node %s failed",
                           last.key, pod.key, run.candidate.node_name)
@@ -158,13 +167,23 @@ class Executor:
             with self._lock:
                 self._preempting.discard(pod.uid)
                 self._last_victim.pop(pod.uid, None)
-        if failed:
+        if failed or gone:
+            # An API error: the victims may never go, nothing else would wake the preemptor (kube).
+            # A victim already gone (deleted for an earlier attempt, the cache not told yet when
+            # this one chose it): its deletion's event may have reached the queue while this run
+            # held the preemptor, and been dropped; kube leaves the pod parked then, for up to the
+            # 5-minute flush (scheduler_perf's PreemptionBasic hit it in about 1 run in 3 here).
             self.handle.activate(pod.pod)
 
     def preempt_pod(self, candidate: Candidate, pod: PodInfo, victim: PodInfo) -> VictimPreemptionFailed | None:
         """kube's PreemptPod: mark, then delete (or evict) one victim, and record Preempted on it.
         A victim already gone is no failure (the room is free anyway); any other API error is
         logged and returned, naming the call that failed."""
+        outcome = self._preempt_one(candidate, pod, victim)
+        return outcome if isinstance(outcome, VictimPreemptionFailed) else None
+
+    def _preempt_one(self, candidate: Candidate, pod: PodInfo, victim: PodInfo) -> VictimPreemptionFailed | str:
+        """preempt_pod's work; PREEMPTED, GONE (the victim was not there), or the failed call."""
         cluster = self.handle.cluster
         if cluster is None:
             raise RuntimeError("preemption needs the API to evict through; this handle has no cluster")
@@ -178,14 +197,14 @@ class Executor:
                 step = DELETING
                 cluster.delete(PODS, victim.name, victim.namespace, grace_period_seconds=self.victim_grace_period)
         except NotFound:
-            return None
+            return GONE
         except ApiError as err:
             failed = VictimPreemptionFailed(step, victim, pod, candidate.node_name, err)
             log.warning("%s", failed)
             return failed
         self.handle.event_recorder.event(victim.pod, "Normal", "Preempted",
                                          f"Preempted by pod {pod.uid} on node {candidate.node_name}")
-        return None
+        return PREEMPTED
 
     def running_preemption(self, uid: str) -> bool:
         """kube's IsPodRunningPreemption: the preemptor's victims are still being asked to go. Once
