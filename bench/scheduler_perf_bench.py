@@ -98,7 +98,7 @@ def _ms(seconds: float | None) -> str:
 
 
 def run_one(workload: Any, backend_name: str, log: Any, *, percentage: int | None = 100, mode: str = "arrival",
-            wait_timeout: float | None = None) -> Any:
+            wait_timeout: float | None = None, minisched_tree: Path | None = None) -> Any:
     from minisched.perf.backends import EmbeddedMinisched, RealScheduler
     from minisched.perf.driver import run_workload
 
@@ -112,8 +112,9 @@ def run_one(workload: Any, backend_name: str, log: Any, *, percentage: int | Non
         cluster = RealCluster.from_kubeconfig(path=str(cp.kubeconfig))
         try:
             which = "kube-scheduler" if backend_name == "kube" else "minisched"
-            return run_workload(workload, RealScheduler(which, cluster, cp, percentage_of_nodes_to_score=percentage),
-                                log=log, mode=mode, wait_timeout=wait_timeout)
+            tree = minisched_tree if which == "minisched" else None
+            backend = RealScheduler(which, cluster, cp, percentage_of_nodes_to_score=percentage, source_tree=tree)
+            return run_workload(workload, backend, log=log, mode=mode, wait_timeout=wait_timeout)
         finally:
             cluster.close()
 
@@ -197,6 +198,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="list the workloads and what the driver cannot run")
     parser.add_argument("--verbose", action="store_true", help="print each op as it runs")
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--minisched-tree", type=Path, action="append", default=[],
+                        help="run the minisched backend's scheduler from this source tree (e.g. a git worktree "
+                             "of an earlier commit) instead of this one: before/after figures; repeat for "
+                             "several, each run beside this tree's; the driver and control plane are this tree's")
     args = parser.parse_args(argv)
 
     from minisched.perf import (
@@ -284,16 +289,29 @@ def main(argv: list[str] | None = None) -> int:
     wait_timeout = args.budget_minutes * 60 if args.budget_minutes else None
     results = []
     rows: list[dict[str, Any]] = []
+    # each --minisched-tree is a column of its own, run beside this tree's minisched (interleaved)
+    trees: dict[str, Path | None] = {}
+    for b in backends:
+        trees[b] = None
+        if b == "minisched":
+            for tree in args.minisched_tree:
+                if not (tree / "minisched" / "cli.py").is_file():
+                    parser.error(f"--minisched-tree {tree}: no minisched/cli.py there")
+                trees[f"minisched@{tree.name}"] = tree
+    backends = list(trees)
     for w in workloads:
         for scoring in scorings:
-            for b in backends:
+            for column, tree in trees.items():
+                b = column.partition("@")[0]
                 free = free_memory_gib()
                 if b != "embedded" and free < MIN_FREE_GIB:
-                    print(f"{w.full_name:<48} {b:<9} not run: {free:.1f} GiB of memory available, "
+                    print(f"{w.full_name:<48} {column:<9} not run: {free:.1f} GiB of memory available, "
                           f"a control plane at this size needs ~{MIN_FREE_GIB:.0f}", flush=True)
                     continue
-                r = run_one(w, b, log, percentage=SCORING[scoring], mode=args.mode, wait_timeout=wait_timeout)
+                r = run_one(w, b, log, percentage=SCORING[scoring], mode=args.mode, wait_timeout=wait_timeout,
+                            minisched_tree=tree)
                 r.backend = f"{r.backend} scoring={scoring}"
+                b = column
                 results.append(r)
                 rows.append(row_of(r, b, scoring))
                 _print_run(r, w, b, references[w.test_case], scoring)

@@ -12,7 +12,7 @@ from labs.borrowed import reloaded_with
 from labs.harness import Check
 from labs.lab15_queue_state_table.checks import LAB, E, Q, table
 from minisched.exhibits.queue_machine import queue_machine
-from minisched.scheduler.lifecycle import IGNORE, QUEUE_TRANSITIONS, REFUSE
+from minisched.scheduler.lifecycle import IGNORE, QUEUE_TRANSITIONS, REFUSE, QueueEvent, QueueState
 
 MUST_REFUSE = [(Q.ABSENT, E.POP), (Q.ABSENT, E.MOVE_READY), (Q.ACTIVE, E.DONE), (Q.ACTIVE, E.MOVE_READY),
                (Q.BACKOFF, E.POP), (Q.BACKOFF, E.MOVE_READY), (Q.UNSCHEDULABLE, E.POP),
@@ -33,7 +33,7 @@ def check_refusals(module: Any) -> None:
 # every pair the README's rules let happen, with where it goes; every other pair is REFUSE
 _LATE = {E.BIND_FAILED: IGNORE, E.BIND_REJECTED: IGNORE}
 _HELD = {E.GATE_CLOSED: Q.GATED}
-RULES: dict[Q, dict[E, Any]] = {
+RULES: dict[QueueState, dict[QueueEvent, Any]] = {  # (Q and E are aliases: values to mypy)
     Q.ABSENT: {E.ARRIVE_GATED: Q.GATED, E.ARRIVE_READY: Q.ACTIVE, E.DONE: IGNORE, E.REJECT: IGNORE, E.RETRY: IGNORE,
                E.BIND_FAILED: Q.BACKOFF, E.BIND_REJECTED: Q.UNSCHEDULABLE, E.DELETE: IGNORE, **_HELD},
     Q.GATED: {E.GATE_OPENED: Q.ACTIVE, **_LATE, E.DELETE: Q.ABSENT},

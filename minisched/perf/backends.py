@@ -22,6 +22,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -105,12 +106,17 @@ class RealScheduler:
 
     def __init__(self, which: str, cluster: Cluster, cp: Any = None, *, in_process: bool = False,
                  scheduler_name: str = SCHEDULER_NAME, bind_workers: int = 64,
-                 percentage_of_nodes_to_score: int | None = 100) -> None:
+                 percentage_of_nodes_to_score: int | None = 100, source_tree: Path | None = None) -> None:
         if which not in ("minisched", "kube-scheduler"):
             raise ValueError(f"unknown scheduler {which!r}: minisched or kube-scheduler")
         if cp is None and not (which == "minisched" and in_process):
             raise ValueError(f"{which} as a process needs the control plane (cp)")
+        if source_tree is not None and (which != "minisched" or in_process):
+            raise ValueError("source_tree is for minisched as its own process")
+        if source_tree is not None and not (source_tree / "minisched" / "cli.py").is_file():
+            raise ValueError(f"source_tree {source_tree}: no minisched/cli.py there")
         self.which = which
+        self.source_tree = source_tree
         self.cluster = cluster
         self.cp = cp
         self.in_process = in_process
@@ -118,7 +124,8 @@ class RealScheduler:
         self.bind_workers = bind_workers
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self._peak_rss = 0  # of the scheduler processes stopped so far
-        self.label = f"{which}/real" + (" (in process)" if in_process else "")
+        self.label = f"{which}/real" + (" (in process)" if in_process else "") + \
+            (f" from {source_tree}" if source_tree is not None else "")
         self.usage_note = ("whole process (driver + scheduler)" if in_process
                            else f"the {which} process alone")
         self._pid: int | None = None
@@ -146,10 +153,13 @@ class RealScheduler:
         cfg.write_text(yaml.safe_dump(config))
         port = free_port()
         self._log = open(self.cp.log_dir / "minisched.log", "ab")  # noqa: SIM115 - closed in stop()
+        env = None
+        if self.source_tree is not None:  # another checkout's scheduler (before/after figures)
+            env = {**os.environ, "PYTHONPATH": str(self.source_tree.resolve())}
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "minisched.cli", "run", "--kubeconfig", str(self.cp.kubeconfig),
              "--config", str(cfg), "--bind-workers", str(self.bind_workers), "--metrics-port", str(port)],
-            stdout=self._log, stderr=subprocess.STDOUT)
+            stdout=self._log, stderr=subprocess.STDOUT, env=env)
         self._pid = self._proc.pid
         _wait_ready(self._proc, port, self.cp.log_dir / "minisched.log")
 

@@ -154,6 +154,28 @@ def test_the_bench_refuses_an_unknown_scoring(bench: ModuleType, cases: dict[str
         bench.main(["--short", "--backends", "embedded", "--scoring", "50"])
 
 
+def test_a_minisched_tree_must_hold_minisched(bench: ModuleType, cases: dict[str, TestCase], tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """--minisched-tree runs another checkout's scheduler beside this one's (before/after figures):
+    a directory that is not one is refused by name before any control plane starts."""
+    with pytest.raises(SystemExit):
+        bench.main(["--short", "--backends", "minisched", "--workloads", "SchedulingBasic",
+                    "--minisched-tree", str(tmp_path)])
+    assert f"--minisched-tree {tmp_path}: no minisched/cli.py there" in capsys.readouterr().err
+
+
+def test_only_minisched_as_a_process_runs_from_another_tree(tmp_path: Path) -> None:
+    from minisched.perf.backends import RealScheduler
+
+    repo = BENCH.parents[1]
+    with pytest.raises(ValueError, match="source_tree is for minisched as its own process"):
+        RealScheduler("kube-scheduler", cluster=None, cp=object(), source_tree=repo)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="no minisched/cli.py there"):
+        RealScheduler("minisched", cluster=None, cp=object(), source_tree=tmp_path)  # type: ignore[arg-type]
+    assert RealScheduler("minisched", cluster=None, cp=object(),  # type: ignore[arg-type]
+                         source_tree=repo).label == f"minisched/real from {repo}"
+
+
 def test_performance_sizes_are_kubes_performance_labelled_workloads(
     bench: ModuleType, cases: dict[str, TestCase]
 ) -> None:
