@@ -153,13 +153,15 @@ class RealScheduler:
         cfg.write_text(yaml.safe_dump(config))
         port = free_port()
         self._log = open(self.cp.log_dir / "minisched.log", "ab")  # noqa: SIM115 - closed in stop()
-        env = None
-        if self.source_tree is not None:  # another checkout's scheduler (before/after figures)
-            env = {**os.environ, "PYTHONPATH": str(self.source_tree.resolve())}
+        env, cwd = None, None
+        if self.source_tree is not None:  # another checkout's scheduler (before/after figures); run
+            # from inside it too: `python -m` puts the working directory first on sys.path
+            cwd = self.source_tree.resolve()
+            env = {**os.environ, "PYTHONPATH": str(cwd)}
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "minisched.cli", "run", "--kubeconfig", str(self.cp.kubeconfig),
-             "--config", str(cfg), "--bind-workers", str(self.bind_workers), "--metrics-port", str(port)],
-            stdout=self._log, stderr=subprocess.STDOUT, env=env)
+            [sys.executable, "-m", "minisched.cli", "run", "--kubeconfig", str(Path(self.cp.kubeconfig).resolve()),
+             "--config", str(cfg.resolve()), "--bind-workers", str(self.bind_workers), "--metrics-port", str(port)],
+            stdout=self._log, stderr=subprocess.STDOUT, env=env, cwd=cwd)
         self._pid = self._proc.pid
         _wait_ready(self._proc, port, self.cp.log_dir / "minisched.log")
 
