@@ -17,7 +17,7 @@ import copy
 import functools
 import logging
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +33,6 @@ from minisched.scheduler.framework.algorithm import (
     MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND,
     MIN_FEASIBLE_NODES_TO_FIND,
     NO_NODES_AVAILABLE,
-    PARTITION,
     ScheduleAlgorithm,
     ScheduleResult,
     num_feasible_nodes_to_find,
@@ -449,7 +448,6 @@ class Framework:
         *,
         state: CycleState | None = None,
         nominated: Iterable[tuple[str, PodInfo]] = (),
-        only: Collection[str] | None = None,
         cycle: int | None = None,
     ) -> ScheduleResult:
         """Choose a node for `pod` in snapshot `nodes`: kube's SchedulePod, run by `self.algorithm`
@@ -460,14 +458,12 @@ class Framework:
         must pass the filters twice: with those pods added (so this pod does not take their room)
         and without them (so it does not rely on pods that may never come, e.g. for pod affinity).
         Only that node's own nominated pods are added, and scoring sees the plain snapshot.
-        `only`: node names the pod may be placed on (a shard's partition); the plugins still see
-        every node (spreading and affinity count the whole cluster), as with a PreFilter result.
         `cycle`: the scheduling queue's cycle count (kube's CurrentCycle), which batching compares
         with the last one; without it, this call is the one after the last."""
         state = state if state is not None else CycleState()
         state.nominated = nominated_by_node(pod, nominated)
         state.snapshot = nodes
-        return self.algorithm.schedule_pod(state, pod, nodes, only=only, cycle=cycle)
+        return self.algorithm.schedule_pod(state, pod, nodes, cycle=cycle)
 
     def run_pre_filter_plugins(
         self, state: CycleState, pod: PodInfo, nodes: NodeTable
@@ -832,7 +828,6 @@ __all__: Sequence[str] = (
     "MIN_FEASIBLE_NODES_TO_FIND",
     "MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND",
     "NO_NODES_AVAILABLE",
-    "PARTITION",
     "REUSE_MIN_NODES",
     "FilterPlugin",
     "ScorePlugin",

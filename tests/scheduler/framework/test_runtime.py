@@ -293,11 +293,6 @@ def test_prefilter_plugins_that_narrow_the_nodes_are_rejectors_too() -> None:
     assert r.diagnosis.unschedulable_plugins == {"NodeResourcesFit", "NodeAffinity"}
 
 
-def test_a_pod_with_no_room_in_its_partition_names_the_partition_as_its_rejector() -> None:
-    r = Framework(seed=1).schedule(info("p"), table(make_node("a"), make_node("b")).snapshot(), only=["gone"])
-    assert r.node is None and r.diagnosis.unschedulable_plugins == {"NodePartition"}
-
-
 # ---- PostFilter, as kube's RunPostFilterPlugins ----
 class _PostFilterPlugin:
     """Says `code` (with the nomination `node`) at PostFilter, and counts its calls."""
