@@ -231,8 +231,8 @@ def test_reserve_permit_and_unreserve() -> None:
     assert status.is_rejected and status.plugin == "Gate"
     fw.run_unreserve(state, pod, "a")
     assert fw.plugins["Gate"].calls == ["reserve a", "unreserve a"]  # type: ignore[attr-defined]
-    status, timeout = framework_with_gate("wait").run_permit(state, pod, "a")
-    assert status.is_wait and timeout == 5.0
+    status, timeouts = framework_with_gate("wait").run_permit(state, pod, "a")
+    assert status.is_wait and timeouts == {"Gate": 5.0}
     assert framework_with_gate("pass").run_permit(state, pod, "a")[0].is_success
 
 
