@@ -186,7 +186,7 @@ class PluginsRunner(Protocol):
 class Handle(PluginsRunner, Protocol):
     """What the framework gives plugins (kube's framework.Handle), complete: a plugin calls what it
     needs and never asks whether the handle has it. Two implementations, SimpleHandle (a framework
-    run by hand: empty waiting pods, its own nominations, no informers) and the Scheduler's
+    run by hand: no waiting pods, its own nominations, informers that nothing starts) and the Scheduler's
     SchedulerHandle; tests check both against this Protocol.
 
     Each Framework has its own handle (kube's handle is its framework): the one given to

@@ -44,10 +44,14 @@ def cluster() -> Iterator[EmbeddedCluster]:
     c.close()
 
 
+def _factory(hold: _Hold) -> Any:
+    return lambda args, handle: hold
+
+
 def _scheduler(cluster: EmbeddedCluster, clock: VirtualClock, *holds: _Hold) -> Scheduler:
     registry = in_tree_registry()
     for hold in holds:
-        registry.register(hold.name, lambda args, handle, hold=hold: hold)
+        registry.register(hold.name, _factory(hold))
     config = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
               "profiles": [{"schedulerName": "minisched",
                             "plugins": {"permit": {"enabled": [{"name": h.name} for h in holds]}}}]}
