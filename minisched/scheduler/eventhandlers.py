@@ -15,7 +15,8 @@ from minisched.resources import CSI_NODES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_
 from minisched.scheduler.cache import SchedulerCache
 from minisched.scheduler.framework.runtime import Framework
 from minisched.scheduler.framework.types import PodInfo, PodSpecError
-from minisched.scheduler.handle import _WaitingPod
+from minisched.scheduler.framework.waiting_pods_map import uid_of
+from minisched.scheduler.handle import SchedulerHandle
 from minisched.scheduler.queue import (
     ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
@@ -45,7 +46,7 @@ class _EventHandlers:
     cache: SchedulerCache
     factory: SharedInformerFactory
     pod_filter: Callable[[Object], bool] | None
-    _waiting: dict[str, _WaitingPod]
+    handle: SchedulerHandle
     _pod_informer: Any
 
     if TYPE_CHECKING:  # the Scheduler's
@@ -171,9 +172,7 @@ class _EventHandlers:
         fwk = self.frameworks.get(_scheduler_name(pod))
         for plugin in fwk.pod_forgetters if fwk is not None else ():  # PreEnqueue plugins that remember pods they hold
             plugin.forget(key_of(pod))
-        waiting = self._waiting.get(key_of(pod))
-        if waiting is not None:
-            waiting.reject("", "pod deleted while waiting on permit")
+        self.handle.reject_waiting_pod(uid_of(pod))  # its binding worker lets it go (kube's RejectWaitingPod)
 
     def _assigned_gone(self, pod: Object) -> None:
         self.cache.remove_pod(pod)

@@ -1,12 +1,12 @@
 """The Handle the scheduler gives its plugins (kube's framework.Handle, as
-framework/runtime/framework.go implements it) and the pods held at Permit (kube's
-framework/runtime/waiting_pods_map.go).
+framework/runtime/framework.go implements it); the pods it holds at Permit are in
+framework/waiting_pods_map.py (kube's framework/runtime/waiting_pods_map.go).
 """
 
 from __future__ import annotations
 
 import copy
-import threading
+from collections.abc import Callable
 from typing import Any
 
 from minisched.clock import Clock
@@ -17,10 +17,18 @@ from minisched.meta import key_of
 from minisched.resources import POD_DISRUPTION_BUDGETS, PODS
 from minisched.scheduler.cache import SchedulerCache
 from minisched.scheduler.events import EventRecorder
-from minisched.scheduler.framework.interface import Handle, Nominator, PodActivator
-from minisched.scheduler.framework.listers import Namespaces, WorkloadLister, namespaces_from, workloads_from
+from minisched.scheduler.framework.interface import Handle, Nominator, PodActivator, WaitingPod
+from minisched.scheduler.framework.listers import (
+    InformerStorage,
+    Namespaces,
+    StaticStorage,
+    StorageLister,
+    WorkloadLister,
+    namespaces_from,
+    workloads_from,
+)
 from minisched.scheduler.framework.runtime import Framework, FrameworkRunner, Nominations
-from minisched.scheduler.framework.status import Status
+from minisched.scheduler.framework.waiting_pods_map import WaitingPodsMap
 from minisched.scheduler.snapshot import NodeTable
 
 Object = dict[str, Any]
@@ -30,10 +38,11 @@ class _HandleWiring:
     """What the Scheduler wires into its handles after building them (the queue, the informers it
     starts): one object shared by every profile's copy of the handle."""
 
-    __slots__ = ("informer_factory", "pod_store", "pdb_informer", "namespace_lister", "nominator", "activator")
+    __slots__ = ("storage", "pod_store", "pdb_informer", "namespace_lister", "nominator", "activator")
 
     def __init__(self) -> None:
-        self.informer_factory: SharedInformerFactory | None = None
+        # made when a volume plugin first asks, as it is built: its informers start with the others
+        self.storage: StorageLister | None = None
         self.pod_store: Any = None  # the pod informer's store, once started
         self.pdb_informer: Any = None  # set by Scheduler.start when a plugin reads PDBs
         self.namespace_lister: Namespaces | None = None  # the namespace informer's, once started
@@ -52,13 +61,19 @@ class SchedulerHandle(FrameworkRunner):
     The Scheduler builds one and each Framework takes its copy (`for_framework`); the copies share
     the waiting pods and what the Scheduler wires in later (the queue, the informers' stores)."""
 
-    def __init__(self, cluster: Cluster, recorder: EventRecorder, clock: Clock, cache: SchedulerCache) -> None:
+    def __init__(self, cluster: Cluster, recorder: EventRecorder, clock: Clock, cache: SchedulerCache,
+                 informer_factory: SharedInformerFactory | None = None) -> None:
         self.cluster = cluster
         self.event_recorder = recorder
         self.clock = clock
         self._cache = cache
+        # the Scheduler's (kube's SharedInformerFactory, never nil); a handle built without one (a
+        # test) reads its listers through the cluster, and gives a plugin that asks for the
+        # factory a real one that nothing starts, whose informers stay empty
+        self._factory = informer_factory if informer_factory is not None else SharedInformerFactory(cluster)
+        self._informers_run = informer_factory is not None
         self.framework: Framework | None = None  # set in each framework's copy
-        self.waiting: dict[str, _WaitingPod] = {}  # the scheduler's pods held at Permit, by key
+        self.waiting = WaitingPodsMap()  # the scheduler's pods held at Permit, by UID
         self._wiring = _HandleWiring()
 
     def for_framework(self, framework: Any) -> SchedulerHandle:
@@ -69,12 +84,14 @@ class SchedulerHandle(FrameworkRunner):
     # --- wired in by the Scheduler (shared by every copy) ---------------------------------------------
 
     @property
-    def informer_factory(self) -> SharedInformerFactory | None:
-        return self._wiring.informer_factory
+    def informer_factory(self) -> SharedInformerFactory:
+        return self._factory
 
-    @informer_factory.setter
-    def informer_factory(self, factory: SharedInformerFactory | None) -> None:
-        self._wiring.informer_factory = factory
+    @property
+    def storage(self) -> StorageLister:
+        if self._wiring.storage is None:
+            self._wiring.storage = InformerStorage(self._factory) if self._informers_run else StaticStorage()
+        return self._wiring.storage
 
     @property
     def pod_store(self) -> Any:
@@ -103,8 +120,7 @@ class SchedulerHandle(FrameworkRunner):
 
     @property
     def workloads(self) -> WorkloadLister:
-        # the factory is wired in as the Scheduler is built, before its plugins ask
-        return workloads_from(self._wiring.informer_factory, self.cluster)
+        return workloads_from(self._factory if self._informers_run else None, self.cluster)
 
     @property
     def nominator(self) -> Nominator:
@@ -130,22 +146,17 @@ class SchedulerHandle(FrameworkRunner):
 
     # --- pods waiting at Permit ------------------------------------------------------------------
 
-    def waiting_pods(self) -> list[tuple[str, Object]]:
-        """(key, pod) of every pod waiting at Permit (kube's IterateOverWaitingPods)."""
-        return [(key, w.pod) for key, w in list(self.waiting.items()) if not w.done.is_set()]
+    def iterate_over_waiting_pods(self, callback: Callable[[WaitingPod], None]) -> None:
+        self.waiting.iterate(callback)
 
-    def allow_waiting_pod(self, key: str) -> bool:
-        waiting = self.waiting.get(key)
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None:
+        return self.waiting.get(uid)
+
+    def reject_waiting_pod(self, uid: str) -> bool:
+        waiting = self.waiting.get(uid)
         if waiting is None:
             return False
-        waiting.allow()
-        return True
-
-    def reject_waiting_pod(self, key: str, plugin: str, message: str) -> bool:
-        waiting = self.waiting.get(key)
-        if waiting is None:
-            return False
-        waiting.reject(plugin, message)
+        waiting.reject("", "removed")  # kube's words and no plugin: the caller is not one
         return True
 
     # --- listers ---------------------------------------------------------------------------------
@@ -191,28 +202,3 @@ class SchedulerHandle(FrameworkRunner):
 
 
 _HANDLE_CONTRACT: type[Handle] = SchedulerHandle  # mypy checks it against the Protocol (Go's var _ Handle)
-
-
-class _WaitingPod:
-    """A pod held by a Permit plugin (kube's waitingPod) until allowed, rejected or `deadline`.
-    The first verdict stands: a late allow or reject (another group member's) changes nothing."""
-
-    def __init__(self, deadline: float, timeout: float, pod: Object | None = None, plugin: str = "") -> None:
-        self.done = threading.Event()
-        self.status = Status.success()
-        self.deadline = deadline
-        self.timeout = timeout
-        self.plugin = plugin  # the Permit plugin that asked for the wait: a timeout rejects in its name
-        self.pod: Object = pod or {}
-        self._lock = threading.Lock()
-
-    def allow(self) -> None:
-        with self._lock:
-            self.done.set()
-
-    def reject(self, plugin: str, message: str) -> None:
-        with self._lock:
-            if not self.done.is_set():
-                self.status = Status.unschedulable(message, plugin=plugin)
-                self.done.set()
-

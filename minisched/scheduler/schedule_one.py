@@ -26,7 +26,8 @@ from minisched.scheduler.framework.interface import CountsVictims, WideningPreFi
 from minisched.scheduler.framework.runtime import Framework
 from minisched.scheduler.framework.status import Status
 from minisched.scheduler.framework.types import PodInfo, PodSpecError
-from minisched.scheduler.handle import SchedulerHandle, _WaitingPod
+from minisched.scheduler.framework.waiting_pods_map import PodAtPermit, WaitingPodsMap, uid_of
+from minisched.scheduler.handle import SchedulerHandle
 from minisched.scheduler.queue import ASSIGNED_POD_DELETE, QueuedPodInfo, SchedulingQueue
 from minisched.scheduler.stats import SchedulerStats
 from minisched.scheduler.tracing import AttemptTrace, CycleTracer
@@ -51,7 +52,7 @@ class _Assumed:
     node: str
     state: CycleState
     framework: Framework
-    waiting: _WaitingPod | None
+    waiting: PodAtPermit | None
     # only when annotating: a Decision holds node-length arrays (~0.3-0.6 MB at 5,000 nodes), and
     # up to max_bindings_in_flight bindings wait at once
     decision: Decision | None
@@ -86,7 +87,7 @@ class _ScheduleOne:
     _swaps: dict[str, Framework]
     _wideners: weakref.WeakKeyDictionary[Framework, list[WideningPreFilter]]
     handle: SchedulerHandle
-    _waiting: dict[str, _WaitingPod]
+    _waiting: WaitingPodsMap
     _pool: _DaemonWorkers
     _binding_slots: _Slots
     _bindings_lock: threading.Lock
@@ -267,11 +268,11 @@ class _ScheduleOne:
                        error=status.is_error, rejected_by=[status.plugin] if status.plugin else ())
             self._observe_attempt("error" if status.is_error else "unschedulable", started)
             return
-        status, wait = fwk.run_permit(state, info, node)
-        waiting: _WaitingPod | None = None
+        status, waits = fwk.run_permit(state, info, node)
+        waiting: PodAtPermit | None = None
         if status.is_wait:
-            waiting = _WaitingPod(self.clock.monotonic() + wait, wait, qpi.pod, status.plugin)
-            self._waiting[qpi.key] = waiting
+            waiting = PodAtPermit(qpi.pod, waits, self.clock.monotonic())
+            self._waiting.add(waiting)
         elif not status.is_success:
             fwk.run_unreserve(state, info, node)
             self.cache.forget_pod(qpi.pod)
@@ -304,9 +305,9 @@ class _ScheduleOne:
             self._abandon_before_binding(qpi, fwk, info, state, node, waiting)
 
     def _abandon_before_binding(self, qpi: QueuedPodInfo, fwk: Framework, info: PodInfo, state: CycleState,
-                                node: str, waiting: _WaitingPod | None) -> None:
+                                node: str, waiting: PodAtPermit | None) -> None:
         """Shutdown came between the decision and its binding: undo the assumption, send nothing."""
-        self._waiting.pop(qpi.key, None)
+        self._waiting.remove(uid_of(qpi.pod))
         self.queue.binding_done(qpi)
         fwk.run_unreserve(state, info, node)
         self.cache.forget_pod(qpi.pod)
@@ -314,11 +315,18 @@ class _ScheduleOne:
 
     # --- the binding cycle -------------------------------------------------------------------------------
 
-    def allow_waiting_pod(self, key: str) -> bool:
-        return self.handle.allow_waiting_pod(key)
+    def allow_waiting_pod(self, uid: str, plugin: str) -> bool:
+        """`plugin` allows the pod with this UID held at Permit (what a Permit plugin does through
+        the handle); False when it is not waiting."""
+        waiting = self.handle.get_waiting_pod(uid)
+        if waiting is None:
+            return False
+        waiting.allow(plugin)
+        return True
 
-    def reject_waiting_pod(self, key: str, message: str = "rejected") -> bool:
-        return self.handle.reject_waiting_pod(key, "", message)
+    def reject_waiting_pod(self, uid: str) -> bool:
+        """Reject the pod with this UID held at Permit (kube's RejectWaitingPod); False when it is not waiting."""
+        return self.handle.reject_waiting_pod(uid)
 
     def _binding_cycle(self, a: _Assumed) -> None:
         if a.trace is not None:
@@ -339,9 +347,8 @@ class _ScheduleOne:
         if a.waiting is not None:
             # The wait holds one binding worker (kube holds a goroutine); the timeout is on the clock.
             while not a.waiting.done.wait(0.02):
-                if self.clock.monotonic() >= a.waiting.deadline:
-                    a.waiting.reject(a.waiting.plugin, f"rejected due to timeout after waiting {a.waiting.timeout:g}s at permit")
-            self._waiting.pop(a.qpi.key, None)
+                a.waiting.expire(self.clock.monotonic())  # each waiting plugin's timeout (kube's timers)
+            self._waiting.remove(uid_of(a.qpi.pod))
             if not a.waiting.status.is_success:
                 self._binding_failed(a, a.waiting.status)
                 return

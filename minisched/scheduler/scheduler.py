@@ -100,7 +100,8 @@ from minisched.scheduler.framework.profile import (
 )
 from minisched.scheduler.framework.runtime import Framework
 from minisched.scheduler.framework.types import PodInfo
-from minisched.scheduler.handle import SchedulerHandle, _WaitingPod
+from minisched.scheduler.framework.waiting_pods_map import WaitingPodsMap
+from minisched.scheduler.handle import SchedulerHandle
 from minisched.scheduler.queue import ClusterEvent, QueuedPodInfo, SchedulingQueue, priority_sort_less
 from minisched.scheduler.schedule_one import _ScheduleOne
 from minisched.scheduler.stats import SchedulerObserver, SchedulerStats
@@ -229,13 +230,12 @@ class Scheduler(_EventHandlers, _ScheduleOne):
         self._tls = threading.local()  # .trace: the attempt traced on this thread, if any
         self.recorder = recorder or EventRecorder(cluster, clock=self.clock)
         self.cache = SchedulerCache(clock=self.clock, assumed_ttl=assumed_ttl, pod_info=self.pod_info)
-        self.handle = SchedulerHandle(cluster, self.recorder, self.clock, self.cache)
-        # before the frameworks: plugins ask it for the informers they list from (kube's New(handle))
+        # before the frameworks: plugins ask the handle for the informers they list from (kube's New(handle))
         # kube's pod informer drops managedFields (newPodInformer's trim); ours drops them from every
         # object the scheduler caches, since none of its readers needs them (how much that saves
         # depends on how many writers each object had: a few MiB at 15,000 once-written objects)
         self.factory = informer_factory or SharedInformerFactory(cluster, transform=strip_managed_fields)
-        self.handle.informer_factory = self.factory
+        self.handle = SchedulerHandle(cluster, self.recorder, self.clock, self.cache, self.factory)
         self.frameworks: dict[str, Framework] = {}
         self._registry = registry
         self._seed = seed
@@ -296,7 +296,7 @@ class Scheduler(_EventHandlers, _ScheduleOne):
         self._bindings_started = 0
         self._bindings_finished = 0
         self._bindings_idle = threading.Condition(self._bindings_lock)
-        self._waiting: dict[str, _WaitingPod] = self.handle.waiting
+        self._waiting: WaitingPodsMap = self.handle.waiting
         self._stop = threading.Event()
         self._wake = threading.Condition()
         self._threads: list[threading.Thread] = []
@@ -482,8 +482,8 @@ class Scheduler(_EventHandlers, _ScheduleOne):
         with self._wake:
             self._wake.notify_all()
         self.queue.close()
-        for waiting in list(self._waiting.values()):  # a pod held at Permit holds a worker
-            waiting.reject("", "scheduler shutting down")
+        # a pod held at Permit holds a worker
+        self._waiting.iterate(lambda waiting: waiting.reject("", "scheduler shutting down"))
         for t in self._threads:
             t.join(left())
         if any(t.is_alive() and t.name == "scheduler-loop" for t in self._threads):

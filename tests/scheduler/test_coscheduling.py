@@ -167,7 +167,7 @@ def test_a_gang_timing_out_at_permit_settles_unschedulable(cluster: Cluster) -> 
         cluster.create(PODS, held)
         for i in range(3):
             cluster.create(PODS, member(f"quad-{i}", "quad", "500m"))
-        wait_until(lambda: len(sched.handle.waiting_pods()) == 3, timeout=30, what="three members at Permit")
+        wait_until(lambda: len(sched.handle.waiting) == 3, timeout=30, what="three members at Permit")
         # (a member whose attempt saw its siblings arrive, Coscheduling's GROUP_MEMBER_ADD, backs
         # off and waits once more before it settles)
         settle(sched, clock, keys)
@@ -184,7 +184,7 @@ def test_a_group_waiting_at_permit_frees_what_it_held_at_timeout(cluster: Cluste
         late = member("slow-2", "slow", "1")
         late["spec"]["schedulingGates"] = [{"name": "example.com/not-yet"}]  # counted, but held back
         cluster.create(PODS, late)
-        wait_until(lambda: len(sched.handle.waiting_pods()) == 2, timeout=30, what="two members at Permit")
+        wait_until(lambda: len(sched.handle.waiting) == 2, timeout=30, what="two members at Permit")
         assert sched.cache.assumed_count() == 2 and requested_cpu(sched) == 2000
         assert coscheduling(sched).phase("default/slow") is GroupState.GATHERING
         started = time.monotonic()

@@ -450,25 +450,6 @@ def test_the_node_fill_chart_marks_the_nodes_over_allocatable() -> None:
     assert fig._repr_png_()[:4] == b"\x89PNG"
 
 
-def test_schedule_with_only_restricts_the_choice_not_what_the_plugins_see() -> None:
-    from minisched.scheduler.framework.runtime import Framework
-    from minisched.scheduler.framework.types import PodInfo
-    from minisched.scheduler.snapshot import NodeTable
-
-    table = NodeTable()
-    for name, cpu in (("big", "64"), ("small", "2"), ("tiny", "1")):
-        table.add_node(make_node(name, cpu=cpu, memory="64Gi"))
-    from minisched.scheduler.framework.profile import default_profile
-
-    fwk = Framework(default_profile(), seed=0)
-    pod = PodInfo.from_pod(make_pod("p", cpu="1500m"))
-    assert fwk.schedule(pod, table).node == "big"  # least allocated wins when free to choose
-    assert fwk.schedule(pod, table, only={"small", "tiny"}).node == "small"  # tiny is too small
-    result = fwk.schedule(pod, table, only={"tiny"})
-    assert result.node is None and result.status.is_rejected
-    assert "Insufficient cpu" in result.decision.message
-
-
 def test_the_ledger_counts_pods_bound_without_an_entry(world: tuple[EmbeddedCluster, VirtualClock]) -> None:
     # Pods bound by kube-scheduler (or a replica without the fence) have no ledger entry; the
     # ledger's view of the node includes them, from the informer, so it does not over-commit.

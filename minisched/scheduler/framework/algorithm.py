@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import random
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -36,9 +36,6 @@ from minisched.scheduler.snapshot import NodeTable
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 NO_NODES_AVAILABLE = "no nodes available to schedule pods"
-# Named as the rejector of a pod that found no room among the nodes `schedule(only=...)` allowed (a
-# shard's partition): no plugin registered events for it, so any event may help it.
-PARTITION = "NodePartition"
 
 
 def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
@@ -123,7 +120,7 @@ class ScheduleAlgorithm:
         self._cycles = 0  # scheduling cycles counted here when the caller gives none
 
     def schedule_pod(self, state: CycleState, pod: PodInfo, nodes: NodeTable, *,
-                     only: Collection[str] | None = None, cycle: int | None = None) -> ScheduleResult:
+                     cycle: int | None = None) -> ScheduleResult:
         """kube's schedulePod, with the pods nominated elsewhere already in `state` (see
         runtime.Framework.schedule). A plugin that raised is an Error result naming it."""
         started = time.perf_counter()
@@ -137,7 +134,7 @@ class ScheduleAlgorithm:
             cycle = self._cycles + 1
         self._cycles = cycle
         try:
-            result = self._schedule(state, pod, nodes, decision, only, cycle)
+            result = self._schedule(state, pod, nodes, decision, cycle)
         except PluginError as e:  # a plugin bug must not kill the loop: the pod backs off and retries
             result = ScheduleResult(None, e.status(), decision)
         except Exception as e:
@@ -146,30 +143,19 @@ class ScheduleAlgorithm:
         return result
 
     def _schedule(self, state: CycleState, pod: PodInfo, nodes: NodeTable, decision: Decision,
-                  only: Collection[str] | None = None, cycle: int = 0) -> ScheduleResult:
+                  cycle: int = 0) -> ScheduleResult:
         fwk = self.framework
         n = len(nodes)
         names = nodes.names
-        allowed: npt.NDArray[np.bool_] | None = None
         # kube's pluginsWithNodes: the PreFilter plugins that narrowed the nodes are rejectors of a
         # pod that fits none of the rest (a cluster event may widen what they allow)
-        narrowed_by: list[str] = [PARTITION] if only is not None else []
-        if only is not None:
-            allowed = np.zeros(n, np.bool_)
-            for name in only:
-                row = nodes.row(name)
-                if row is not None:
-                    allowed[row] = True
-        narrowed, narrowed_by_plugins, status = fwk.run_pre_filter_plugins(state, pod, nodes)
+        allowed, narrowed_by, status = fwk.run_pre_filter_plugins(state, pod, nodes)
         if not status.is_success:
             if status.is_rejected:
                 diagnosis = Diagnosis.from_pre_filter(n, list(names), status)
                 decision.message = diagnosis.message()
                 return ScheduleResult(None, Status(status.code, (decision.message,), status.plugin), decision, diagnosis)
             return ScheduleResult(None, status, decision)
-        narrowed_by.extend(narrowed_by_plugins)
-        if narrowed is not None:
-            allowed = narrowed if allowed is None else allowed & narrowed
 
         # batching: the next node of the last cycle's sorted scores, if that cycle is reusable
         batch = fwk.batch
@@ -350,7 +336,6 @@ def _widen(result: FilterResult, n: int, row: int) -> FilterResult:
 __all__: Sequence[str] = (
     "MIN_FEASIBLE_NODES_TO_FIND",
     "NO_NODES_AVAILABLE",
-    "PARTITION",
     "PluginRunner",
     "ScheduleAlgorithm",
     "ScheduleResult",

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from minisched.clock import Clock
     from minisched.cluster.base import Cluster
     from minisched.informer import SharedInformerFactory
-    from minisched.scheduler.framework.listers import Namespaces, WorkloadLister
+    from minisched.scheduler.framework.listers import Namespaces, StorageLister, WorkloadLister
     from minisched.scheduler.snapshot import NodeTable
 
 Object = dict[str, Any]
@@ -123,6 +123,28 @@ class PodActivator(Protocol):
     def activate(self, key: str) -> bool: ...
 
 
+class WaitingPod(Protocol):
+    """A pod held at Permit (kube's fwk.WaitingPod): it waits until every Permit plugin that
+    returned Wait allows it, each plugin with its own timeout; one Reject rejects it."""
+
+    @property
+    def pod(self) -> Object:
+        """The pod (kube's GetPod)."""
+        ...
+
+    def pending_plugins(self) -> list[str]:
+        """The Permit plugins that asked it to wait and have not allowed it yet (GetPendingPlugins)."""
+        ...
+
+    def allow(self, plugin: str) -> None:
+        """`plugin` lets it go; the last pending plugin to allow it sends it on to binding."""
+        ...
+
+    def reject(self, plugin: str, message: str) -> None:
+        """Unschedulable, in `plugin`'s name: the pod's attempt ends and it goes back to the queue."""
+        ...
+
+
 class PluginsRunner(Protocol):
     """kube's PluginsRunner: the handle's own profile's plugins, run for a plugin that asks
     (preemption's dry run judges nodes with some pods taken off)."""
@@ -164,7 +186,7 @@ class PluginsRunner(Protocol):
 class Handle(PluginsRunner, Protocol):
     """What the framework gives plugins (kube's framework.Handle), complete: a plugin calls what it
     needs and never asks whether the handle has it. Two implementations, SimpleHandle (a framework
-    run by hand: empty waiting pods, its own nominations, no informers) and the Scheduler's
+    run by hand: no waiting pods, its own nominations, informers that nothing starts) and the Scheduler's
     SchedulerHandle; tests check both against this Protocol.
 
     Each Framework has its own handle (kube's handle is its framework): the one given to
@@ -204,10 +226,18 @@ class Handle(PluginsRunner, Protocol):
         ...
 
     @property
-    def informer_factory(self) -> SharedInformerFactory | None:
+    def informer_factory(self) -> SharedInformerFactory:
         """The scheduler's informers (kube's SharedInformerFactory), for a plugin that watches more
-        kinds; None for a handle with no API behind it. Plugins that only read objects use the
-        listers below, which are never None."""
+        kinds. Never None: a handle with no informers running (a Framework run by hand) has one
+        that nothing starts, whose informers stay empty. Plugins that only read objects use the
+        listers below."""
+        ...
+
+    @property
+    def storage(self) -> StorageLister:
+        """PersistentVolumeClaims, PersistentVolumes, StorageClasses and CSINodes (the volume
+        plugins' listers, kube's from SharedInformerFactory): from the informers, else given,
+        else none exist."""
         ...
 
     @property
@@ -231,18 +261,19 @@ class Handle(PluginsRunner, Protocol):
         """Move the pod to activeQ now if it is parked or backing off (kube's Handle.Activate)."""
         ...
 
-    # --- pods waiting at Permit (kube's IterateOverWaitingPods, Allow, RejectWaitingPod) ------------
+    # --- pods waiting at Permit (kube's IterateOverWaitingPods, GetWaitingPod, RejectWaitingPod) ----
 
-    def waiting_pods(self) -> list[tuple[str, Object]]:
-        """(key, pod) of every pod waiting at Permit."""
+    def iterate_over_waiting_pods(self, callback: Callable[[WaitingPod], None]) -> None:
+        """Call `callback` with every pod held at Permit; it may allow or reject them."""
         ...
 
-    def allow_waiting_pod(self, key: str) -> bool:
-        """Let a waiting pod go on to binding; False when no such pod waits."""
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None:
+        """The pod with this UID held at Permit; None when it is not waiting."""
         ...
 
-    def reject_waiting_pod(self, key: str, plugin: str, message: str) -> bool:
-        """Reject a waiting pod in `plugin`'s name; False when no such pod waits."""
+    def reject_waiting_pod(self, uid: str) -> bool:
+        """Reject the pod with this UID if it waits at Permit (kube's Reject("", "removed"));
+        False when it is not waiting."""
         ...
 
     # --- the framework's side -----------------------------------------------------------------------

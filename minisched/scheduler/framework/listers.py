@@ -16,11 +16,15 @@ from typing import Any, Protocol
 
 from minisched.errors import NotFound
 from minisched.resources import (
+    CSI_NODES,
     NAMESPACES,
+    PERSISTENT_VOLUME_CLAIMS,
+    PERSISTENT_VOLUMES,
     REPLICA_SETS,
     REPLICATION_CONTROLLERS,
     SERVICES,
     STATEFUL_SETS,
+    STORAGE_CLASSES,
     Resource,
 )
 
@@ -150,7 +154,7 @@ class ClusterWorkloads:
 # ---- storage objects --------------------------------------------------------------------------------
 class StorageLister(Protocol):
     """PersistentVolumeClaims, PersistentVolumes, StorageClasses and CSINodes (the volume plugins'
-    listers; storage.py has the informer-backed and the fixed ones)."""
+    listers, the Handle's `storage`)."""
 
     def claim(self, namespace: str, name: str) -> Object | None: ...
 
@@ -161,6 +165,64 @@ class StorageLister(Protocol):
     def csi_node(self, name: str) -> Object | None: ...
 
     def volumes(self) -> list[Object]: ...
+
+
+class StaticStorage:
+    """Storage objects given up front (or added later with `add`)."""
+
+    def __init__(self, objects: Iterable[Object] = ()) -> None:
+        self._objects: dict[tuple[str, str, str], Object] = {}
+        for obj in objects:
+            self.add(obj)
+
+    def add(self, obj: Object) -> None:
+        meta = obj["metadata"]
+        self._objects[(obj["kind"], meta.get("namespace") or "", meta["name"])] = obj
+
+    def claim(self, namespace: str, name: str) -> Object | None:
+        return self._objects.get(("PersistentVolumeClaim", namespace, name))
+
+    def volume(self, name: str) -> Object | None:
+        return self._objects.get(("PersistentVolume", "", name))
+
+    def storage_class(self, name: str) -> Object | None:
+        return self._objects.get(("StorageClass", "", name))
+
+    def csi_node(self, name: str) -> Object | None:
+        return self._objects.get(("CSINode", "", name))
+
+    def volumes(self) -> list[Object]:
+        return [o for (kind, _, _), o in self._objects.items() if kind == "PersistentVolume"]
+
+
+class InformerStorage:
+    """Reads the shared informers' stores; asking for the informers registers them with the factory,
+    which starts them with the scheduler's own."""
+
+    def __init__(self, factory: Any) -> None:
+        self._claims = factory.informer_for(PERSISTENT_VOLUME_CLAIMS).store
+        self._volumes = factory.informer_for(PERSISTENT_VOLUMES).store
+        self._classes = factory.informer_for(STORAGE_CLASSES).store
+        self._csi_nodes = factory.informer_for(CSI_NODES).store
+
+    def claim(self, namespace: str, name: str) -> Object | None:
+        obj: Object | None = self._claims.get_by_key(f"{namespace}/{name}")
+        return obj
+
+    def volume(self, name: str) -> Object | None:
+        obj: Object | None = self._volumes.get_by_key(name)
+        return obj
+
+    def storage_class(self, name: str) -> Object | None:
+        obj: Object | None = self._classes.get_by_key(name)
+        return obj
+
+    def csi_node(self, name: str) -> Object | None:
+        obj: Object | None = self._csi_nodes.get_by_key(name)
+        return obj
+
+    def volumes(self) -> list[Object]:
+        return list(self._volumes.list())
 
 
 # ---- what a Handle gives when no lister was set ----------------------------------------------------
@@ -177,6 +239,6 @@ def namespaces_from(cluster: Any | None) -> Namespaces:
     return ClusterNamespaces(cluster) if cluster is not None else StaticNamespaces()
 
 
-__all__ = ["ClusterNamespaces", "ClusterWorkloads", "InformerWorkloads", "Namespaces", "StaticNamespaces",
-           "StaticWorkloads", "StorageLister", "StoreNamespaces", "WorkloadLister",
+__all__ = ["ClusterNamespaces", "ClusterWorkloads", "InformerStorage", "InformerWorkloads", "Namespaces",
+           "StaticNamespaces", "StaticStorage", "StaticWorkloads", "StorageLister", "StoreNamespaces", "WorkloadLister",
            "namespaces_from", "workloads_from"]

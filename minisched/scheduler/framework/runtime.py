@@ -17,7 +17,7 @@ import copy
 import functools
 import logging
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +33,6 @@ from minisched.scheduler.framework.algorithm import (
     MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND,
     MIN_FEASIBLE_NODES_TO_FIND,
     NO_NODES_AVAILABLE,
-    PARTITION,
     ScheduleAlgorithm,
     ScheduleResult,
     num_feasible_nodes_to_find,
@@ -76,8 +75,17 @@ from minisched.scheduler.framework.interface import (
     ReadsOtherNodes,
     ReservePlugin,
     ScorePlugin,
+    WaitingPod,
 )
-from minisched.scheduler.framework.listers import Namespaces, WorkloadLister, namespaces_from, workloads_from
+from minisched.scheduler.framework.listers import (
+    InformerStorage,
+    Namespaces,
+    StaticStorage,
+    StorageLister,
+    WorkloadLister,
+    namespaces_from,
+    workloads_from,
+)
 from minisched.scheduler.framework.profile import PluginSet, Profile, default_profile
 from minisched.scheduler.framework.registry import PluginFactory, Registry
 from minisched.scheduler.framework.reuse import REUSE_MIN_NODES, ReuseCache, ReuseEntry, same, summed
@@ -186,19 +194,23 @@ class SimpleHandle(FrameworkRunner):
     """A complete Handle from parts, for a Framework run by hand (tests, benchmarks, notebooks):
     what it is not given it answers honestly empty. No pods wait at Permit (nothing here holds
     them), nominations are its own, events are dropped, and with no `cluster` there are no pods
-    to look up, no PodDisruptionBudgets and no informers. The listers not given read the
-    informers, else the cluster on each call, else see no objects."""
+    to look up and no PodDisruptionBudgets. Without an `informer_factory`, a plugin that asks for
+    one gets a real one that nothing starts (its informers stay empty); the listers not given read
+    the informers given, else the cluster on each call (workloads, namespaces), else see no objects."""
 
     def __init__(self, cluster: Cluster | None = None, snapshot_fn: Callable[[], NodeTable] | None = None,
                  event_recorder: EventRecorder | None = None,
                  informer_factory: SharedInformerFactory | None = None,  # for plugins that list other objects
                  workloads: WorkloadLister | None = None,  # or those objects' listers directly (tests, benchmarks)
                  namespace_lister: Namespaces | None = None, nominator: Nominator | None = None,
-                 clock: Clock | None = None, framework: Framework | None = None) -> None:
+                 clock: Clock | None = None, framework: Framework | None = None,
+                 storage: StorageLister | None = None) -> None:
         self.cluster = cluster
         self.snapshot_fn = snapshot_fn
         self.event_recorder: EventRecorder = event_recorder if event_recorder is not None else DiscardEvents()
-        self.informer_factory = informer_factory
+        self._informer_factory = informer_factory
+        self._own_factory: SharedInformerFactory | None = None  # made if a plugin asks and none was given
+        self._storage = storage
         self._workloads = workloads
         self._namespace_lister = namespace_lister
         self.nominator: Nominator = nominator if nominator is not None else Nominations()
@@ -211,12 +223,33 @@ class SimpleHandle(FrameworkRunner):
         return bound
 
     @property
+    def informer_factory(self) -> SharedInformerFactory:
+        if self._informer_factory is None:
+            if self._own_factory is None:
+                # a real factory that nothing starts (nothing here runs informers), so the informers
+                # a plugin asks it for stay empty; over an empty cluster when there is no API at all
+                from minisched.cluster.embedded import EmbeddedCluster
+                from minisched.informer import SharedInformerFactory
+
+                self._own_factory = SharedInformerFactory(self.cluster if self.cluster is not None
+                                                          else EmbeddedCluster())
+            return self._own_factory
+        return self._informer_factory
+
+    @property
     def workloads(self) -> WorkloadLister:
         # made when first asked (PodTopologySpread with default constraints, as it is built): an
         # informer-backed one registers its informers with the factory
         if self._workloads is None:
-            self._workloads = workloads_from(self.informer_factory, self.cluster)
+            self._workloads = workloads_from(self._informer_factory, self.cluster)
         return self._workloads
+
+    @property
+    def storage(self) -> StorageLister:
+        if self._storage is None:
+            self._storage = (InformerStorage(self._informer_factory) if self._informer_factory is not None
+                             else StaticStorage())
+        return self._storage
 
     @property
     def namespace_lister(self) -> Namespaces:
@@ -248,13 +281,13 @@ class SimpleHandle(FrameworkRunner):
     def activate(self, pod: Object) -> None:
         pass  # no queue holds pods here
 
-    def waiting_pods(self) -> list[tuple[str, Object]]:
-        return []
+    def iterate_over_waiting_pods(self, callback: Callable[[WaitingPod], None]) -> None:
+        pass  # nothing here holds pods at Permit
 
-    def allow_waiting_pod(self, key: str) -> bool:
-        return False
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None:
+        return None
 
-    def reject_waiting_pod(self, key: str, plugin: str, message: str) -> bool:
+    def reject_waiting_pod(self, uid: str) -> bool:
         return False
 
 
@@ -449,7 +482,6 @@ class Framework:
         *,
         state: CycleState | None = None,
         nominated: Iterable[tuple[str, PodInfo]] = (),
-        only: Collection[str] | None = None,
         cycle: int | None = None,
     ) -> ScheduleResult:
         """Choose a node for `pod` in snapshot `nodes`: kube's SchedulePod, run by `self.algorithm`
@@ -460,14 +492,12 @@ class Framework:
         must pass the filters twice: with those pods added (so this pod does not take their room)
         and without them (so it does not rely on pods that may never come, e.g. for pod affinity).
         Only that node's own nominated pods are added, and scoring sees the plain snapshot.
-        `only`: node names the pod may be placed on (a shard's partition); the plugins still see
-        every node (spreading and affinity count the whole cluster), as with a PreFilter result.
         `cycle`: the scheduling queue's cycle count (kube's CurrentCycle), which batching compares
         with the last one; without it, this call is the one after the last."""
         state = state if state is not None else CycleState()
         state.nominated = nominated_by_node(pod, nominated)
         state.snapshot = nodes
-        return self.algorithm.schedule_pod(state, pod, nodes, only=only, cycle=cycle)
+        return self.algorithm.schedule_pod(state, pod, nodes, cycle=cycle)
 
     def run_pre_filter_plugins(
         self, state: CycleState, pod: PodInfo, nodes: NodeTable
@@ -754,27 +784,28 @@ class Framework:
                               p.name, pod.key, node_name)
         return errors
 
-    def run_permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
-        """(Success|Wait|rejection, how long to wait). Any rejection wins over Wait."""
+    def run_permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, dict[str, float]]:
+        """kube's RunPermitPlugins: Success, a rejection (the first, naming its plugin), or Wait
+        with how long each plugin that returned Wait holds the pod (capped at MAX_PERMIT_TIMEOUT)."""
         t0 = time.perf_counter()
         outcome = self._permit(state, pod, node_name)
         self.observe("Permit", outcome[0], t0)
         return outcome
 
-    def _permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
-        wait, waiter = 0.0, ""
+    def _permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, dict[str, float]]:
+        waits: dict[str, float] = {}
         for p in self.points.permit:
             try:
                 status, timeout = p.permit(state, pod, node_name)
             except Exception as e:
-                return plugin_error("Permit", p.name, e), 0.0
+                return plugin_error("Permit", p.name, e), {}
             if status.is_wait:
-                timeout = min(timeout, MAX_PERMIT_TIMEOUT)
-                if timeout > wait:  # the plugin whose wait lasts longest: its timeout rejects the pod
-                    wait, waiter = timeout, p.name
+                waits[p.name] = min(timeout, MAX_PERMIT_TIMEOUT)
             elif not status.is_success:
-                return _named("Permit", p.name, status), 0.0
-        return (Status.wait(waiter), wait) if wait else (Status.success(), 0.0)
+                return _named("Permit", p.name, status), {}
+        if waits:
+            return Status.wait(), waits
+        return Status.success(), {}
 
     def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         t0 = time.perf_counter()
@@ -832,7 +863,6 @@ __all__: Sequence[str] = (
     "MIN_FEASIBLE_NODES_TO_FIND",
     "MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND",
     "NO_NODES_AVAILABLE",
-    "PARTITION",
     "REUSE_MIN_NODES",
     "FilterPlugin",
     "ScorePlugin",

@@ -36,7 +36,7 @@ from minisched.resources import PODS
 from minisched.scheduler.framework import cluster_event as ce
 from minisched.scheduler.framework.cluster_event import ASSIGNED_POD_ADD, ClusterEvent
 from minisched.scheduler.framework.cycle_state import CycleState
-from minisched.scheduler.framework.interface import Handle
+from minisched.scheduler.framework.interface import Handle, WaitingPod
 from minisched.scheduler.framework.status import Status
 from minisched.scheduler.framework.types import PodInfo
 from minisched.scheduler.lifecycle import GROUP_TRANSITIONS, GroupEvent, GroupState, step
@@ -152,14 +152,19 @@ class Coscheduling:
         counts = table.count_pods(lambda p: p.namespace == namespace and pod_group_of(p.pod) == name)
         return int(counts.sum())
 
-    def _waiting_members(self, key: str) -> list[str]:
-        return [k for k, pod in self.handle.waiting_pods() if group_key(pod) == key]
+    def _waiting_members(self, key: str) -> list[WaitingPod]:
+        members: list[WaitingPod] = []
 
-    def _reject_waiting(self, key: str, message: str) -> int:
-        rejected = 0
-        for k in self._waiting_members(key):
-            rejected += bool(self.handle.reject_waiting_pod(k, NAME, message))
-        return rejected
+        def collect(waiting: WaitingPod) -> None:
+            if group_key(waiting.pod) == key:
+                members.append(waiting)
+
+        self.handle.iterate_over_waiting_pods(collect)
+        return members
+
+    def _reject_waiting(self, key: str, message: str) -> None:
+        for waiting in self._waiting_members(key):
+            waiting.reject(NAME, message)
 
     # --- extension points ---------------------------------------------------------------------------------
 
@@ -207,8 +212,8 @@ class Coscheduling:
             return Status.unschedulable(f"PodGroup {key} not found", plugin=NAME, unresolvable=True), 0.0
         if self.assigned(state, key) + 1 >= self.min_member(group):  # + 1: this pod, assumed after the snapshot
             self._group_event(key, GroupEvent.QUORUM)
-            for k in self._waiting_members(key):
-                self.handle.allow_waiting_pod(k)
+            for waiting in self._waiting_members(key):
+                waiting.allow(NAME)
             return Status.success(), 0.0
         self._group_event(key, GroupEvent.MEMBER_WAITS)
         return Status.wait(NAME), float(self.timeout_of(group))

@@ -1,21 +1,19 @@
 """What the volume plugins read besides nodes and pods: PersistentVolumeClaims, PersistentVolumes,
-StorageClasses and CSINodes, through a small lister (kube's listers from the shared informer factory).
-
-`InformerStorage` reads the scheduler's informers (the plugins ask the handle's factory for them, so
-they start with the others); `StaticStorage` holds given objects (tests, notebooks). Also here: the
-claim helpers the volume plugins share (kube's storage helpers).
+StorageClasses and CSINodes, through the Handle's `storage` lister (kube's listers from the shared
+informer factory; `InformerStorage` over the scheduler's informers, `StaticStorage` of given
+objects for tests and notebooks, both in framework/listers.py). Also here: the claim helpers the
+volume plugins share (kube's storage helpers).
 """
 
 from __future__ import annotations
 
-import weakref
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from minisched.resources import CSI_NODES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES
 from minisched.scheduler.framework.cluster_event import ClusterEvent
 from minisched.scheduler.framework.interface import Handle
-from minisched.scheduler.framework.listers import StorageLister
+from minisched.scheduler.framework.listers import InformerStorage, StaticStorage, StorageLister
 from minisched.volumes import (
     BETA_CLASS_ANNOTATION,
     BIND_COMPLETED,
@@ -40,79 +38,12 @@ STORAGE_CLASS_ADD, STORAGE_CLASS_UPDATE = ClusterEvent("StorageClass", "Add"), C
 CSI_NODE_ADD, CSI_NODE_UPDATE = ClusterEvent("CSINode", "Add"), ClusterEvent("CSINode", "Update")
 
 
-class StaticStorage:
-    """Storage objects given up front (or added later with `add`)."""
-
-    def __init__(self, objects: Iterable[Object] = ()) -> None:
-        self._objects: dict[tuple[str, str, str], Object] = {}
-        for obj in objects:
-            self.add(obj)
-
-    def add(self, obj: Object) -> None:
-        meta = obj["metadata"]
-        self._objects[(obj["kind"], meta.get("namespace") or "", meta["name"])] = obj
-
-    def claim(self, namespace: str, name: str) -> Object | None:
-        return self._objects.get(("PersistentVolumeClaim", namespace, name))
-
-    def volume(self, name: str) -> Object | None:
-        return self._objects.get(("PersistentVolume", "", name))
-
-    def storage_class(self, name: str) -> Object | None:
-        return self._objects.get(("StorageClass", "", name))
-
-    def csi_node(self, name: str) -> Object | None:
-        return self._objects.get(("CSINode", "", name))
-
-    def volumes(self) -> list[Object]:
-        return [o for (kind, _, _), o in self._objects.items() if kind == "PersistentVolume"]
-
-
-class InformerStorage:
-    """Reads the shared informers' stores; asking for the informers registers them with the factory,
-    which starts them with the scheduler's own."""
-
-    def __init__(self, factory: Any) -> None:
-        self._claims = factory.informer_for(PERSISTENT_VOLUME_CLAIMS).store
-        self._volumes = factory.informer_for(PERSISTENT_VOLUMES).store
-        self._classes = factory.informer_for(STORAGE_CLASSES).store
-        self._csi_nodes = factory.informer_for(CSI_NODES).store
-
-    def claim(self, namespace: str, name: str) -> Object | None:
-        obj: Object | None = self._claims.get_by_key(f"{namespace}/{name}")
-        return obj
-
-    def volume(self, name: str) -> Object | None:
-        obj: Object | None = self._volumes.get_by_key(name)
-        return obj
-
-    def storage_class(self, name: str) -> Object | None:
-        obj: Object | None = self._classes.get_by_key(name)
-        return obj
-
-    def csi_node(self, name: str) -> Object | None:
-        obj: Object | None = self._csi_nodes.get_by_key(name)
-        return obj
-
-    def volumes(self) -> list[Object]:
-        return list(self._volumes.list())
-
-
 def storage_from(handle: Handle | None, storage: StorageLister | None = None) -> StorageLister:
-    """The lister a volume plugin uses: the one given, else one over the handle's informer factory
-    (shared by every volume plugin of that handle), else an empty one."""
+    """The lister a volume plugin uses: the one given (tests), else its handle's, else an empty one
+    (a plugin built with no handle)."""
     if storage is not None:
         return storage
-    factory = handle.informer_factory if handle is not None else None
-    if factory is None:
-        return StaticStorage()
-    shared = _SHARED.get(factory)
-    if shared is None:
-        shared = _SHARED[factory] = InformerStorage(factory)
-    return shared
-
-
-_SHARED: weakref.WeakKeyDictionary[Any, InformerStorage] = weakref.WeakKeyDictionary()
+    return handle.storage if handle is not None else StaticStorage()
 
 
 def claim_volumes(pod: Object) -> Iterator[tuple[str, bool]]:

@@ -13,7 +13,7 @@ from minisched.scheduler.framework import batch as b
 from minisched.scheduler.framework import signature as signing
 from minisched.scheduler.framework.cycle_state import CycleState
 from minisched.scheduler.framework.features import check_feature_gates, parse_feature_gates
-from minisched.scheduler.framework.interface import FilterResult
+from minisched.scheduler.framework.interface import FilterResult, PreFilterResult
 from minisched.scheduler.framework.profile import Profile, load_profiles
 from minisched.scheduler.framework.runtime import Framework
 from minisched.scheduler.framework.status import Status
@@ -361,6 +361,17 @@ def test_feature_gates_parse_and_check() -> None:
         parse_feature_gates("OpportunisticBatching")
 
 
+class _PinnedTo:
+    """A PreFilter that leaves one node (as a shard's NodePartition leaves its partition): the
+    plugins still see every node, only the choice is narrowed."""
+
+    name = "PinnedTo"
+    node = ""
+
+    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> tuple[PreFilterResult, Status]:
+        return PreFilterResult(frozenset({self.node})), Status.success()
+
+
 @pytest.mark.parametrize(("seed", "percentage"), [(1, 100), (2, 0), (3, 50)])
 def test_on_random_clusters_every_hinted_node_passes_a_fresh_cycles_filters(seed: int, percentage: int) -> None:
     import random
@@ -377,6 +388,12 @@ def test_on_random_clusters_every_hinted_node_passes_a_fresh_cycles_filters(seed
     profile = load_profiles({**CONFIG, "percentageOfNodesToScore": percentage,
                              "profiles": [{"pluginConfig": [NO_DEFAULT_SPREAD]}]})[0]
     on, fresh = Framework(profile, seed=seed), Framework(profile, seed=seed, batching=False)
+    pinned = _PinnedTo()
+    registry = in_tree_registry()
+    registry.register(pinned.name, lambda args, handle: pinned)
+    pinned_profile = load_profiles({**CONFIG, "percentageOfNodesToScore": percentage, "profiles": [
+        {"pluginConfig": [NO_DEFAULT_SPREAD], "plugins": {"preFilter": {"enabled": [{"name": pinned.name}]}}}]})[0]
+    fresh_on_one_node = Framework(pinned_profile, registry, seed=seed, batching=False)
     signable = (pod for pod in (random_pod(rng, f"s{i}") for i in range(1000))  # and fitting 10 nodes or more
                 if on.sign_pod(PodInfo.from_pod(pod)) is not None
                 and fresh.schedule(PodInfo.from_pod(pod), t.snapshot()).feasible >= 10)
@@ -390,7 +407,8 @@ def test_on_random_clusters_every_hinted_node_passes_a_fresh_cycles_filters(seed
         result = on.schedule(pod, snap)
         if result.decision.hinted:
             hinted += 1
-            assert fresh.schedule(pod, snap, only=[result.node]).node == result.node, i
+            pinned.node = result.node or ""
+            assert fresh_on_one_node.schedule(pod, snap).node == result.node, i
         if result.node is not None:
             t.add_pod(result.node, pod)
             placed.append((result.node, pod))

@@ -50,8 +50,9 @@ def scheduler_handle() -> SchedulerHandle:
 def test_each_handle_has_every_member_of_the_protocol_with_its_parameters(make: Any) -> None:
     handle = make()
     members = protocol_members(Handle)
-    assert {"nominator", "activate", "waiting_pods", "run_filter_plugins_with_nominated_pods",
-            "pod_disruption_budgets", "informer_factory", "for_framework"} <= set(members)
+    assert {"nominator", "activate", "iterate_over_waiting_pods", "get_waiting_pod", "reject_waiting_pod",
+            "run_filter_plugins_with_nominated_pods", "pod_disruption_budgets", "informer_factory", "storage",
+            "for_framework"} <= set(members)
     # on the class (methods, properties) or set on the instance (plain attributes, dataclass fields);
     # not hasattr: SchedulerHandle's nominator raises until the Scheduler wired its queue in
     missing = [name for name in members if not hasattr(type(handle), name) and name not in vars(handle)]
@@ -66,8 +67,9 @@ def test_each_handle_has_every_member_of_the_protocol_with_its_parameters(make: 
 
 def test_a_simple_handle_answers_empty_without_parts() -> None:
     handle = SimpleHandle()
-    assert handle.waiting_pods() == [] and not handle.allow_waiting_pod("default/p")
-    assert not handle.reject_waiting_pod("default/p", "X", "no")
+    seen: list[Any] = []
+    handle.iterate_over_waiting_pods(seen.append)
+    assert seen == [] and handle.get_waiting_pod("uid-p") is None and not handle.reject_waiting_pod("uid-p")
     assert handle.pod_disruption_budgets() == [] and handle.pod_object("default", "p") is None
     assert handle.bound_node("default/p") is None and len(handle.snapshot()) == 0
     handle.activate(make_pod("p"))  # no queue: nothing to move

@@ -231,8 +231,8 @@ def test_reserve_permit_and_unreserve() -> None:
     assert status.is_rejected and status.plugin == "Gate"
     fw.run_unreserve(state, pod, "a")
     assert fw.plugins["Gate"].calls == ["reserve a", "unreserve a"]  # type: ignore[attr-defined]
-    status, timeout = framework_with_gate("wait").run_permit(state, pod, "a")
-    assert status.is_wait and timeout == 5.0
+    status, timeouts = framework_with_gate("wait").run_permit(state, pod, "a")
+    assert status.is_wait and timeouts == {"Gate": 5.0}
     assert framework_with_gate("pass").run_permit(state, pod, "a")[0].is_success
 
 
@@ -291,11 +291,6 @@ def test_prefilter_plugins_that_narrow_the_nodes_are_rejectors_too() -> None:
     r = Framework(seed=1).schedule(PodInfo.from_pod(pod), table(make_node("a", cpu="1"), make_node("b", cpu="4")).snapshot())
     assert r.node is None
     assert r.diagnosis.unschedulable_plugins == {"NodeResourcesFit", "NodeAffinity"}
-
-
-def test_a_pod_with_no_room_in_its_partition_names_the_partition_as_its_rejector() -> None:
-    r = Framework(seed=1).schedule(info("p"), table(make_node("a"), make_node("b")).snapshot(), only=["gone"])
-    assert r.node is None and r.diagnosis.unschedulable_plugins == {"NodePartition"}
 
 
 # ---- PostFilter, as kube's RunPostFilterPlugins ----

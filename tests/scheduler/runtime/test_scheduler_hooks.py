@@ -207,6 +207,10 @@ class _Gate:
         return Status.wait(self.name), 30.0
 
 
+def uid_of_pod(cluster: EmbeddedCluster, name: str) -> str:
+    return str(cluster.get(PODS, name, "default")["metadata"]["uid"])
+
+
 def _permit_scheduler(cluster: EmbeddedCluster, clock: Any) -> Scheduler:
     from minisched.scheduler.plugins import in_tree_registry
 
@@ -228,25 +232,26 @@ def test_permit_wait_binds_once_allowed_and_rejects_on_timeout(cluster: Embedded
         cluster.create(PODS, make_pod("timed-out"))
         wait_until(lambda: len(sched._waiting) == 2, what="both pods waiting at permit")
         assert node_of(cluster, "allowed") is None
-        assert sched.allow_waiting_pod("default/allowed")
+        assert sched.allow_waiting_pod(uid_of_pod(cluster, "allowed"), "Gate")
         wait_until(lambda: node_of(cluster, "allowed") == "n1", what="allowed pod bound")
         # the informer shows allowed bound while timed-out still waits: an event of its attempt
         wait_until(lambda: ASSIGNED_POD_ADD in sched.queue.in_flight_events("default/timed-out"),
                    what="allowed's binding seen during timed-out's wait")
-        first_wait = sched._waiting["default/timed-out"]
+        timed_out = uid_of_pod(cluster, "timed-out")
+        first_wait = sched._waiting.get(timed_out)
         clock.advance(31)
         # Gate registers no events, so every event may help it (kube registers a wildcard for it):
         # the binding seen during the wait sends the rejected pod to backoff, not to the parked ones;
         # activeQ being empty, it is popped from there at once (SchedulerPopFromBackoffQ) and waits
         # at Permit again
-        wait_until(lambda: sched._waiting.get("default/timed-out") not in (None, first_wait),
+        wait_until(lambda: sched._waiting.get(timed_out) not in (None, first_wait),
                    what="rejected on timeout and tried again")
         wait_until(lambda: sched.cache.assumed_count() == 1, what="allowed confirmed, timed-out assumed again")
         sched.recorder.flush()
         cond = [c for c in cluster.get(PODS, "timed-out", "default")["status"]["conditions"]
                 if c["type"] == "PodScheduled"]
         assert cond[0]["reason"] == "Unschedulable"
-        assert cond[0]["message"] == "rejected due to timeout after waiting 30s at permit"
+        assert cond[0]["message"] == "rejected due to timeout after waiting 30s at plugin Gate"  # kube's words
 
 
 class _HoldA:
