@@ -335,7 +335,7 @@ class Scheduler(_EventHandlers, _ScheduleOne):
         if fwk is None:
             return False
         uid = str((qpi.pod.get("metadata") or {}).get("uid") or "")
-        return any(p.running_preemption(uid) for p in self._async_preemptors[fwk])
+        return any(p.hold(uid) for p in self._async_preemptors[fwk])
 
     def build_framework(self, profile: Profile) -> Framework:
         """A framework for `profile`, built as the scheduler builds its own, for `swap_framework`.

@@ -460,12 +460,16 @@ class PodForgetter(Plugin, Protocol):
 class AsyncPreemptor(Plugin, Protocol):
     """A PostFilter plugin whose API calls run off the scheduling cycle (kube's async preemption):
     the scheduler gives it workers (`submit`; when a call failed the plugin asks the handle to
-    `activate` the preemptor), and holds a preemptor while `running_preemption(uid)` (kube's
-    PreEnqueue of DefaultPreemption)."""
+    `activate` the preemptor), and asks `hold(uid)` before moving or popping a preemptor (kube's
+    PreEnqueue of DefaultPreemption: True while its victims are still being asked to go). A pod
+    held is activated by the plugin when its run ends: the event the refused move carried is not
+    coming again."""
 
     submit: Callable[[Callable[[Any], None], Any], None] | None
 
     def running_preemption(self, uid: str) -> bool: ...
+
+    def hold(self, uid: str) -> bool: ...
 
 
 @runtime_checkable

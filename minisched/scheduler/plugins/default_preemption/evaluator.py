@@ -157,3 +157,7 @@ class Evaluator:
     def running_preemption(self, uid: str) -> bool:
         """kube's IsPodRunningPreemption (see Executor.running_preemption)."""
         return self.executor.running_preemption(uid)
+
+    def hold(self, uid: str) -> bool:
+        """The queue's question before it moves or pops the preemptor (see Executor.hold)."""
+        return self.executor.hold(uid)

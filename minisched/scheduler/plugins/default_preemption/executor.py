@@ -23,6 +23,7 @@ from minisched.resources import PODS
 from minisched.scheduler.framework.interface import Handle
 from minisched.scheduler.framework.types import PodInfo
 from minisched.scheduler.plugins.default_preemption.candidate import Candidate
+from minisched.scheduler.plugins.default_preemption.names import NAME
 
 Object = dict[str, Any]
 
@@ -31,9 +32,6 @@ log = logging.getLogger(__name__)
 MARKING = "marking DisruptionTarget on"
 DELETING = "deleting"
 EVICTING = "evicting"
-
-PREEMPTED = "preempted"  # what one victim's calls came to, but a failure
-GONE = "already gone"
 
 
 class VictimPreemptionFailed(Exception):
@@ -54,7 +52,6 @@ class _Run:
     victims: list[PodInfo]
     pending: int = 0
     failed: bool = False
-    gone: bool = False  # a victim was gone before its call: its deletion's event may have been held
 
 
 class Executor:
@@ -74,6 +71,7 @@ class Executor:
         self._lock = threading.Lock()
         self._preempting: set[str] = set()  # preemptor uids whose victims' calls are under way
         self._last_victim: dict[str, tuple[str, str]] = {}  # preemptor uid -> (namespace, name)
+        self._held_back: set[str] = set()  # preemptor uids a queue move or pop was refused for
 
     def prepare_candidate(self, candidate: Candidate, pod: PodInfo) -> VictimPreemptionFailed | None:
         """Mark and delete the victims, clear lower-priority nominations on the node (kube's
@@ -88,7 +86,7 @@ class Executor:
     def prepare_candidate_async(self, candidate: Candidate, pod: PodInfo) -> None:
         """kube's prepareCandidateAsync: the same calls as prepare_candidate on a worker thread, so
         the scheduling loop goes on to the next pod at once. Victims already being deleted need no
-        call. Until the last victim's deletion has started, running_preemption() holds the
+        call. Until the last victim's deletion has started, hold() holds the
         preemptor back from another attempt; on an API error the preemptor is activated, so it is
         not left waiting for deletions that will never come."""
         victims = [v for v in candidate.victims if not (v.pod.get("metadata") or {}).get("deletionTimestamp")]
@@ -132,16 +130,13 @@ class Executor:
         """One victim that is not the last; the job that finishes the last of them goes on to the
         preemptor's last victim."""
         run, victim = job
-        gone = False
         try:
-            outcome = self._preempt_one(run.candidate, run.pod, victim)
-            failed, gone = outcome is not PREEMPTED and outcome is not GONE, outcome is GONE
+            failed = self.preempt_pod(run.candidate, run.pod, victim) is not None
         except Exception:
             log.exception("preempting %s for %s on node %s failed", victim.key, run.pod.key, run.candidate.node_name)
             failed = True
         with self._lock:
             run.failed = run.failed or failed
-            run.gone = run.gone or gone
             run.pending -= 1
             done = run.pending == 0
         if done:
@@ -149,16 +144,14 @@ class Executor:
 
     def _preempt_last(self, run: _Run) -> None:
         pod = run.pod
-        failed, gone = run.failed, run.gone
+        failed = run.failed
         last = run.victims[-1]
         try:
             with self._lock:
                 # registered before its deletion, so that the deletion's event finds it (kube's
                 # lastVictimsPendingPreemption)
                 self._last_victim[pod.uid] = (last.namespace, last.name)
-            outcome = self._preempt_one(run.candidate, pod, last)
-            failed = failed or (outcome is not PREEMPTED and outcome is not GONE)
-            gone = gone or outcome is GONE
+            failed = self.preempt_pod(run.candidate, pod, last) is not None or failed
         except Exception:  # a bug must not leave the preemptor held for ever
             log.exception("preempting %s (the last victim) for %s on node %s failed",
                           last.key, pod.key, run.candidate.node_name)
@@ -167,23 +160,30 @@ class Executor:
             with self._lock:
                 self._preempting.discard(pod.uid)
                 self._last_victim.pop(pod.uid, None)
-        if failed or gone:
+                held_back = pod.uid in self._held_back
+                self._held_back.discard(pod.uid)
+        if failed or held_back:
             # An API error: the victims may never go, nothing else would wake the preemptor (kube).
-            # A victim already gone (deleted for an earlier attempt, the cache not told yet when
-            # this one chose it): its deletion's event may have reached the queue while this run
-            # held the preemptor, and been dropped; kube leaves the pod parked then, for up to the
-            # 5-minute flush (scheduler_perf's PreemptionBasic hit it in about 1 run in 3 here).
+            # A move refused while this run held the preemptor: the event it carried is not coming
+            # again. Usually that is a victim's deletion before the last (the last one's event comes
+            # after its deletion has started, and is let through), but a victim can be gone before
+            # its call (deleted for an earlier attempt while the cache still showed it) or rejected
+            # at Permit, and then its event may come while the run still holds the pod. kube drops
+            # such events and leaves the pod parked until the 5-minute flush (scheduler_perf's
+            # PreemptionBasic hit it in about 1 run in 3 here).
             self.handle.activate(pod.pod)
 
     def preempt_pod(self, candidate: Candidate, pod: PodInfo, victim: PodInfo) -> VictimPreemptionFailed | None:
         """kube's PreemptPod: mark, then delete (or evict) one victim, and record Preempted on it.
         A victim already gone is no failure (the room is free anyway); any other API error is
         logged and returned, naming the call that failed."""
-        outcome = self._preempt_one(candidate, pod, victim)
-        return outcome if isinstance(outcome, VictimPreemptionFailed) else None
-
-    def _preempt_one(self, candidate: Candidate, pod: PodInfo, victim: PodInfo) -> VictimPreemptionFailed | str:
-        """preempt_pod's work; PREEMPTED, GONE (the victim was not there), or the failed call."""
+        waiting = self.handle.get_waiting_pod(victim.uid)
+        if waiting is not None:
+            # A victim held at Permit is not bound yet: rejecting it frees its reservation and sends
+            # it back to the queue, where deleting it would lose the pod (kube's PreemptPod).
+            waiting.reject(NAME, "preempted")
+            self._record_preempted(candidate, pod, victim)
+            return None
         cluster = self.handle.cluster
         if cluster is None:
             raise RuntimeError("preemption needs the API to evict through; this handle has no cluster")
@@ -197,14 +197,17 @@ class Executor:
                 step = DELETING
                 cluster.delete(PODS, victim.name, victim.namespace, grace_period_seconds=self.victim_grace_period)
         except NotFound:
-            return GONE
+            return None
         except ApiError as err:
             failed = VictimPreemptionFailed(step, victim, pod, candidate.node_name, err)
             log.warning("%s", failed)
             return failed
+        self._record_preempted(candidate, pod, victim)
+        return None
+
+    def _record_preempted(self, candidate: Candidate, pod: PodInfo, victim: PodInfo) -> None:
         self.handle.event_recorder.event(victim.pod, "Normal", "Preempted",
                                          f"Preempted by pod {pod.uid} on node {candidate.node_name}")
-        return PREEMPTED
 
     def running_preemption(self, uid: str) -> bool:
         """kube's IsPodRunningPreemption: the preemptor's victims are still being asked to go. Once
@@ -219,6 +222,17 @@ class Executor:
             return True  # the calls have not reached the last victim yet
         victim = self.handle.pod_object(*last)
         return victim is not None and not (victim.get("metadata") or {}).get("deletionTimestamp")
+
+    def hold(self, uid: str) -> bool:
+        """running_preemption, asked by the queue before it moves or pops the preemptor: a pod held
+        is remembered, and activated when the run ends (see _preempt_last)."""
+        if not self.running_preemption(uid):
+            return False
+        with self._lock:
+            if uid not in self._preempting:
+                return False  # the run ended meanwhile: nothing would activate the pod now
+            self._held_back.add(uid)
+            return True
 
     def mark_disruption_target(self, cluster: Any, victim: PodInfo) -> None:
         """Set condition DisruptionTarget on the victim, as kube's PreemptPod: the new status is

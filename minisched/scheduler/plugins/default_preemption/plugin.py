@@ -44,7 +44,7 @@ class DefaultPreemption:
     whose calls failed is tried again). The cycle's table is the CycleState's `snapshot`.
 
     The scheduler sets `submit` (run a job on its preemption workers) and asks
-    `running_preemption(uid)` before letting a preemptor into another attempt."""
+    `hold(uid)` before letting a preemptor into another attempt."""
 
     name = NAME
     # The Scheduler starts a PodDisruptionBudget informer for profiles with a plugin saying this.
@@ -85,8 +85,13 @@ class DefaultPreemption:
         self.evaluator.working_nodes.incremental = incremental
 
     def running_preemption(self, uid: str) -> bool:
-        """kube's PreEnqueue for async preemption: the preemptor's victims are still being asked to go."""
+        """kube's IsPodRunningPreemption: the preemptor's victims are still being asked to go."""
         return self.evaluator.running_preemption(uid)
+
+    def hold(self, uid: str) -> bool:
+        """kube's PreEnqueue for async preemption, asked by the queue before it moves or pops the
+        preemptor; a pod held now is activated when its preemption's run ends."""
+        return self.evaluator.hold(uid)
 
     # --- PostFilter -----------------------------------------------------------------------------------
 
