@@ -154,6 +154,9 @@ def check_held_on_the_way(module: Any) -> None:
     w.expect("a", "gated")  # on its way to backoffQ, PreEnqueue holds it
     w.do("the quota frees", lambda: fill(False))
     w.do("a is updated", lambda: w.queue.update(make_pod("a"), make_pod("a", labels={"team": "x"})))
+    w.expect("a", "backoff")  # let out (the GATED row), its 1 s backoff from the error not over yet
+    w.clock.advance(2.5)
+    w.do("2.5 s later, the backoff flush", w.queue.flush_backoff_completed)
     w.expect("a", "active")
     attempt = w.do("pop", lambda: w.queue.pop(timeout=0))
     w.do("done (assumed on a node)", lambda: w.queue.done(attempt.key))

@@ -11,7 +11,8 @@ TRANSITIONS: dict[tuple[QueueState, QueueEvent], QueueState | Verdict] = {
     (Q.GATED, E.ARRIVE_GATED): REFUSE,  # a known pod's add is an update
     (Q.GATED, E.ARRIVE_READY): REFUSE,
     (Q.GATED, E.GATE_OPENED): Q.ACTIVE,
-    (Q.GATED, E.GATE_CLOSED): REFUSE,  # held already: it is on its way nowhere
+    (Q.GATED, E.GATE_OPENED_BACKING_OFF): Q.BACKOFF,  # let out while a failed attempt's backoff lasts
+    (Q.GATED, E.GATE_CLOSED): IGNORE,  # let out, but PreEnqueue asked on the way holds it still: it stays
     (Q.GATED, E.POP): REFUSE,
     (Q.GATED, E.DONE): REFUSE,
     (Q.GATED, E.REJECT): REFUSE,

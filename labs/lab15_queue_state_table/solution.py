@@ -21,7 +21,8 @@ TRANSITIONS: dict[tuple[QueueState, QueueEvent], QueueState | Verdict] = {
                       E.DONE: IGNORE, E.REJECT: IGNORE, E.RETRY: IGNORE,  # deleted during its cycle
                       E.BIND_FAILED: Q.BACKOFF, E.BIND_REJECTED: Q.UNSCHEDULABLE, E.DELETE: IGNORE,
                       **HELD_ON_THE_WAY}),  # its binding failed, and PreEnqueue holds it
-    **_row(Q.GATED, {E.GATE_OPENED: Q.ACTIVE, **LATE_BINDING_FAILURES, E.DELETE: Q.ABSENT}),
+    **_row(Q.GATED, {E.GATE_OPENED: Q.ACTIVE, E.GATE_OPENED_BACKING_OFF: Q.BACKOFF, E.GATE_CLOSED: IGNORE,
+                     **LATE_BINDING_FAILURES, E.DELETE: Q.ABSENT}),
     **_row(Q.ACTIVE, {E.POP: Q.IN_FLIGHT, **LATE_BINDING_FAILURES, E.DELETE: Q.ABSENT}),
     **_row(Q.BACKOFF, {E.BACKOFF_EXPIRED: Q.ACTIVE, **HELD_ON_THE_WAY, **LATE_BINDING_FAILURES,
                        E.DELETE: Q.ABSENT}),

@@ -96,6 +96,7 @@ def queue_machine(transitions: dict[tuple[QueueState, QueueEvent], QueueState | 
             self.queue.add(make_pod(name, scheduling_gates=["example.com/wait"] if gated else None))
             self.where[name] = "gated" if gated or self.quota_full else "active"
             self.attempts[name] = 0
+            self.failed_at.pop(name, None)  # a new pod: no failed attempt, no backoff
 
         @precondition(lambda self: "gated" in self.where.values())
         @rule(data=st.data())
@@ -104,7 +105,9 @@ def queue_machine(transitions: dict[tuple[QueueState, QueueEvent], QueueState | 
             self._note(f"ungate {name}")
             old = make_pod(name, scheduling_gates=["example.com/wait"])
             self.queue.update(old, make_pod(name))
-            self.where[name] = "gated" if self.quota_full else "active"
+            # kube: to backoffQ while the backoff of a failed attempt lasts (a pod held on its way
+            # back), else to activeQ; the plugin that held it counts as a rejector there
+            self._move(name, "backoff" if self._backing_off(name) else "active", rejected=True)
 
         @precondition(lambda self: quota)
         @rule(full=st.booleans())
@@ -211,14 +214,18 @@ def queue_machine(transitions: dict[tuple[QueueState, QueueEvent], QueueState | 
             self.queue.move_all_to_active_or_backoff(WILDCARD_EVENT if wildcard else NODE_TAINT_CHANGE)
             for events in self.seen.values():  # the attempts still running record it
                 events.add("any" if wildcard else "taint")
-            now = self.clock.monotonic()
             for name, w in list(self.where.items()):
                 if w == "unschedulable" and (wildcard or self.rejector[name] != "NodeAffinity"):
-                    # kube: 1 s backoff doubling per attempt, at most 10 s; with SchedulerPopFromBackoffQ
-                    # its end is truncated to a 1 s window, and it is over once that window has passed
-                    backoff = min(1.0 * 2 ** (self.attempts[name] - 1), 10.0)
-                    backing_off = math.floor(self.failed_at[name] + backoff) >= math.floor(now)
-                    self._move(name, "backoff" if backing_off else "active", rejected=True)
+                    self._move(name, "backoff" if self._backing_off(name) else "active", rejected=True)
+
+        def _backing_off(self, name: str) -> bool:
+            """kube: 1 s backoff doubling per attempt, at most 10 s; with SchedulerPopFromBackoffQ its
+            end is truncated to a 1 s window, and it is over once that window has passed. A pod
+            that never failed has none."""
+            if name not in self.failed_at:
+                return False
+            backoff = min(1.0 * 2 ** (self.attempts[name] - 1), 10.0)
+            return math.floor(self.failed_at[name] + backoff) >= math.floor(self.clock.monotonic())
 
         @precondition(lambda self: bool(self.where))
         @rule()

@@ -88,7 +88,13 @@ class QueueState(enum.Enum):
 class QueueEvent(enum.Enum):
     ARRIVE_GATED = enum.auto()  # a new pending pod that PreEnqueue holds
     ARRIVE_READY = enum.auto()  # a new pending pod that PreEnqueue lets through
-    GATE_OPENED = enum.auto()  # PreEnqueue asked again (an update, an event) lets it through
+    # an update, an event its gating plugin registered, or Activate lets a gated pod out: to activeQ;
+    # PreEnqueue, asked on the way (kube's moveToActiveQ), may hold it still
+    GATE_OPENED = enum.auto()
+    # the same, but the pod is still backing off from a failed attempt that PreEnqueue held it after
+    # (kube's requeuePodWithQueueingStrategy: isPodBackingoff -> moveToBackoffQ): to backoffQ. A pod
+    # gated since it arrived never failed and has no backoff
+    GATE_OPENED_BACKING_OFF = enum.auto()
     # on its way to activeQ or backoffQ, PreEnqueue asked again holds it (kube's moveToActiveQ and,
     # with SchedulerPopFromBackoffQ, moveToBackoffQ run the PreEnqueue plugins)
     GATE_CLOSED = enum.auto()
@@ -111,6 +117,7 @@ QUEUE_TRANSITIONS: dict[tuple[QueueState, QueueEvent], QueueState | Verdict] = {
     (Q.ABSENT, QE.ARRIVE_GATED): Q.GATED,
     (Q.ABSENT, QE.ARRIVE_READY): Q.ACTIVE,
     (Q.ABSENT, QE.GATE_OPENED): REFUSE,
+    (Q.ABSENT, QE.GATE_OPENED_BACKING_OFF): REFUSE,
     (Q.ABSENT, QE.GATE_CLOSED): Q.GATED,  # its binding failed, and PreEnqueue holds it on the way back
     (Q.ABSENT, QE.POP): REFUSE,
     (Q.ABSENT, QE.DONE): IGNORE,  # deleted during its cycle
@@ -126,7 +133,10 @@ QUEUE_TRANSITIONS: dict[tuple[QueueState, QueueEvent], QueueState | Verdict] = {
     (Q.GATED, QE.ARRIVE_GATED): REFUSE,  # a known pod's add is an update
     (Q.GATED, QE.ARRIVE_READY): REFUSE,
     (Q.GATED, QE.GATE_OPENED): Q.ACTIVE,
-    (Q.GATED, QE.GATE_CLOSED): REFUSE,  # held already: it is on its way nowhere
+    (Q.GATED, QE.GATE_OPENED_BACKING_OFF): Q.BACKOFF,
+    # let out, PreEnqueue asked on its way holds it still: it stays (kube's moveToActiveQ leaves it
+    # with the unschedulable pods)
+    (Q.GATED, QE.GATE_CLOSED): IGNORE,
     (Q.GATED, QE.POP): REFUSE,
     (Q.GATED, QE.DONE): REFUSE,
     (Q.GATED, QE.REJECT): REFUSE,
@@ -141,6 +151,7 @@ QUEUE_TRANSITIONS: dict[tuple[QueueState, QueueEvent], QueueState | Verdict] = {
     (Q.ACTIVE, QE.ARRIVE_GATED): REFUSE,
     (Q.ACTIVE, QE.ARRIVE_READY): REFUSE,
     (Q.ACTIVE, QE.GATE_OPENED): REFUSE,
+    (Q.ACTIVE, QE.GATE_OPENED_BACKING_OFF): REFUSE,
     (Q.ACTIVE, QE.GATE_CLOSED): REFUSE,  # it goes nowhere but to a pop
     (Q.ACTIVE, QE.POP): Q.IN_FLIGHT,
     (Q.ACTIVE, QE.DONE): REFUSE,
@@ -156,6 +167,7 @@ QUEUE_TRANSITIONS: dict[tuple[QueueState, QueueEvent], QueueState | Verdict] = {
     (Q.BACKOFF, QE.ARRIVE_GATED): REFUSE,
     (Q.BACKOFF, QE.ARRIVE_READY): REFUSE,
     (Q.BACKOFF, QE.GATE_OPENED): REFUSE,
+    (Q.BACKOFF, QE.GATE_OPENED_BACKING_OFF): REFUSE,
     (Q.BACKOFF, QE.GATE_CLOSED): Q.GATED,  # its backoff ended, PreEnqueue holds it (SchedulerPopFromBackoffQ off)
     (Q.BACKOFF, QE.POP): REFUSE,
     (Q.BACKOFF, QE.DONE): REFUSE,
@@ -171,6 +183,7 @@ QUEUE_TRANSITIONS: dict[tuple[QueueState, QueueEvent], QueueState | Verdict] = {
     (Q.UNSCHEDULABLE, QE.ARRIVE_GATED): REFUSE,
     (Q.UNSCHEDULABLE, QE.ARRIVE_READY): REFUSE,
     (Q.UNSCHEDULABLE, QE.GATE_OPENED): REFUSE,
+    (Q.UNSCHEDULABLE, QE.GATE_OPENED_BACKING_OFF): REFUSE,
     (Q.UNSCHEDULABLE, QE.GATE_CLOSED): Q.GATED,  # an event moved it, PreEnqueue holds it
     (Q.UNSCHEDULABLE, QE.POP): REFUSE,
     (Q.UNSCHEDULABLE, QE.DONE): REFUSE,
@@ -186,6 +199,7 @@ QUEUE_TRANSITIONS: dict[tuple[QueueState, QueueEvent], QueueState | Verdict] = {
     (Q.IN_FLIGHT, QE.ARRIVE_GATED): REFUSE,
     (Q.IN_FLIGHT, QE.ARRIVE_READY): REFUSE,
     (Q.IN_FLIGHT, QE.GATE_OPENED): REFUSE,
+    (Q.IN_FLIGHT, QE.GATE_OPENED_BACKING_OFF): REFUSE,
     (Q.IN_FLIGHT, QE.GATE_CLOSED): Q.GATED,  # its attempt failed, and PreEnqueue holds it on the way back
     (Q.IN_FLIGHT, QE.POP): REFUSE,
     (Q.IN_FLIGHT, QE.DONE): Q.ABSENT,

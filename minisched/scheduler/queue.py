@@ -20,12 +20,16 @@ pending pod is in exactly one of four places:
   rejected the pod, and the pod moves if one of them registered the event and its hint, given
   the changed object before and after, answers QUEUE (no hint: QUEUE), as kube's
   isPodWorthRequeuing. A queue built without hint maps moves a rejected pod on every event.
-- gated: pods that a PreEnqueue check holds back (spec.schedulingGates, a plugin's PreEnqueue);
-  they enter activeQ when an update, or an event their gating plugin registered, lets them through.
-  PreEnqueue is asked on arrival and, as kube's moveToActiveQ and moveToBackoffQ ask it, on every
-  move into activeQ but out of backoffQ with SchedulerPopFromBackoffQ, and with that gate on every
-  move into backoffQ (so that `pop()` never takes from backoffQ a pod PreEnqueue would hold): a pod
-  it holds on the way goes to the gated pods instead (the table's GATE_CLOSED).
+- gated: pods that a PreEnqueue check holds back (spec.schedulingGates, a plugin's PreEnqueue).
+  An update, an event their gating plugin registered, `activate`, or the 5-minute flush when the
+  gating plugin registered every event, lets them out as kube lets its gated pods out of
+  unschedulablePods: to backoffQ while the backoff of a failed attempt lasts (a pod held on its
+  way back after one), else to activeQ (a pod gated since it arrived never failed: no backoff);
+  `activate` to activeQ either way. PreEnqueue is asked on arrival and, as kube's moveToActiveQ and
+  moveToBackoffQ ask it, on every move into activeQ but out of backoffQ with
+  SchedulerPopFromBackoffQ, and with that gate on every move into backoffQ (so that `pop()` never
+  takes from backoffQ a pod PreEnqueue would hold): a pod it holds on the way goes to, or stays
+  with, the gated pods (the table's GATE_CLOSED).
 
 A pod being tried is "in flight" and in none of them. Each attempt has one record (`_Attempt`,
 kube's inFlightPods entry), from `pop()` until the attempt ends: its place in the log of the
@@ -441,12 +445,12 @@ class SchedulingQueue:
         target = step("SchedulingQueue", self._transitions, state, event, key)
         if target is state:
             return state
-        if (target is QueueState.ACTIVE or target is QueueState.BACKOFF) and self._asks_pre_enqueue(state, event, target):
-            qpi.gated_by = self._gate(qpi.pod)
-            if qpi.gated_by is not None:
-                target = step("SchedulingQueue", self._transitions, state, QueueEvent.GATE_CLOSED, key)
-                if target is state:
-                    return state
+        if ((target is QueueState.ACTIVE or target is QueueState.BACKOFF)
+                and self._asks_pre_enqueue(state, event, target) and not self._run_pre_enqueue(qpi)):
+            # held on the way: GATED instead (or, leaving GATED, it stays)
+            target = step("SchedulingQueue", self._transitions, state, QueueEvent.GATE_CLOSED, key)
+            if target is state:
+                return state
         if state is QueueState.IN_FLIGHT:
             self._attempts[key].in_flight = False  # its attempt goes on until it ends (see _end_attempt_record)
         elif state is QueueState.ACTIVE:
@@ -475,12 +479,35 @@ class SchedulingQueue:
     def _asks_pre_enqueue(self, state: QueueState, event: QueueEvent, target: QueueState) -> bool:
         """Does a pod moving from `state` to `target` pass PreEnqueue first? As kube: every way into
         activeQ (moveToActiveQ) but out of backoffQ with SchedulerPopFromBackoffQ, which asked on
-        the way in (moveToBackoffQ); an arriving or ungated pod was just asked."""
-        if event in (QueueEvent.ARRIVE_READY, QueueEvent.GATE_OPENED):
+        the way in (moveToBackoffQ), a gated pod's way out included; an arriving pod was just asked."""
+        if event is QueueEvent.ARRIVE_READY:
             return False
         if target is QueueState.ACTIVE:
             return not (state is QueueState.BACKOFF and self.pop_from_backoff)
         return target is QueueState.BACKOFF and self.pop_from_backoff
+
+    def _run_pre_enqueue(self, qpi: QueuedPodInfo) -> bool:
+        """kube's runPreEnqueuePlugins: does every PreEnqueue check let the pod through? The one that
+        holds it is its gating plugin and, as kube's runPreEnqueuePlugin records it, one of the
+        plugins that rejected it: let out into backoffQ later, it waits with the rejected pods
+        (kube's podBackoffQ, which `pop()` may take from early), not with those that failed with
+        an error."""
+        qpi.gated_by = self._gate(qpi.pod)
+        if qpi.gated_by is None:
+            return True
+        qpi.unschedulable_plugins.add(qpi.gated_by)
+        return False
+
+    def _let_out_locked(self, qpi: QueuedPodInfo, *, activate: bool = False) -> bool:
+        """A gated pod may go (an update, an event its gating plugin registered, the flush): as
+        kube's requeuePodWithQueueingStrategy sends it, to backoffQ while the backoff of a failed
+        attempt lasts (isPodBackingoff; a pod gated since it arrived never failed and has none),
+        else to activeQ; `activate` to activeQ either way (kube's Activate: moveToActiveQ). PreEnqueue
+        is asked on the way as on any move (kube's moveToActiveQ, and moveToBackoffQ with
+        SchedulerPopFromBackoffQ); held, the pod stays. Returns whether it left the gated pods."""
+        backing_off = not activate and self._is_backing_off(qpi)
+        event = QueueEvent.GATE_OPENED_BACKING_OFF if backing_off else QueueEvent.GATE_OPENED
+        return self._fire(qpi, event, QueueState.GATED) is not QueueState.GATED
 
     # --- pods arriving and changing ------------------------------------------------------------
 
@@ -500,9 +527,7 @@ class SchedulingQueue:
                              pod_info=info)
 
     def _enqueue_new(self, qpi: QueuedPodInfo) -> None:
-        gate = self._gate(qpi.pod)
-        qpi.gated_by = gate
-        self._fire(qpi, QueueEvent.ARRIVE_READY if gate is None else QueueEvent.ARRIVE_GATED)
+        self._fire(qpi, QueueEvent.ARRIVE_READY if self._run_pre_enqueue(qpi) else QueueEvent.ARRIVE_GATED)
 
     def _gate(self, pod: Object) -> str | None:
         for check in self._pre_enqueue:
@@ -545,12 +570,7 @@ class SchedulingQueue:
         if qpi is not None:
             qpi.pod = new
             qpi.pod_info = info
-            gate = self._gate(new)
-            if gate is None:
-                qpi.gated_by = None
-                self._fire(qpi, QueueEvent.GATE_OPENED)
-            else:
-                qpi.gated_by = gate
+            self._let_out_locked(qpi)  # the update may have opened its gate
             return
         qpi = self._unschedulable.get(key)
         if qpi is not None:
@@ -561,34 +581,28 @@ class SchedulingQueue:
                 self._requeue_moved(qpi)
 
     def move_gated(self, event: ClusterEvent, old: Object | None = None, new: Object | None = None) -> int:
-        """Ask PreEnqueue again about the gated pods whose gating plugin registered for `event`
-        (kube keeps gated pods with the unschedulable ones, and a cluster event requeues them
-        through their gating plugin's hints); those that pass go to activeQ. Pods gated by a
-        plugin that registered no events (SchedulingGates) wait for their own update."""
+        """Let out the gated pods whose gating plugin registered for `event` (kube keeps gated pods
+        with the unschedulable ones, and a cluster event requeues them through their gating
+        plugin's hints), to activeQ or backoffQ as `_let_out_locked` says. Pods gated by a plugin
+        that registered no events (SchedulingGates) wait for their own update. Returns how many
+        left the gated pods."""
         if not self._gated:  # the common case, without the lock
             return 0
         with self._lock:
-            moved = 0
-            for qpi in list(self._gated.values()):
-                if not self._gate_may_open(qpi, event, old, new):
-                    continue
-                gate = self._gate(qpi.pod)
-                if gate is None:
-                    qpi.gated_by = None
-                    self._fire(qpi, QueueEvent.GATE_OPENED, QueueState.GATED)
-                    moved += 1
-                else:
-                    qpi.gated_by = gate
-            return moved
+            return sum(1 for qpi in list(self._gated.values())
+                       if self._gate_may_open(qpi, event, old, new) and self._let_out_locked(qpi))
 
     def _gate_may_open(self, qpi: QueuedPodInfo, event: ClusterEvent, old: Object | None,
                        new: Object | None) -> bool:
-        """Did the gating plugin register `event` (its hint saying QUEUE)? Without hint maps no
-        plugin registered anything: gated pods wait for their own update."""
+        """Did the gating plugin register `event` (kube's GatingPluginEvents), its hint saying QUEUE?
+        A wildcard event asks no hint (kube's isPodWorthRequeuing). Without hint maps no plugin
+        registered anything: gated pods wait for their own update."""
         if self._hints is None or not qpi.gated_by:
             return False
-        return any(reg.plugin == qpi.gated_by and ask_hint(reg.hint, qpi.pod, old, new) is QUEUE
-                   for reg in self._registrations(qpi.pod, event))
+        regs = [reg for reg in self._registrations(qpi.pod, event) if reg.plugin == qpi.gated_by]
+        if event in (WILDCARD_EVENT, UNSCHEDULABLE_TIMEOUT):
+            return bool(regs)
+        return any(ask_hint(reg.hint, qpi.pod, old, new) is QUEUE for reg in regs)
 
     def delete(self, pod: Object) -> None:
         """The pod is gone, or no longer ours to schedule (bound, or deleted)."""
@@ -850,13 +864,18 @@ class SchedulingQueue:
         return self._fire(qpi, event, QueueState.UNSCHEDULABLE) in (QueueState.ACTIVE, QueueState.BACKOFF)
 
     def activate(self, key: str) -> bool:
-        """Move an unschedulable or backing-off pod to activeQ now (kube's Activate). False when it
-        is in neither, or PreEnqueue holds it on the way."""
+        """Move an unschedulable, gated or backing-off pod to activeQ now (kube's Activate). False
+        when it is in none of them, or PreEnqueue holds it on the way."""
         with self._lock:
             backing_off = self._backoff.get(key)
             if backing_off is not None and not self._closed:
                 # (the table's BACKOFF_EXPIRED: its backoff ends now)
                 return self._fire(backing_off, QueueEvent.BACKOFF_EXPIRED, QueueState.BACKOFF) is QueueState.ACTIVE
+            gated = self._gated.get(key)
+            if gated is not None and not self._closed:
+                # kube's activate finds gated pods among the unschedulable ones and runs moveToActiveQ:
+                # PreEnqueue asked again, and to activeQ if it lets the pod through, backoff or not
+                return self._let_out_locked(gated, activate=True)
             qpi = self._unschedulable.get(key)
             attempt = self._attempts.get(key)
             if qpi is None and attempt is not None and self._where(key) is None and not self._closed:
@@ -886,12 +905,19 @@ class SchedulingQueue:
             return moved
 
     def flush_unschedulable_leftover(self) -> int:
-        """Move pods unschedulable for longer than max_in_unschedulable (run every 30 s)."""
+        """Move pods unschedulable for longer than max_in_unschedulable (run every 30 s), and let out
+        the gated ones held as long whose gating plugin registered every event (kube's
+        flushUnschedulablePodsLeftover sends UnschedulableTimeout, a wildcard, through the gated
+        pods' GatingPluginEvents too: a plugin without EnqueueExtensions registers it)."""
         with self._lock:
             now = self.clock.monotonic()
             moved = 0
             for qpi in list(self._unschedulable.values()):
                 if now - qpi.timestamp >= self.max_in_unschedulable and self._requeue_moved(qpi):
+                    moved += 1
+            for qpi in list(self._gated.values()):
+                if (now - qpi.timestamp >= self.max_in_unschedulable
+                        and self._gate_may_open(qpi, UNSCHEDULABLE_TIMEOUT, None, None) and self._let_out_locked(qpi)):
                     moved += 1
             return moved
 

@@ -609,16 +609,26 @@ def state_diagram(edges: Mapping[tuple[object, object], Sequence[object]], *, ti
     for s, (x, y) in pos.items():
         ax.text(x, y, name(s), ha="center", va="center", fontsize=10, zorder=3,
                 bbox={"boxstyle": "round,pad=0.4", "facecolor": "lightyellow", "edgecolor": "black"})
+    placed: list[tuple[float, float, float, float]] = []  # the labels drawn: centre and half sizes
     for (src, dst), events in edges.items():
         (x0, y0), (x1, y1) = pos[src], pos[dst]
         bend = 0.18
         ax.add_patch(FancyArrowPatch((x0, y0), (x1, y1), connectionstyle=f"arc3,rad={bend}", arrowstyle="-|>",
                                      mutation_scale=14, shrinkA=28, shrinkB=28, color="tab:blue", linewidth=1.1))
-        # the label sits on the arc's bulge: the chord's midpoint pushed sideways by half the bend
+        # the label sits on the arc: matplotlib's arc3 is a quadratic Bézier whose control point is the
+        # chord's midpoint pushed sideways by the bend. At the arc's middle, or slid along it when a
+        # label drawn before is there (two arcs that cross near the centre)
         mx, my = (x0 + x1) / 2, (y0 + y1) / 2
-        dx, dy = x1 - x0, y1 - y0
-        lx, ly = mx + bend / 2 * dy, my - bend / 2 * dx
-        ax.text(lx, ly, "\n".join(name(e) for e in events), ha="center", va="center", fontsize=7, zorder=2,
+        cx, cy = mx + bend * (y1 - y0), my - bend * (x1 - x0)
+        label = [name(e) for e in events]
+        half_w, half_h = 0.014 * max(map(len, label)) + 0.02, 0.032 * len(label) + 0.01  # fontsize 7, roughly
+        spots = [((1 - t) ** 2 * x0 + 2 * (1 - t) * t * cx + t * t * x1,
+                  (1 - t) ** 2 * y0 + 2 * (1 - t) * t * cy + t * t * y1) for t in (0.5, 0.4, 0.6, 0.3, 0.7)]
+        lx, ly = next(((x, y) for x, y in spots
+                       if all(abs(x - px) >= half_w + pw or abs(y - py) >= half_h + ph for px, py, pw, ph in placed)),
+                      spots[0])
+        placed.append((lx, ly, half_w, half_h))
+        ax.text(lx, ly, "\n".join(label), ha="center", va="center", fontsize=7, zorder=2,
                 color="tab:blue", bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none",
                                         "alpha": 0.85})
     ax.set_xlim(-1.35, 1.35)

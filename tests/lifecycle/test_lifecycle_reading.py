@@ -49,8 +49,9 @@ def test_self_loops_are_not_moves():
 
 def test_grid_marks_verdicts_and_targets():
     lines = transition_grid(QUEUE_TRANSITIONS, list(Q), list(QE)).splitlines()
-    assert lines[0].split() == [str(i) for i in range(1, 15)]
-    assert lines[1].split() == ["ABSENT", "GA", "AC", "✗", "GA", "✗", "·", "·", "·", "✗", "✗", "✗", "BA", "UN", "·"]
+    assert lines[0].split() == [str(i) for i in range(1, 16)]
+    assert lines[1].split() == ["ABSENT", "GA", "AC", "✗", "✗", "GA", "✗", "·", "·", "·", "✗", "✗", "✗", "BA", "UN", "·"]
+    assert lines[2].split()[3:5] == ["AC", "BA"], "a gated pod let out: to activeQ, or still backing off to backoffQ"
     assert lines[-2].startswith("1=ARRIVE_GATED   2=ARRIVE_READY")
 
 
