@@ -122,7 +122,6 @@ class _EventHandlers:
         elif self._is_assigned_live(pod):
             self.cache.add_pod(pod)
             self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_ADD, None, pod)  # a spread count rose; an affinity target came
-            self.queue.move_gated(ASSIGNED_POD_ADD, None, pod)
 
     def _on_pod_update(self, old: Object, new: Object) -> None:
         was_pending, now_pending = self._is_pending_for_us(old), self._is_pending_for_us(new)
@@ -144,8 +143,7 @@ class _EventHandlers:
                 self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_UPDATE, old, new)  # a label a selector reads
         elif now_assigned:
             self.cache.add_pod(new)  # the binding landed: confirms our assumption
-            self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_ADD, None, new)
-            self.queue.move_gated(ASSIGNED_POD_ADD, None, new)  # pods gated until it was bound may go now
+            self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_ADD, None, new)  # (gated pods too)
         elif was_assigned:
             self._assigned_gone(old)  # finished (Succeeded/Failed): its room is free
 
@@ -217,7 +215,7 @@ class _EventHandlers:
 
     def _requeue(self, event: ClusterEvent) -> int:
         """A plugin saw `event` on something it watches: re-check the pods it may help."""
-        return self.queue.move_gated(event) + self.queue.move_all_to_active_or_backoff(event)
+        return self.queue.move_all_to_active_or_backoff(event)
 
     def move(self, event: ClusterEvent) -> int:
         """Tell the queue about a cluster event by hand (what the handlers do)."""

@@ -580,17 +580,15 @@ class SchedulingQueue:
             if changed:
                 self._requeue_moved(qpi)
 
-    def move_gated(self, event: ClusterEvent, old: Object | None = None, new: Object | None = None) -> int:
+    def _move_gated_locked(self, event: ClusterEvent, old: Object | None, new: Object | None,
+                           exclude: str | None) -> int:
         """Let out the gated pods whose gating plugin registered for `event` (kube keeps gated pods
         with the unschedulable ones, and a cluster event requeues them through their gating
         plugin's hints), to activeQ or backoffQ as `_let_out_locked` says. Pods gated by a plugin
         that registered no events (SchedulingGates) wait for their own update. Returns how many
         left the gated pods."""
-        if not self._gated:  # the common case, without the lock
-            return 0
-        with self._lock:
-            return sum(1 for qpi in list(self._gated.values())
-                       if self._gate_may_open(qpi, event, old, new) and self._let_out_locked(qpi))
+        return sum(1 for qpi in list(self._gated.values())
+                   if qpi.key != exclude and self._gate_may_open(qpi, event, old, new) and self._let_out_locked(qpi))
 
     def _gate_may_open(self, qpi: QueuedPodInfo, event: ClusterEvent, old: Object | None,
                        new: Object | None) -> bool:
@@ -811,12 +809,13 @@ class SchedulingQueue:
 
     def move_all_to_active_or_backoff(self, event: ClusterEvent, old: Object | None = None, new: Object | None = None,
                                       *, exclude: str | None = None) -> int:
-        """Move the unschedulable pods that `event` could help, but `exclude` (kube's
-        MoveAllToActiveOrBackoffQueue), and record `event` for the attempts in flight. `old` and
-        `new`: the changed object before and after (None for an add, a delete), which the
-        plugins' queueing hints read. Returns how many moved."""
+        """Move the unschedulable pods that `event` could help, and the gated pods whose gating
+        plugin registered it, but `exclude` (kube's MoveAllToActiveOrBackoffQueue, whose
+        unschedulable pods include the gated ones), and record `event` for the attempts in flight.
+        `old` and `new`: the changed object before and after (None for an add, a delete), which
+        the plugins' queueing hints read. Returns how many moved."""
         with self._lock:
-            moved = 0
+            moved = self._move_gated_locked(event, old, new, exclude) if self._gated else 0
             for qpi in list(self._unschedulable.values()):
                 if qpi.key != exclude and self._interested(qpi, event, old, new) and self._requeue_moved(qpi):
                     moved += 1

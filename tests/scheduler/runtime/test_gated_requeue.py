@@ -93,7 +93,7 @@ def _held_on_its_way_back(q: SchedulingQueue, foo: Allowlist, *, error: bool = F
 
 def _node_add(q: SchedulingQueue) -> int:
     """A Node/Add, as the scheduler's handlers tell the queue of an event a plugin registered."""
-    return q.move_gated(NODE_ADD) + q.move_all_to_active_or_backoff(NODE_ADD)
+    return q.move_all_to_active_or_backoff(NODE_ADD)
 
 
 # --- TestPriorityQueue_MoveAllToActiveOrBackoffQueueWithQueueingHint, the gated cases ------------------
@@ -277,3 +277,55 @@ def test_the_flush_lets_out_a_gated_pod_whose_gating_plugin_registered_every_eve
     clock.advance(2)
     q.flush_unschedulable_leftover()
     assert q.where("default/pod1") == want
+
+
+# --- the scheduler's own handlers -------------------------------------------------------------------------
+
+
+class _WaitForNodes:
+    """A PreEnqueue plugin that holds every pod until the cluster has a node labelled `ready`; it
+    registered Node/Add, so a node's arrival is what lets its pods out."""
+
+    name = "WaitForNodes"
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+
+    def pre_enqueue(self, pod: dict[str, Any]) -> Any:
+        from minisched.scheduler.framework.status import Status
+
+        nodes = self.handle.cluster.list("nodes")["items"]
+        if any("ready" in ((n.get("metadata") or {}).get("labels") or {}) for n in nodes):
+            return Status.success()
+        return Status.unschedulable_and_unresolvable("no ready node yet", plugin=self.name)
+
+    def events_to_register(self) -> list[Any]:
+        from minisched.scheduler.framework.cluster_event import ClusterEventWithHint
+
+        return [ClusterEventWithHint(NODE_ADD)]
+
+
+def test_a_node_event_lets_out_the_pods_its_gating_plugin_holds() -> None:
+    """kube's MoveAllToActiveOrBackoffQueue walks the unschedulable pods, gated ones among them: a
+    node's arrival reaches a pod gated by a plugin that registered Node/Add, not only parked ones."""
+    from minisched.cluster.embedded import EmbeddedCluster
+    from minisched.objects import make_node
+    from minisched.resources import NODES, PODS
+    from minisched.scheduler.plugins import in_tree_registry
+    from minisched.scheduler.scheduler import Scheduler
+    from tests.scheduler.runtime.helpers import node_of, wait_until
+
+    cluster = EmbeddedCluster()
+    registry = in_tree_registry()
+    registry.register(_WaitForNodes.name, lambda args, handle: _WaitForNodes(handle))
+    config = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+              "profiles": [{"schedulerName": PROFILE,
+                            "plugins": {"preEnqueue": {"enabled": [{"name": _WaitForNodes.name}]}}}]}
+    try:
+        with Scheduler(cluster, config=config, registry=registry) as sched:
+            cluster.create(PODS, make_pod("p"))
+            wait_until(lambda: sched.queue.where("default/p") == "gated", what="p gated")
+            cluster.create(NODES, make_node("n1", labels={"ready": "yes"}))
+            wait_until(lambda: node_of(cluster, "p") == "n1", what="p let out by the node's arrival and bound")
+    finally:
+        cluster.close()
