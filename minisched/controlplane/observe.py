@@ -344,6 +344,32 @@ def process_usage(pid: int) -> ProcessUsage:
     return ProcessUsage((utime + stime + cutime + cstime) / ticks, peak)
 
 
+def thread_cpu_seconds(pid: int) -> dict[str, float]:
+    """CPU-seconds of a live process's threads by name (/proc/<pid>/task/<tid>/comm and stat),
+    threads of one pool summed: a name ending in -<number> ("bind-12") counts as "<name>-*".
+    Threads that already exited are in the process's total only."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    by_name: dict[str, float] = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return by_name
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as fh:
+                name = fh.read().strip()
+            with open(f"/proc/{pid}/task/{tid}/stat") as fh:
+                stat = fh.read()
+        except OSError:  # ended meanwhile
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        stem, dash, number = name.rpartition("-")
+        if dash and number.isdigit():
+            name = f"{stem}-*"
+        by_name[name] = by_name.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / ticks
+    return by_name
+
+
 def percentile(values: list[float], q: float) -> float:
     """The q-th percentile (0..100), nearest rank; 0.0 for no values."""
     if not values:
