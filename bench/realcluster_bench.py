@@ -164,7 +164,9 @@ def run_scheduler(which: str, nodes: int, pods: int, kwok: bool, bind_workers: i
                 cfg = cp.work_dir / "minisched-config.yaml"
                 cfg.write_text(yaml.safe_dump(config))
                 log = open(cp.log_dir / "minisched.log", "wb")  # noqa: SIM115 - closed below
-                cwd, env = minisched_process_tree(minisched_tree)
+                # this checkout's when no other tree is given, whatever the working directory (the
+                # venv's editable install may point at another checkout)
+                cwd, env = minisched_process_tree(minisched_tree or Path(__file__).resolve().parents[1])
                 minisched = subprocess.Popen(
                     [sys.executable, "-m", "minisched.cli", "run", "--kubeconfig", str(Path(cp.kubeconfig).resolve()),
                      "--config", str(cfg.resolve()), "--bind-workers", str(bind_workers)],
