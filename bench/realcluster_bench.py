@@ -14,6 +14,8 @@ Printed per run, from one watch observer's 1-second samples of pods bound:
 - pods/s: average over the makespan (first to last binding), p50 and p99 of the 1-second samples;
 - creation-to-bound latency p50 / p99 on the observer's clock (in a backlog drain mostly queueing);
 - scheduler CPU-seconds per 1,000 pods and peak RSS (/proc/<pid>/stat and VmHWM);
+- minisched's CPU per pod by thread (/proc/<pid>/task/*/schedstat, by thread name: `minisched run`
+  names its OS threads), the binding workers summed as one line, "bind-*";
 - kube-apiserver, etcd and KWOK CPU-seconds over the drain, to show where the machine's time went;
 - the machine's CPU per pod (scheduler or binding clients + API server + etcd + KWOK + this
   process's watch observer) and the rate at which that would saturate every core: on a machine
@@ -308,8 +310,8 @@ def _print(r: dict[str, Any]) -> None:
     print(f"{'':<28} other CPU-s over the drain: {r['component_cpu_s']}; pods created at "
           f"{r['create_pods_per_s']:.0f}/s; over-commits {r['overcommits']}", flush=True)
     if r.get("thread_cpu_us_per_pod"):
-        parts = ", ".join(f"{k} {v}" for k, v in r["thread_cpu_us_per_pod"].items())
-        print(f"{'':<28} its threads, CPU µs per pod (settled; 'bind-*' is every binding worker): {parts}",
+        parts = _thread_parts(r["thread_cpu_us_per_pod"])
+        print(f"{'':<28} its threads, CPU µs per pod (settled; 'bind-*' is every binding worker; 'python' the main thread, start-up): {parts}",
               flush=True)
     if "machine_cpu_ms_per_pod" in r:
         parts = ", ".join(f"{k} {v:.2f}" for k, v in r["cpu_ms_per_pod"].items())
@@ -418,8 +420,17 @@ def _cpu_medians(results: list[dict[str, Any]]) -> None:
         print(f"  {name:<24} {statistics.median(cpu):.3f} ({min(cpu):.3f}-{max(cpu):.3f})  load {loads}")
         threads = dict.fromkeys(t for r in rs for t in r.get("thread_cpu_us_per_pod", {}))
         if threads:
-            print("    " + ", ".join(f"{t} {statistics.median(r.get('thread_cpu_us_per_pod', {}).get(t, 0) for r in rs):.0f}"
-                                    for t in threads))
+            medians = {t: statistics.median(r.get("thread_cpu_us_per_pod", {}).get(t, 0) for r in rs) for t in threads}
+            print("    " + _thread_parts(medians))
+
+
+def _thread_parts(us_per_pod: dict[str, float], least: float = 5.0) -> str:
+    """'name µs, ...' for the threads that spent at least `least` µs per pod, the rest summed."""
+    shown = {name: v for name, v in us_per_pod.items() if v >= least}
+    rest = sum(v for name, v in us_per_pod.items() if name not in shown)
+    text = ", ".join(f"{name} {v:.0f}" for name, v in sorted(shown.items(), key=lambda kv: -kv[1]))
+    others = len(us_per_pod) - len(shown)
+    return text + (f", {others} others {rest:.0f}" if others else "")
 
 
 def _ceiling_budget(results: list[dict[str, Any]], ceiling: float) -> None:
