@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ from minisched.perf.backends import minisched_process_tree
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and prctl are Linux's")
 
 CHILD = """
-import os, threading, time
+import json, os, threading, time
 from minisched.controlplane.observe import thread_cpu_seconds
 from minisched.observability.threadnames import name_os_threads
 name_os_threads()
@@ -32,8 +33,8 @@ for t in threads:
     t.start()
 spun.wait()
 comms = sorted(open(f"/proc/self/task/{t.native_id}/comm").read().strip() for t in threads)
-print(comms)
-print(sorted(thread_cpu_seconds(os.getpid()).items()))
+print(json.dumps(comms))
+print(json.dumps(thread_cpu_seconds(os.getpid())))
 done.set()
 """
 
@@ -41,8 +42,8 @@ done.set()
 def test_minisched_threads_have_their_names_in_proc_and_a_pool_counts_as_one_line() -> None:
     out = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, check=True,
                          timeout=60).stdout.splitlines()
-    assert out[0] == "['bind-1', 'bind-2', 'scheduler-loop']"
-    by_name = dict(eval(out[1]))  # noqa: S307 - our own child's repr of a list of (str, float)
+    assert json.loads(out[0]) == ["bind-1", "bind-2", "scheduler-loop"]
+    by_name = json.loads(out[1])
     assert set(by_name) >= {"bind-*", "scheduler-loop"}
     assert "bind-1" not in by_name
     assert by_name["bind-*"] >= 0.25  # two workers' ~0.15 s each, in clock ticks
