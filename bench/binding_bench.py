@@ -118,7 +118,7 @@ def run(real: bool, nodes: int, pods: int, bind_workers: int, profile: int) -> d
                     prof.disable()
 
         cluster.bind = timed_bind
-        sched._binding_cycle = timed_cycle  # looked up on the instance at each submit
+        sched._binding_cycle = timed_cycle  # type: ignore[method-assign]  # looked up on the instance at each submit
         started = time.monotonic()
         sched.start()
         deadline = started + 600
