@@ -14,6 +14,8 @@ Printed per run, from one watch observer's 1-second samples of pods bound:
 - pods/s: average over the makespan (first to last binding), p50 and p99 of the 1-second samples;
 - creation-to-bound latency p50 / p99 on the observer's clock (in a backlog drain mostly queueing);
 - scheduler CPU-seconds per 1,000 pods and peak RSS (/proc/<pid>/stat and VmHWM);
+- minisched's CPU per pod by thread (/proc/<pid>/task/*/schedstat, by thread name: `minisched run`
+  names its OS threads), the binding workers summed as one line, "bind-*";
 - kube-apiserver, etcd and KWOK CPU-seconds over the drain, to show where the machine's time went;
 - the machine's CPU per pod (scheduler or binding clients + API server + etcd + KWOK + this
   process's watch observer) and the rate at which that would saturate every core: on a machine
@@ -22,6 +24,7 @@ Printed per run, from one watch observer's 1-second samples of pods bound:
 
     .venv/bin/python bench/realcluster_bench.py [--nodes 500] [--pods 5000] [--runs kube,minisched,ceiling]
         [--bind-workers 64] [--repeat 1] [--ceiling-processes 4] [--ceiling-threads 16] [--no-kwok] [--json out.json]
+        [--minisched-tree DIR ...]  (another checkout's minisched, run right after this one's each round)
 
 Needs the control-plane binaries (`make controlplane`); without them it says so and exits 0.
 """
@@ -135,9 +138,18 @@ def _server_side(cluster: Any) -> dict[str, Any]:
             "server_pods_per_s": round(len(stamps) / len(samples), 1)}
 
 
-def run_scheduler(which: str, nodes: int, pods: int, kwok: bool, bind_workers: int) -> dict[str, Any]:
+def run_scheduler(which: str, nodes: int, pods: int, kwok: bool, bind_workers: int,
+                  minisched_tree: Path | None = None) -> dict[str, Any]:
+    """`minisched_tree`: run that checkout's minisched (a worktree of another commit) instead of
+    this one's, on this tree's control plane and observer."""
     from minisched.controlplane import ControlPlane, ControlPlaneOptions
-    from minisched.controlplane.observe import PodObserver, matched_scheduler_config, process_usage
+    from minisched.controlplane.observe import (
+        PodObserver,
+        matched_scheduler_config,
+        process_usage,
+        thread_cpu_seconds,
+    )
+    from minisched.perf.backends import minisched_process_tree
 
     config = matched_scheduler_config(PROFILE)
     with ControlPlane(ControlPlaneOptions(start_kwok=kwok, ready_timeout=120)) as cp:
@@ -154,10 +166,13 @@ def run_scheduler(which: str, nodes: int, pods: int, kwok: bool, bind_workers: i
                 cfg = cp.work_dir / "minisched-config.yaml"
                 cfg.write_text(yaml.safe_dump(config))
                 log = open(cp.log_dir / "minisched.log", "wb")  # noqa: SIM115 - closed below
+                # this checkout's when no other tree is given, whatever the working directory (the
+                # venv's editable install may point at another checkout)
+                cwd, env = minisched_process_tree(minisched_tree or Path(__file__).resolve().parents[1])
                 minisched = subprocess.Popen(
-                    [sys.executable, "-m", "minisched.cli", "run", "--kubeconfig", str(cp.kubeconfig),
-                     "--config", str(cfg), "--bind-workers", str(bind_workers)],
-                    stdout=log, stderr=subprocess.STDOUT)
+                    [sys.executable, "-m", "minisched.cli", "run", "--kubeconfig", str(Path(cp.kubeconfig).resolve()),
+                     "--config", str(cfg.resolve()), "--bind-workers", str(bind_workers)],
+                    stdout=log, stderr=subprocess.STDOUT, cwd=cwd, env=env)
                 pid = minisched.pid
             try:
                 obs.wait_for(lambda o: o.bound_count() >= pods, 1800, f"{which} to bind every pod")
@@ -165,6 +180,7 @@ def run_scheduler(which: str, nodes: int, pods: int, kwok: bool, bind_workers: i
                 after = _usage(cp)
                 observer_cpu = time.process_time() - observer_cpu0
                 settled_cpu = _settled_cpu(pid)
+                threads = thread_cpu_seconds(pid) if which != "kube" else {}
             finally:
                 if minisched is not None:
                     minisched.terminate()
@@ -174,7 +190,7 @@ def run_scheduler(which: str, nodes: int, pods: int, kwok: bool, bind_workers: i
         result.update(_server_side(cluster))
         cluster.close()
     result.update({
-        "scheduler": which,
+        "scheduler": which if minisched_tree is None else f"{which}@{minisched_tree.name}",
         "nodes": nodes,
         "kwok": kwok,
         "create_pods_per_s": round(create_rate, 1),
@@ -182,6 +198,9 @@ def run_scheduler(which: str, nodes: int, pods: int, kwok: bool, bind_workers: i
         "cpu_s_per_1000_pods_settled": round(settled_cpu / pods * 1000, 2),
         "peak_rss_mib": round(usage.peak_rss_bytes / 2**20, 1),
         "component_cpu_s": {k: round(after.get(k, 0) - v, 1) for k, v in before.items()},
+        # the whole process's life (start-up and the initial lists included), settled, per pod
+        "thread_cpu_us_per_pod": {name: round(cpu / pods * 1e6) for name, cpu in
+                                  sorted(threads.items(), key=lambda kv: -kv[1]) if cpu > 0},
     })
     result.update(_machine_cpu(pods, which, usage.cpu_seconds, result["component_cpu_s"], observer_cpu))
     return result
@@ -283,13 +302,17 @@ def _print(r: dict[str, Any]) -> None:
                  f"  peak RSS {r['peak_rss_mib']:.0f} MiB")
     if "client_binds_per_s" in r:
         line += f"  (client-side {r['client_binds_per_s']:.1f} binds/s)"
-    line += f"  start->first bind {r['start_to_first_bind_s']:.1f}s"
+    line += f"  start->first bind {r['start_to_first_bind_s']:.1f}s  load {r.get('load_before', 0):.1f}"
     print(line, flush=True)
     if "server_pods_per_s" in r:
         print(f"{'':<28} server-stamped ({r['server_stamped']} pods): {r['server_pods_per_s']:.1f} pods/s over {r['server_seconds']} "
               f"whole seconds; per second {r['server_samples']}", flush=True)
     print(f"{'':<28} other CPU-s over the drain: {r['component_cpu_s']}; pods created at "
           f"{r['create_pods_per_s']:.0f}/s; over-commits {r['overcommits']}", flush=True)
+    if r.get("thread_cpu_us_per_pod"):
+        parts = _thread_parts(r["thread_cpu_us_per_pod"])
+        print(f"{'':<28} its threads, CPU µs per pod (settled; 'bind-*' is every binding worker; 'python' the main thread, start-up): {parts}",
+              flush=True)
     if "machine_cpu_ms_per_pod" in r:
         parts = ", ".join(f"{k} {v:.2f}" for k, v in r["cpu_ms_per_pod"].items())
         bound = r["cpu_bound_pods_per_s"]
@@ -313,11 +336,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-kwok", action="store_true",
                         help="nodes created Ready with no KWOK (no pod status updates competing for CPU)")
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--minisched-tree", type=Path, action="append", default=[],
+                        help="also run the minisched from this source tree (e.g. a git worktree of an earlier "
+                             "commit), right after this tree's in each round: before/after figures; repeatable")
     args = parser.parse_args(argv)
     runs = [r.strip() for r in args.runs.split(",") if r.strip()]
     unknown = set(runs) - {"kube", "minisched", "ceiling"}
     if unknown or args.nodes < 1 or args.pods < 1:
         parser.error(f"unknown run(s) {sorted(unknown)}" if unknown else "--nodes and --pods must be >= 1")
+    for tree in args.minisched_tree:
+        if not (tree / "minisched" / "cli.py").is_file():
+            parser.error(f"--minisched-tree {tree}: no minisched/cli.py there")
+        if "minisched" not in runs:
+            parser.error("--minisched-tree runs beside this tree's minisched: put minisched in --runs")
+    # each tree's run comes right after this tree's minisched: interleaved, so the load is alike
+    plan: list[tuple[str, Path | None]] = []
+    for which in runs:
+        plan.append((which, None))
+        if which == "minisched":
+            plan.extend(("minisched", tree) for tree in args.minisched_tree)
 
     from minisched.controlplane import BinariesNotFound, find_binaries
 
@@ -337,12 +374,14 @@ def main(argv: list[str] | None = None) -> int:
     for round_ in range(args.repeat):
         if args.repeat > 1:
             print(f"-- round {round_ + 1} of {args.repeat}", flush=True)
-        for which in runs:
+        for which, tree in plan:
+            load = os.getloadavg()[0]
             if which == "ceiling":
                 r = run_ceiling(args.nodes, args.pods, kwok, args.ceiling_processes, args.ceiling_threads)
             else:
-                r = run_scheduler(which, args.nodes, args.pods, kwok, args.bind_workers)
+                r = run_scheduler(which, args.nodes, args.pods, kwok, args.bind_workers, tree)
             r["round"] = round_
+            r["load_before"] = round(load, 2)
             results.append(r)
             _print(r)
     rates: dict[str, list[float]] = {}
@@ -355,6 +394,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in rates:
         print(f"  {name:<10} {statistics.median(rates[name]):7.1f} ({min(rates[name]):.1f}-{max(rates[name]):.1f})"
               f"   {statistics.median(server[name]):7.1f} ({min(server[name]):.1f}-{max(server[name]):.1f})")
+    _cpu_medians(results)
     med = {name: statistics.median(v) for name, v in rates.items()}
     if "kube" in med and "minisched" in med:
         print(f"minisched / kube-scheduler pods/s: {med['minisched'] / med['kube']:.2f} (target >= 1.00)")
@@ -364,6 +404,33 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     return 0
+
+
+def _cpu_medians(results: list[dict[str, Any]]) -> None:
+    """Each scheduler's CPU per pod (settled) and its threads', median over rounds, with the load."""
+    names = dict.fromkeys(r["scheduler"] for r in results if "cpu_s_per_1000_pods_settled" in r)
+    if not names:
+        return
+    print("scheduler CPU ms per pod (settled), median (min-max) over rounds, load average before each run; "
+          "threads in µs per pod, median:")
+    for name in names:
+        rs = [r for r in results if r["scheduler"] == name]
+        cpu = [r["cpu_s_per_1000_pods_settled"] for r in rs]
+        loads = ", ".join(f"{r['load_before']:.1f}" for r in rs)
+        print(f"  {name:<24} {statistics.median(cpu):.3f} ({min(cpu):.3f}-{max(cpu):.3f})  load {loads}")
+        threads = dict.fromkeys(t for r in rs for t in r.get("thread_cpu_us_per_pod", {}))
+        if threads:
+            medians = {t: statistics.median(r.get("thread_cpu_us_per_pod", {}).get(t, 0) for r in rs) for t in threads}
+            print("    " + _thread_parts(medians))
+
+
+def _thread_parts(us_per_pod: dict[str, float], least: float = 5.0) -> str:
+    """'name µs, ...' for the threads that spent at least `least` µs per pod, the rest summed."""
+    shown = {name: v for name, v in us_per_pod.items() if v >= least}
+    rest = sum(v for name, v in us_per_pod.items() if name not in shown)
+    text = ", ".join(f"{name} {v:.0f}" for name, v in sorted(shown.items(), key=lambda kv: -kv[1]))
+    others = len(us_per_pod) - len(shown)
+    return text + (f", {others} others {rest:.0f}" if others else "")
 
 
 def _ceiling_budget(results: list[dict[str, Any]], ceiling: float) -> None:

@@ -204,6 +204,9 @@ def buffers_setting(text: str) -> dict[str, int]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from minisched.app import SchedulerApp
+    from minisched.observability.threadnames import name_os_threads
+
+    name_os_threads()  # "bind-3", "scheduler-loop"... in top -H and /proc/<pid>/task/*/comm
 
     if args.percentage_of_nodes_to_score is not None and not 0 <= args.percentage_of_nodes_to_score <= 100:
         print("minisched run: --percentage-of-nodes-to-score must be 0..100", file=sys.stderr)

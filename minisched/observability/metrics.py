@@ -45,6 +45,9 @@ class SchedulerMetrics:
         self.registry = registry if registry is not None else CollectorRegistry()
         self.profile = profile
         self._extension_point_children: dict[tuple[str, str], Histogram] = {}
+        # the labelled children of the per-attempt metrics, looked up once (see observe_extension_point)
+        self._attempt_children: dict[tuple[str, str], tuple[Counter, Histogram]] = {}
+        self._sli_children: dict[int, Histogram] = {}
         r = self.registry
         self.schedule_attempts = Counter(
             "scheduler_schedule_attempts_total",
@@ -115,19 +118,28 @@ class SchedulerMetrics:
 
     def observe_attempt(self, result: str, seconds: float) -> None:
         """One scheduling attempt ended with `result` after `seconds` (algorithm + binding)."""
-        if result not in SCHEDULE_RESULTS:
-            raise ValueError(f"schedule attempt result must be one of {SCHEDULE_RESULTS}, got {result!r}")
-        self.schedule_attempts.labels(result=result, profile=self.profile).inc()
-        self.scheduling_attempt_duration.labels(result=result, profile=self.profile).observe(seconds)
+        children = self._attempt_children.get((result, self.profile))
+        if children is None:
+            if result not in SCHEDULE_RESULTS:
+                raise ValueError(f"schedule attempt result must be one of {SCHEDULE_RESULTS}, got {result!r}")
+            children = (self.schedule_attempts.labels(result=result, profile=self.profile),
+                        self.scheduling_attempt_duration.labels(result=result, profile=self.profile))
+            self._attempt_children[(result, self.profile)] = children
+        attempts, duration = children
+        attempts.inc()
+        duration.observe(seconds)
 
     def observe_algorithm(self, seconds: float) -> None:
         self.scheduling_algorithm_duration.observe(seconds)
 
     def observe_scheduled(self, attempts: int, seconds_since_first_enqueue: float) -> None:
         """The SLI: a pod finally scheduled after `attempts` attempts."""
-        if attempts < 1:
-            raise ValueError(f"a scheduled pod took at least one attempt, got attempts={attempts}")
-        self.pod_scheduling_sli_duration.labels(attempts=str(attempts)).observe(seconds_since_first_enqueue)
+        child = self._sli_children.get(attempts)
+        if child is None:
+            if attempts < 1:
+                raise ValueError(f"a scheduled pod took at least one attempt, got attempts={attempts}")
+            child = self._sli_children[attempts] = self.pod_scheduling_sli_duration.labels(attempts=str(attempts))
+        child.observe(seconds_since_first_enqueue)
 
     def observe_extension_point(self, extension_point: str, status: str, seconds: float) -> None:
         # ~9 calls per pod: the labelled child is looked up once per (point, status), since

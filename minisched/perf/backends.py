@@ -153,11 +153,7 @@ class RealScheduler:
         cfg.write_text(yaml.safe_dump(config))
         port = free_port()
         self._log = open(self.cp.log_dir / "minisched.log", "ab")  # noqa: SIM115 - closed in stop()
-        env, cwd = None, None
-        if self.source_tree is not None:  # another checkout's scheduler (before/after figures); run
-            # from inside it too: `python -m` puts the working directory first on sys.path
-            cwd = self.source_tree.resolve()
-            env = {**os.environ, "PYTHONPATH": str(cwd)}
+        cwd, env = minisched_process_tree(self.source_tree)
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "minisched.cli", "run", "--kubeconfig", str(Path(self.cp.kubeconfig).resolve()),
              "--config", str(cfg.resolve()), "--bind-workers", str(self.bind_workers), "--metrics-port", str(port)],
@@ -209,6 +205,19 @@ class RealScheduler:
             if name in ("kube-apiserver", "etcd"):
                 sources[name] = _pid_cpu(proc.pid)
         return sources
+
+
+def minisched_process_tree(source_tree: Path | None) -> tuple[Path | None, dict[str, str] | None]:
+    """The working directory and environment for a `python -m minisched.cli` subprocess that runs
+    another checkout's scheduler (before/after figures); (None, None) for this one's. It runs from
+    inside that tree too: `python -m` puts the working directory first on sys.path, so PYTHONPATH
+    alone would still run this checkout's code."""
+    if source_tree is None:
+        return None, None
+    if not (source_tree / "minisched" / "cli.py").is_file():
+        raise ValueError(f"source_tree {source_tree}: no minisched/cli.py there")
+    cwd = source_tree.resolve()
+    return cwd, {**os.environ, "PYTHONPATH": str(cwd)}
 
 
 def _pid_cpu(pid: int) -> CpuSource:

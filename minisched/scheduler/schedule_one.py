@@ -59,6 +59,9 @@ class _Assumed:
     started: float  # perf_counter at the start of the scheduling cycle
     trace: AttemptTrace | None = None
     outcome: tuple[str, Status] = ("scheduled", Status.success())  # for the trace
+    # the queue was told the attempt ended (kube's Done, past Permit): the binding cycle's last
+    # Done is then a no-op, and skipping it spares a take of the queue's lock, which the loop waits on
+    queue_done: bool = False
 
 
 class _ScheduleOne:
@@ -337,7 +340,8 @@ class _ScheduleOne:
             log.exception("binding cycle for %s failed", a.qpi.key)
             self._binding_failed(a, Status.from_error(RuntimeError("binding cycle crashed")))
         finally:
-            self.queue.binding_done(a.qpi)  # kube's Done (if Permit did not end the attempt already)
+            if not a.queue_done:
+                self.queue.binding_done(a.qpi)  # kube's Done (if Permit did not end the attempt already)
             if a.trace is not None:
                 self._tls.trace = None
                 a.trace.binding_done(*a.outcome)
@@ -354,6 +358,7 @@ class _ScheduleOne:
                 return
         # past Permit no failure makes the pod unschedulable: its attempt's events are not needed
         self.queue.binding_done(a.qpi)
+        a.queue_done = True
         status = a.framework.run_pre_bind(a.state, a.info, a.node)
         if status.is_success and self.bind_guard is not None and not self.bind_guard():
             # Not (surely) the leader any more: the new leader owns this pod. Nothing was sent;

@@ -59,6 +59,32 @@ def test_bad_label_values_are_refused_with_the_allowed_ones() -> None:
         m.observe_scheduled(0, 1.0)
 
 
+def test_per_pod_metrics_look_their_labelled_children_up_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """prometheus_client's labels() validates and joins the label values on every call (~2 µs): the
+    binding cycle observes an attempt and the SLI for every pod, so each child is looked up once,
+    and counts the same (and a bad value is still refused, the first time it comes)."""
+    m = SchedulerMetrics()
+    looked_up: list[str] = []
+    for metric in (m.schedule_attempts, m.scheduling_attempt_duration, m.pod_scheduling_sli_duration):
+        labels = metric.labels
+
+        def counted(*args: str, _labels=labels, _name=metric._name, **kwargs: str):  # type: ignore[no-untyped-def]
+            looked_up.append(_name)
+            return _labels(*args, **kwargs)
+
+        monkeypatch.setattr(metric, "labels", counted)
+    for _ in range(3):
+        m.observe_attempt("scheduled", 0.004)
+        m.observe_scheduled(attempts=1, seconds_since_first_enqueue=0.5)
+    assert sorted(looked_up) == sorted([m.schedule_attempts._name, m.scheduling_attempt_duration._name,
+                                        m.pod_scheduling_sli_duration._name])
+    text = m.exposition()
+    assert 'scheduler_schedule_attempts_total{profile="minisched",result="scheduled"} 3.0' in text
+    assert 'scheduler_pod_scheduling_sli_duration_seconds_count{attempts="1"} 3.0' in text
+    with pytest.raises(ValueError, match="scheduled"):
+        m.observe_attempt("succeeded", 0.1)
+
+
 def test_two_schedulers_in_one_process_do_not_share_metrics() -> None:
     a, b = SchedulerMetrics(), SchedulerMetrics()
     a.observe_attempt("scheduled", 0.01)

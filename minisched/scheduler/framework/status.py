@@ -20,7 +20,11 @@ class Code(enum.IntEnum):
     @property
     def label(self) -> str:
         """kube's name for the code: "Success", "UnschedulableAndUnresolvable", ..."""
-        return "".join(part.capitalize() for part in self.name.split("_"))
+        # read at every extension point's metric (~10 a pod): looked up, not rebuilt (~1.5 µs each)
+        return _CODE_LABELS[self]
+
+
+_CODE_LABELS = {code: "".join(part.capitalize() for part in code.name.split("_")) for code in Code}
 
 
 @dataclass(frozen=True)

@@ -335,3 +335,26 @@ def test_plugins_that_hold_resources_are_closed_once_on_stop(cluster: EmbeddedCl
     assert holder.closed == 0
     sched.stop()
     assert holder.closed == 1
+
+
+def test_a_bound_pods_binding_cycle_ends_its_queue_attempt_once(cluster: EmbeddedCluster) -> None:
+    """Past Permit the binding cycle tells the queue the attempt ended (kube's Done); the cycle's
+    final Done would find nothing left to end and still take the queue's lock, which the scheduling
+    loop waits on, once per pod: it is skipped then."""
+    cluster.create(NODES, make_node("n1"))
+    with Scheduler(cluster) as sched:
+        wait_for_nodes(sched, 1)
+        calls: list[str] = []
+        binding_done = sched.queue.binding_done
+
+        def counted(qpi: Any) -> None:
+            calls.append(qpi.key)
+            binding_done(qpi)
+
+        sched.queue.binding_done = counted  # type: ignore[method-assign]
+        for name in ("a", "b"):
+            cluster.create(PODS, make_pod(name, cpu="100m"))
+        wait_until(lambda: node_of(cluster, "a") and node_of(cluster, "b") and sched.stats.bound == 2, what="bound")
+        wait_until(lambda: sched._bindings_in_flight == 0, what="binding cycles over")
+        assert sorted(calls) == ["default/a", "default/b"]
+        assert not sched.queue._attempts  # every attempt's record went
