@@ -135,21 +135,14 @@ class SchedulerCache:
             self._add_to_node(state)
 
     def finish_binding(self, pod: Object) -> None:
-        """The bind call returned: start the clock on the confirmation.
-
-        No lock (kube's FinishBinding takes the cache's): every binding thread calls it once per pod,
-        and the scheduling loop holds the lock while it copies the table each cycle, so a binding
-        thread waited there, and a thread holding it made the loop wait, each wait costing a hand-off
-        of the GIL. Without it nothing can go wrong: one dict read and attribute reads and writes,
-        each atomic under the GIL (as in is_assumed); the deadline is written before the flag that
-        cleanup_expired reads first; and a pod the informer confirms meanwhile is no longer assumed,
-        which cleanup_expired checks before either, so a deadline left on it is never read."""
+        """The bind call returned: start the clock on the confirmation."""
         key = key_of(pod)
-        state = self._pods.get(key)
-        if state is not None and self._step(key, state, CacheEvent.FINISH_BINDING) is CacheState.ASSUMED \
-                and state.assumed:
-            state.deadline = self.clock.monotonic() + self.assumed_ttl
-            state.binding_finished = True
+        with self._lock:
+            state = self._pods.get(key)
+            if state is not None and self._step(key, state, CacheEvent.FINISH_BINDING) is CacheState.ASSUMED \
+                    and state.assumed:
+                state.binding_finished = True
+                state.deadline = self.clock.monotonic() + self.assumed_ttl
 
     def forget_pod(self, pod: Object) -> None:
         """The binding failed: give the room back."""

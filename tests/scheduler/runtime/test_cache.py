@@ -70,29 +70,6 @@ def test_assumed_pod_expires_only_after_binding_finished_and_ttl(
     assert _cpu(cache, "n1") == 0 and cache.expired_total == 1
 
 
-def test_finish_binding_waits_for_no_lock(cache: SchedulerCache, virtual_clock: VirtualClock) -> None:
-    """Every binding thread calls it once per pod while the scheduling loop holds the cache's lock
-    for each cycle's snapshot: it must not wait for that lock (nor make the loop wait for it)."""
-    pod = make_pod("p", cpu="500m")
-    cache.assume_pod(pod, "n1")
-    confirmed = make_pod("q", cpu="500m")
-    cache.assume_pod(confirmed, "n2")
-    cache.add_pod(_bound(confirmed, "n2"))
-    done = threading.Event()
-
-    def finish() -> None:
-        cache.finish_binding(pod)
-        cache.finish_binding(confirmed)  # confirmed meanwhile: nothing to expire
-        done.set()
-
-    with cache._lock:  # the loop copying the table
-        threading.Thread(target=finish, daemon=True).start()
-        assert done.wait(5), "finish_binding waited for the cache's lock"
-    virtual_clock.advance(30)
-    assert cache.cleanup_expired() == 1  # the one still assumed, as with the lock
-    assert (_cpu(cache, "n1"), _cpu(cache, "n2")) == (0, 500)
-
-
 def test_assuming_twice_is_refused(cache: SchedulerCache) -> None:
     pod = make_pod("p")
     cache.assume_pod(pod, "n1")
