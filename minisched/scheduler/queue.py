@@ -185,8 +185,8 @@ class _Attempt:
     # in the queue's IN_FLIGHT state: its scheduling cycle runs, and it was neither assumed nor
     # deleted (the attempt outlives that: its binding cycle, or a deleted pod's cycle, ends it)
     in_flight: bool = True
-    # activated while in flight (kube's EventForceActivate recorded for it): it goes to activeQ
-    # when the attempt parks it
+    # activated while in flight (kube's EventForceActivate recorded for it): the attempt's failure
+    # then retries it (backoffQ, as kube's queueAfterBackoff) instead of parking it
     activate_when_done: bool = False
     # the pod's own spec changes during the attempt (kube's addEventsIfPodInFlight), each with its
     # sequence, so that they interleave with the cluster events in the order they came
@@ -742,6 +742,9 @@ class SchedulingQueue:
         is; one rejected by plugins is if an event received during its attempt interests one of them."""
         if not qpi.unschedulable_plugins:
             return True
+        attempt = self._attempt_of(qpi)
+        if attempt is not None and attempt.activate_when_done:
+            return True  # kube's EventForceActivate, a wildcard event for this pod: queueAfterBackoff
         # (an attempt not on record, ended by `done` before, saw no events)
         for event, old, new in self._flight_events_for_locked(qpi.key, qpi.scheduling_cycle):
             if event == UNSCHEDULED_POD_UPDATE:
@@ -796,14 +799,9 @@ class SchedulingQueue:
             self._end_attempt_locked(qpi, QueueEvent.BIND_FAILED if retry else QueueEvent.BIND_REJECTED, state)
 
     def _end_attempt_locked(self, qpi: QueuedPodInfo, event: QueueEvent, state: QueueState) -> None:
-        """The failed attempt's end: the pod moves by `event`, its attempt's record goes, and a pod
-        activated during the attempt goes on to activeQ if that parked it."""
-        attempt = self._attempt_of(qpi)
-        activate = attempt is not None and attempt.activate_when_done
-        target = self._fire(qpi, event, state)
+        """The failed attempt's end: the pod moves by `event`, and its attempt's record goes."""
+        self._fire(qpi, event, state)
         self._end_attempt_record(qpi.key, qpi.scheduling_cycle)
-        if target is QueueState.UNSCHEDULABLE and activate:
-            self._fire(qpi, QueueEvent.MOVE_READY, QueueState.UNSCHEDULABLE)
 
     # --- cluster events ---------------------------------------------------------------------------
 

@@ -248,17 +248,19 @@ def test_bad_backoff_settings_are_refused() -> None:
         SchedulingQueue(initial_backoff=5, max_backoff=1)
 
 
-def test_a_pod_activated_during_its_attempt_goes_to_active_when_the_attempt_ends(
+def test_a_pod_activated_during_its_attempt_is_retried_after_its_backoff_when_the_attempt_ends(
         virtual_clock: VirtualClock) -> None:
     # A preemption worker's API call can fail (and activate the preemptor) before the cycle that
-    # started it has parked the pod: kube records the activation for the in-flight pod.
+    # started it has parked the pod: kube records EventForceActivate for the in-flight pod, a
+    # wildcard event for it, so the rejection is retried (queueAfterBackoff): backoffQ while the
+    # backoff of this failure lasts, then activeQ; popped from backoffQ when activeQ is empty.
     q = _queue(virtual_clock)
     q.add(make_pod("p"))
     qpi = q.pop(timeout=0)
     assert qpi is not None
     assert q.activate(qpi.key) is False  # not parked yet
     q.add_unschedulable(qpi, rejected_by=["NodeResourcesFit"])
-    assert q.where(qpi.key) == "active"
+    assert q.where(qpi.key) == "backoff"
     again = q.pop(timeout=0)
     assert again is qpi
     q.add_unschedulable(again, rejected_by=["NodeResourcesFit"])
