@@ -66,3 +66,14 @@ def park_unschedulable(q: SchedulingQueue, pod: dict[str, Any], rejected_by: str
     q.add_unschedulable(qpi, rejected_by=[rejected_by])
     assert q.where(qpi.key) == "unschedulable"
     return qpi.key
+
+
+class Allowlist:
+    """kube's test preEnqueuePlugin: lets a pod through when one of its labels is allowed."""
+
+    def __init__(self, name: str, *allowed: str) -> None:
+        self.name, self.allowed = name, set(allowed)
+
+    def __call__(self, pod: dict[str, Any]) -> str | None:
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        return None if self.allowed & set(labels) else self.name

@@ -33,19 +33,9 @@ from minisched.scheduler.framework.cluster_event import (
     RegisteredHint,
 )
 from minisched.scheduler.queue import QueuedPodInfo, SchedulingQueue, scheduling_gates_pre_enqueue
+from tests.scheduler.runtime.helpers import Allowlist
 
 PROFILE = "minisched"  # make_pod's pods ask for it
-
-
-class Allowlist:
-    """kube's test preEnqueuePlugin: lets a pod through when one of its labels is allowed."""
-
-    def __init__(self, name: str, *allowed: str) -> None:
-        self.name, self.allowed = name, set(allowed)
-
-    def __call__(self, pod: dict[str, Any]) -> str | None:
-        labels = (pod.get("metadata") or {}).get("labels") or {}
-        return None if self.allowed & set(labels) else self.name
 
 
 def queue_hint(pod: Any, old: Any, new: Any) -> QueueingHint:

@@ -10,25 +10,13 @@ allowlist shrinks on the way, as kube's test plugin's allowlist leaves the pod o
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from minisched.clock import VirtualClock
 from minisched.objects import make_pod
 from minisched.scheduler.framework.cluster_event import WILDCARD_EVENT
 from minisched.scheduler.queue import QueuedPodInfo, SchedulingQueue
-
-
-class Allowlist:
-    """kube's test preEnqueuePlugin: lets a pod through when one of its labels is allowed."""
-
-    def __init__(self, name: str, *allowed: str) -> None:
-        self.name, self.allowed = name, set(allowed)
-
-    def __call__(self, pod: dict[str, Any]) -> str | None:
-        labels = (pod.get("metadata") or {}).get("labels") or {}
-        return None if self.allowed & set(labels) else self.name
+from tests.scheduler.runtime.helpers import Allowlist
 
 
 def _queue(pop_from_backoff: bool, *plugins: Allowlist) -> tuple[SchedulingQueue, VirtualClock]:
