@@ -383,6 +383,8 @@ def test_past_permit_the_cycle_state_keeps_what_binding_cycle_plugins_may_read()
     for key in ("PreFilterPodTopologySpread", "PreScoreInterPodAffinity", "PreFilterVolumeBinding",
                 "PreScoreVolumeBinding", "PodTopologySpread.defaultSelector", BIND_RESOURCE_VERSION):
         state.write(key, key)
+    state.snapshot = object()  # type: ignore[assignment]
     state.drop_scheduling_cycle_entries({"VolumeBinding", "DefaultBinder"})
+    assert state.snapshot is None
     assert set(state._data) == {"PreFilterVolumeBinding", "PreScoreVolumeBinding",
                                 "PodTopologySpread.defaultSelector", BIND_RESOURCE_VERSION}

@@ -122,6 +122,7 @@ def test_a_binding_in_flight_keeps_only_the_state_of_binding_cycle_plugins(clust
     [assumed] = submitted
     kept = set(assumed.state._data)
     assert not {"PreFilterPodTopologySpread", "PreFilterInterPodAffinity"} & kept, kept
+    assert assumed.state.snapshot is None, "the scheduling cycle's node table is not carried either"
 
 
 def test_deleted_pending_pod_leaves_the_queue(cluster: EmbeddedCluster) -> None:
