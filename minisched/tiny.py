@@ -290,9 +290,11 @@ class TinyScheduler:
         self._thread = threading.Thread(target=lambda: [None for _ in iter(self.process_next, False)], daemon=True)
         self._thread.start()
 
-    def settle(self, timeout: float = 10.0, quiet: float = 0.1, until: Callable[[], bool] | None = None) -> int:
+    def settle(self, timeout: float = 30.0, quiet: float = 0.1, until: Callable[[], bool] | None = None) -> int:
         """Single-threaded: schedule until `until()` holds (if given) and no work has arrived for
-        `quiet` real seconds. Returns how many pods were processed."""
+        `quiet` real seconds. Returns how many pods were processed. The timeout is generous: it
+        returns as soon as that holds, and a loaded machine's API server (a CI run) once needed
+        more than 10 s for chapter 1's nine bindings."""
         deadline, last, count = time.monotonic() + timeout, time.monotonic(), 0
         while time.monotonic() < deadline:
             if len(self.queue):
