@@ -32,12 +32,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-# Imported now, not in the middle of a run: numpy's np.unique imports numpy.ma on its first call
-# (to ask whether its argument is masked), and the pod index calls it first when it compacts, after
-# thousands of pods. That import was a step of 5,000-11,000 Python objects and 1-2 MiB of RSS in
-# the real-control-plane soak, in a service that had long finished warming up.
-import numpy.ma  # noqa: F401
-
 from minisched.clock import Clock, RealClock
 from minisched.cluster.base import Cluster
 from minisched.cluster.link import ClusterLink
