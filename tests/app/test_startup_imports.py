@@ -88,6 +88,29 @@ json.dump({"modules": sorted(sys.modules), "uids": sorted(index.labels_known()["
 """
 
 
+# What `minisched run --kubeconfig` sets up before it connects: the client from a kubeconfig (the
+# server is not asked) and the app. Sharding and the plugin-config controller, and with them the
+# CRD models (pydantic classes built at import), are for `--shards` and `--plugin-config` only; the
+# kubernetes client imports pydantic itself.
+REAL_CLUSTER_SETUP = """
+import json, pathlib, sys
+from minisched import cli
+from minisched.app import SchedulerApp
+from minisched.cluster.real import RealCluster
+
+kubeconfig = pathlib.Path(sys.argv[1]).with_name("kubeconfig")
+kubeconfig.write_text(json.dumps({
+    "apiVersion": "v1", "kind": "Config", "current-context": "c",
+    "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:6443", "insecure-skip-tls-verify": True}}],
+    "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+    "users": [{"name": "u", "user": {"token": "t"}}]}))
+cluster = RealCluster.from_kubeconfig(path=str(kubeconfig))
+app = SchedulerApp(cluster, metrics_port=0)
+json.dump({"server": cluster.server, "modules": sorted(sys.modules)}, open(sys.argv[1], "w"))
+"""
+ONLY_FOR_SHARDS_OR_PLUGIN_CONFIG = ("minisched.sharding", "minisched.controllers.plugin_config", "minisched.validation")
+
+
 def run_fresh(code: str, tmp_path: Path) -> dict[str, object]:
     out = tmp_path / "out.json"
     subprocess.run([sys.executable, "-c", code, str(out)], check=True, timeout=120,
@@ -119,3 +142,10 @@ def test_the_pod_index_compacts_without_importing_numpy_ma(tmp_path: Path) -> No
     live = {str(i) for i in range(2 * 1024 + 10 - 4, 2 * 1024 + 10)}
     assert live <= set(uids) and len(uids) < 1024  # renumbered: not one value per pod ever seen
     assert loaded(result["modules"], "numpy.ma") == []
+
+
+def test_the_app_set_up_on_a_real_cluster_leaves_out_sharding_and_plugin_config(tmp_path: Path) -> None:
+    result = run_fresh(REAL_CLUSTER_SETUP, tmp_path)
+    assert result["server"] == "https://127.0.0.1:6443"
+    assert loaded(result["modules"], "kubernetes")  # parsing the kubeconfig needs the client
+    assert loaded(result["modules"], *ONLY_FOR_SHARDS_OR_PLUGIN_CONFIG, *NOT_AT_START[:-1]) == []
