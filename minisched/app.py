@@ -30,30 +30,25 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
-
-# Imported now, not in the middle of a run: numpy's np.unique imports numpy.ma on its first call
-# (to ask whether its argument is masked), and the pod index calls it first when it compacts, after
-# thousands of pods. That import was a step of 5,000-11,000 Python objects and 1-2 MiB of RSS in
-# the real-control-plane soak, in a service that had long finished warming up.
-import numpy.ma  # noqa: F401
+from typing import TYPE_CHECKING, Any
 
 from minisched.clock import Clock, RealClock
 from minisched.cluster.base import Cluster
 from minisched.cluster.link import ClusterLink
 from minisched.controllers.leaderelection import LeaderElector
-from minisched.controllers.plugin_config import PluginConfigController, install_crd
 from minisched.deadline import Context, background
 from minisched.observability.batch_metrics import register_batch_metrics
 from minisched.observability.metrics import SchedulerMetrics
 from minisched.observability.runtime import MemoryWatch
 from minisched.observability.server import HealthServer, leadership_known
-from minisched.observability.shard_metrics import register_shard_metrics
 from minisched.scheduler.events import _MAX_CORRELATED as MAX_CORRELATED
 from minisched.scheduler.events import EventRecorder
 from minisched.scheduler.scheduler import DEFAULT_SHUTDOWN_TIMEOUT, Scheduler
 from minisched.scheduler.snapshot import NodeTable
-from minisched.sharding.shard import DEFAULT_GROUP, Shard
+
+if TYPE_CHECKING:
+    from minisched.controllers.plugin_config import PluginConfigController
+    from minisched.sharding.shard import Shard
 
 SERVICE_CYCLE_LOG = 1_000  # scheduling-cycle latencies a running service keeps in memory
 MEMORY_SAMPLE_INTERVAL = 30.0  # seconds between the memory watch's samples in a running service
@@ -113,7 +108,7 @@ class SchedulerApp:
         plugin_config: bool = False,
         elector_rng: random.Random | None = None,
         shards: bool = False,
-        shard_group: str = DEFAULT_GROUP,
+        shard_group: str | None = None,
         shard_lease_duration: float = 15.0,
         capacity_fence: bool = True,
         memory_sample_interval: float | None = MEMORY_SAMPLE_INTERVAL,
@@ -122,7 +117,8 @@ class SchedulerApp:
     ) -> None:
         """`metrics_ssl_context` and `metrics_authorizer` make the metrics port a secure one, as
         kube-scheduler's (see minisched.observability.auth). `shards`: one replica of a sharded
-        scheduler in group `shard_group` (leases and ledgers in `lease_namespace`).
+        scheduler in group `shard_group` (leases and ledgers in `lease_namespace`; default
+        minisched.sharding.DEFAULT_GROUP).
         `memory_sample_interval`: seconds between samples of the memory watch (`self.memory`: RSS,
         the allocators' books, GC pauses on /metrics) while `run()` runs; None: sampled only when
         asked (`self.memory.sample()`); `malloc_trim`: glibc's malloc_trim(0) after each sample.
@@ -166,7 +162,13 @@ class SchedulerApp:
         self.leadership: list[tuple[float, str]] = []
         self.shard: Shard | None = None
         if shards:
-            self.shard = Shard(cluster, identity=self.identity, group=shard_group, namespace=lease_namespace,
+            # Imported for a sharded replica only, as the plugin-config controller below: with the
+            # CRD models they validate with (pydantic), ~0.2 CPU-s of every other start.
+            from minisched.observability.shard_metrics import register_shard_metrics
+            from minisched.sharding.shard import DEFAULT_GROUP, Shard
+
+            group = DEFAULT_GROUP if shard_group is None else shard_group
+            self.shard = Shard(cluster, identity=self.identity, group=group, namespace=lease_namespace,
                                lease_duration=shard_lease_duration, clock=self.clock, capacity_fence=capacity_fence)
             register_shard_metrics(self.metrics.registry, self.shard)
         self.elector: LeaderElector | None = None
@@ -277,6 +279,8 @@ class SchedulerApp:
             if shard is not None:
                 shard.start()
             if self.plugin_config:
+                from minisched.controllers.plugin_config import PluginConfigController, install_crd
+
                 install_crd(self.cluster)
                 controller = PluginConfigController(sched, self.cluster, clock=self.clock)
                 controller.start()

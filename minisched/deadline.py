@@ -32,9 +32,7 @@ import random
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
-
-import tenacity
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from minisched.clock import Clock, RealClock
 from minisched.cluster.base import Cluster, Watch, WatchEvent
@@ -46,6 +44,9 @@ from minisched.errors import (
     Timeout,
     TooManyRequests,
 )
+
+if TYPE_CHECKING:
+    import tenacity
 
 T = TypeVar("T")
 
@@ -386,6 +387,10 @@ class RetryPolicy:
         """Call `fn(attempt_ctx)` until it returns, a non-retriable error is raised, the attempts
         run out (the last error is raised), or the context ends (its error is raised, chained to
         the last failure). Never sleeps past the context's deadline."""
+        # Imported here, not with the module: tenacity imports tornado (and asyncio) whenever tornado
+        # is installed, and the scheduler process imports this module but never retries through it.
+        import tenacity
+
         ended: dict[str, ContextError] = {}
 
         def attempt() -> T:

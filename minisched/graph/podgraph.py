@@ -154,8 +154,9 @@ class PodGraph:
             level[frontier] = depth
             succ = self._gather(frontier)
             if succ.size:
-                indeg -= np.bincount(succ, minlength=n)
-                touched = np.unique(succ)
+                arrivals = np.bincount(succ, minlength=n)
+                indeg -= arrivals
+                touched = np.flatnonzero(arrivals)  # np.unique(succ), without importing numpy.ma
                 frontier = touched[indeg[touched] == 0]
             else:
                 frontier = succ

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from minisched.app import SchedulerApp
-from minisched.cli import main
+from minisched.cli import _otlp_endpoint_set, main
 from minisched.cluster import Cluster
 from minisched.objects import make_node, make_pod
 from minisched.observability.otlp_receiver import OtlpReceiver
@@ -66,3 +66,16 @@ def test_run_refuses_bad_tracing_options(capsys: pytest.CaptureFixture[str], mon
     assert "--trace-sample-ratio must be in [0, 1]" in capsys.readouterr().err
     assert main(["run", "--embedded", "--trace-profiles", "/tmp/never-written"]) == 2
     assert "need --otlp-endpoint" in capsys.readouterr().err
+
+
+def test_run_looks_for_tracing_where_otlp_provider_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `minisched run` imports tracing (opentelemetry) only when this says an endpoint is set: the
+    # flag or either standard variable must each turn it on, or tracing would silently stay off
+    for var in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        monkeypatch.delenv(var, raising=False)
+    assert not _otlp_endpoint_set(None)
+    assert _otlp_endpoint_set("http://127.0.0.1:1")
+    for var in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        monkeypatch.setenv(var, "http://127.0.0.1:1")
+        assert _otlp_endpoint_set(None) and otlp_provider() is not None, var
+        monkeypatch.delenv(var)
