@@ -120,6 +120,11 @@ class TinyScheduler:
         # Binds the cache has not seen yet (pod key → node): counted as used, or we would overcommit.
         self.assumed: dict[str, tuple[str, Object]] = {}
         self.nominated: dict[str, str] = {}  # preemptor key → node whose victims are going
+        # preemptor key → its victims' UIDs (a StatefulSet's replacement keeps the name, not the UID).
+        # It waits while any is still in the cache, terminating or not yet seen to be: the delete
+        # returns before the watch shows it, and a preemptor that looked only for terminating pods
+        # would, in that window, give up its node and preempt again.
+        self.victims: dict[str, set[str]] = {}
         self.decisions: list[Decision] = []
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -148,6 +153,7 @@ class TinyScheduler:
         with self._lock:  # a pod deleted before the cache saw our bind must not hold room for ever
             self.assumed.pop(deletion_handling_key(pod), None)
             self.nominated.pop(deletion_handling_key(pod), None)
+            self.victims.pop(deletion_handling_key(pod), None)
         self._requeue_pending()  # freed room may let a waiting pod fit
 
     def _requeue_pending(self) -> None:
@@ -157,14 +163,16 @@ class TinyScheduler:
 
     # -- one scheduling decision --------------------------------------------------------------
 
-    def node_usage(self) -> dict[str, dict[str, int]]:
-        """Requests already placed on each node: bound pods in the cache plus our assumed binds."""
+    def node_usage(self, pods: list[Object] | None = None) -> dict[str, dict[str, int]]:
+        """Requests already placed on each node: bound pods in the cache (or in `pods`, a list of
+        it) plus our assumed binds."""
         used: dict[str, dict[str, int]] = {}
         with self._lock:
             assumed = dict(self.assumed)
-        placed = [(p["spec"]["nodeName"], p) for p in self.pods.store.list() if is_active(p)]
-        placed += [(node, pod) for key, (node, pod) in assumed.items() if self.pods.store.get_by_key(key) is None
-                   or not (self.pods.store.get_by_key(key) or {}).get("spec", {}).get("nodeName")]  # fmt: skip
+        pods = self.pods.store.list() if pods is None else pods
+        bound = {key_of(p) for p in pods if p["spec"].get("nodeName")}
+        placed = [(p["spec"]["nodeName"], p) for p in pods if is_active(p)]
+        placed += [(node, pod) for key, (node, pod) in assumed.items() if key not in bound]
         for node, pod in placed:
             slot = used.setdefault(node, dict.fromkeys(RESOURCES, 0))
             for r, amount in pod_requests(pod).items():
@@ -196,7 +204,10 @@ class TinyScheduler:
         decision = Decision(key)
         if pod is None or not self._ours_and_pending(pod):
             return decision  # deleted or bound meanwhile: nothing to do
-        usage = self.node_usage()
+        # One list of the cache for the whole decision: the informer changes it meanwhile, and room
+        # counted from one moment with victims picked from another could evict pods for nothing.
+        pods = self.pods.store.list()
+        usage = self.node_usage(pods)
         nominated = self.nominated.get(key)
         for node in sorted(self.nodes.store.list(), key=name_of):
             used = dict(usage.get(name_of(node), {}))
@@ -216,32 +227,31 @@ class TinyScheduler:
             with self._lock:
                 self.assumed[key] = (choice, pod)
                 self.nominated.pop(key, None)
+                self.victims.pop(key, None)
             decision.node = choice
         elif priority(pod) > 0 and not nominated:
-            decision.victims = self.preempt(pod, usage)
+            decision.victims = self.preempt(pod, usage, pods)
             decision.error = "preempting " + ", ".join(decision.victims) if decision.victims else "no node fits"
-        elif nominated and self._terminating_on(nominated):
+        elif nominated and self.victims.get(key, set()) & {uid_of(p) for p in pods}:
             decision.error = "waiting for victims to go"
         else:
             self.nominated.pop(key, None)  # victims gone and still no room: start over next time
+            self.victims.pop(key, None)
             decision.error = "no node fits"
         return decision
 
-    def _terminating_on(self, node_name: str) -> bool:
-        return any(p["spec"].get("nodeName") == node_name and p["metadata"].get("deletionTimestamp")
-                   for p in self.pods.store.list())  # fmt: skip
-
-    def preempt(self, pod: Object, usage: dict[str, dict[str, int]]) -> list[str]:
+    def preempt(self, pod: Object, usage: dict[str, dict[str, int]], pods: list[Object]) -> list[str]:
         """The book's synchronous preemption, done carefully: on each node, take lower-priority pods
         (lowest first) until the pod would fit; pick the node needing the fewest, lowest-priority
         victims; delete them and nominate the node. Binding waits for the next attempt, after the
-        victims are gone (binding now would overcommit the node while they terminate)."""
+        victims are gone (binding now would overcommit the node while they terminate). `usage` is
+        `node_usage(pods)`: both from one list of the cache."""
         best: tuple[tuple[int, int, str], str, list[Object]] | None = None
         for node in self.nodes.store.list():
             if not is_ready(node) or untolerated_taint(pod, node):
                 continue  # evicting pods would not make room on a node the pod cannot use
             used = dict(usage.get(name_of(node), dict.fromkeys(RESOURCES, 0)))
-            lower = sorted((p for p in self.pods.store.list() if is_active(p) and p["spec"]["nodeName"] ==
+            lower = sorted((p for p in pods if is_active(p) and p["spec"]["nodeName"] ==
                             name_of(node) and priority(p) < priority(pod)), key=lambda p: (priority(p), name_of(p)))
             victims: list[Object] = []
             while self.filter(pod, node, used) and lower:
@@ -259,6 +269,7 @@ class TinyScheduler:
             with contextlib.suppress(NotFound, Conflict):  # already gone
                 self.cluster.delete(PODS, name_of(victim), namespace_of(victim), preconditions={"uid": uid_of(victim)})
         self.nominated[key_of(pod)] = node_name
+        self.victims[key_of(pod)] = {uid_of(v) for v in victims}
         return [key_of(v) for v in victims]
 
     # -- the loop -----------------------------------------------------------------------------
