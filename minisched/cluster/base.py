@@ -126,12 +126,21 @@ class Cluster(Protocol):
         field_selector: str | None = None,
         allow_bookmarks: bool = False,
         timeout_seconds: float | None = None,
+        send_initial_events: bool | None = None,
+        resource_version_match: str | None = None,
     ) -> Watch:
         """Watch changes after `resource_version`.
 
         With a resourceVersion, events after it (410 Expired if the server no longer keeps it).
         With "", None or "0", the stream starts with a synthetic ADDED event for every object that
-        exists now, then goes on with changes, as kube-apiserver's watch cache does."""
+        exists now, then goes on with changes, as kube-apiserver's watch cache does.
+
+        A watch-list (client-go's WatchListClient, on by default in 1.35): send_initial_events=True
+        with resource_version_match="NotOlderThan" and allow_bookmarks starts with the state at a
+        version not older than `resource_version`, then a BOOKMARK whose metadata.annotations
+        carry "k8s.io/initial-events-end": "true" and that version, then the changes after it. A
+        server without the WatchList gate (on by default since 1.34) refuses it with 422 Invalid,
+        as it refuses resource_version_match without send_initial_events."""
         ...
 
     def bind(self, namespace: str, name: str, node_name: str, *, uid: str | None = None,

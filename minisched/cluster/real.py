@@ -357,11 +357,15 @@ class RealCluster:
         field_selector: str | None = None,
         allow_bookmarks: bool = False,
         timeout_seconds: float | None = None,
+        send_initial_events: bool | None = None,
+        resource_version_match: str | None = None,
     ) -> RealWatch:
         r = resolve(resource)
         query = _query(
             watch="true",
             resourceVersion=resource_version,
+            resourceVersionMatch=resource_version_match,
+            sendInitialEvents=None if send_initial_events is None else str(send_initial_events).lower(),
             labelSelector=label_selector,
             fieldSelector=field_selector,
             allowWatchBookmarks="true" if allow_bookmarks else None,

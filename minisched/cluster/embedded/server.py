@@ -94,11 +94,12 @@ from .statuses import (
     invalid_value,
     namespace_not_found,
     not_found,
+    not_supported,
     stale,
 )
 from .store import ObjectStore, Versioner
 from .strategic import schema_for, strategic_merge_patch
-from .watchhub import Change, EmbeddedWatch, WatchHub
+from .watchhub import INITIAL_EVENTS_END, Change, EmbeddedWatch, WatchHub
 
 _Entries = list[tuple[tuple[str, str], Object]]  # (namespace, name), object; in key order
 _Objects = list[Object]  # (the class's own `list` method shadows the builtin in annotations)
@@ -348,16 +349,24 @@ class EmbeddedCluster:
         field_selector: str | None = None,
         allow_bookmarks: bool = False,
         timeout_seconds: float | None = None,
+        send_initial_events: bool | None = None,
+        resource_version_match: str | None = None,
     ) -> Watch:
         """Watch from `resource_version`. As on the real server, "" / None and "0" both start with
         synthetic ADDED events for every object that exists now, then stream changes; a specific
         version streams the changes after it (410 Expired, raised from iteration, when the history
-        no longer reaches back that far)."""
+        no longer reaches back that far).
+
+        `send_initial_events` (a watch-list, kube 1.34's default-on WatchList; it needs
+        resource_version_match="NotOlderThan"): True starts with the current state at any version,
+        then, with bookmarks allowed, a BOOKMARK annotated k8s.io/initial-events-end marks its
+        end; False starts at `resource_version` (or now) without the state."""
         r, _ = self._served(resource)
         labels = parse_label_selector(label_selector)
         fields = check_field_selector(parse_field_selector(field_selector), r.group, r.kind)
         if timeout_seconds is not None and timeout_seconds < 0:
             raise BadRequest(f"timeoutSeconds must not be negative, not {timeout_seconds}")
+        _check_watch_list_options(send_initial_events, resource_version_match)
         with self._lock:
             self._request("watch")
             ns = namespace if r.namespaced and namespace else None
@@ -372,14 +381,16 @@ class EmbeddedCluster:
                 current_rv=lambda: self._rv.current,
                 on_close=self._forget_watch,
             )
-            if resource_version in (None, "", "0"):
+            rv = 0 if resource_version in (None, "", "0") else _parse_rv(resource_version)
+            if rv > self._rv.current:
+                w.fail(_too_large(rv, self._rv.current))
+                return w
+            if send_initial_events or (send_initial_events is None and rv == 0):
                 for (obj_ns, _), obj in self._store(r).items(ns):
                     w.push(Change(int(obj["metadata"]["resourceVersion"]), "ADDED", obj, None, obj_ns))
-            else:
-                rv = _parse_rv(resource_version)
-                if rv > self._rv.current:
-                    w.fail(_too_large(rv, self._rv.current))
-                    return w
+                if send_initial_events and allow_bookmarks:
+                    w.push(Change(self._rv.current, INITIAL_EVENTS_END, {}, None, ""))
+            elif rv:
                 try:
                     for change in self._hub.history(storage).since(rv):
                         if ns is None or change.namespace == ns:
@@ -952,6 +963,22 @@ def _spec_changed(old: Object, new: Object, kind: Kind) -> bool:
 def _uid_mismatch(r: Resource, name: str, uid: str, existing: Object) -> ApiError:
     return conflict(r.group_resource, name, (
         f"Precondition failed: UID in precondition: {uid}, UID in object meta: {existing['metadata']['uid']}"))
+
+
+def _check_watch_list_options(send_initial_events: bool | None, match: str | None) -> None:
+    """kube-apiserver's validateWatchOptions, with the WatchList gate on (its default since 1.34)."""
+    causes = []
+    if send_initial_events is not None and match != "NotOlderThan":
+        causes.append(forbidden_field("resourceVersionMatch",
+                                      "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
+    if match:
+        if send_initial_events is None:
+            causes.append(forbidden_field("resourceVersionMatch",
+                                          "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"))
+        if match != "NotOlderThan":
+            causes.append(not_supported("resourceVersionMatch", match, ["NotOlderThan"]))
+    if causes:
+        raise invalid("ListOptions", "", causes, group="meta.k8s.io")
 
 
 def _parse_rv(text: str) -> int:

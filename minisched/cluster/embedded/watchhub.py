@@ -21,6 +21,8 @@ from minisched.errors import ApiError, Expired
 from minisched.selectors import FieldSelector, LabelSelector, object_fields
 
 Object = dict[str, Any]
+# A watch-list's marker after its initial events: sent as a BOOKMARK with this annotation "true".
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
 
 @dataclass(frozen=True)
@@ -28,7 +30,7 @@ class Change:
     """One committed change. Objects are the store's own (never mutated after commit)."""
 
     rv: int
-    type: str  # ADDED, MODIFIED or DELETED
+    type: str  # ADDED, MODIFIED or DELETED; INITIAL_EVENTS_END only in a watch-list's own queue
     obj: Object  # the new state; for DELETED the final state, carrying the deletion's resourceVersion
     old: Object | None  # the previous state, for MODIFIED (selectors may stop or start matching)
     namespace: str
@@ -212,6 +214,10 @@ class EmbeddedWatch:
 
     def _view(self, change: Change) -> WatchEvent | None:
         """The event this watcher sees: selectors turn MODIFIED into ADDED/DELETED at their edges."""
+        if change.type == INITIAL_EVENTS_END:
+            marker = self._bookmark_object(change.rv)
+            marker["metadata"]["annotations"] = {INITIAL_EVENTS_END: "true"}
+            return {"type": "BOOKMARK", "object": marker}
         new_ok = self._matches(change.obj)
         if change.type == "ADDED":
             return {"type": "ADDED", "object": self._output(change.obj)} if new_ok else None
