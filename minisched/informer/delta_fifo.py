@@ -83,6 +83,12 @@ class DeltaFIFO:
         self._initial_population_count = 0  # items of the first replace() not popped yet
         self._closed = False
 
+    @property
+    def transformer(self) -> TransformFunc | None:
+        """The transform applied to every object queued (client-go's TransformingStore): a
+        watch-list applies it to each streamed object, so the untransformed state is never held."""
+        return self._transform
+
     # -- what the reflector calls -------------------------------------------------------------
 
     def add(self, obj: Object) -> None:

@@ -57,7 +57,10 @@ class SharedInformerFactory:
         watch_timeout: tuple[float, float] = DEFAULT_WATCH_TIMEOUT,
         backoff_factory: Callable[[], ExponentialBackoff] | None = None,
         transform: TransformFunc | None = None,
+        watch_list: bool = False,
     ) -> None:
+        """`watch_list`: every informer streams its initial state with a watch-list (client-go
+        1.35's default) instead of listing it; see Reflector."""
         self.cluster = cluster
         self.default_resync = resync_period
         self.namespace = namespace
@@ -67,6 +70,7 @@ class SharedInformerFactory:
         self._watch_timeout = watch_timeout
         self._backoff_factory = backoff_factory  # each informer needs its own backoff state
         self._transform = transform
+        self._watch_list = watch_list
         self._lock = threading.Lock()
         self._informers: dict[InformerKey, SharedIndexInformer] = {}
         self._started: set[InformerKey] = set()
@@ -103,6 +107,7 @@ class SharedInformerFactory:
                     backoff=self._backoff_factory() if self._backoff_factory else None,
                     transform=self._transform,
                     name=str(key),
+                    watch_list=self._watch_list,
                 )
                 self._informers[key] = informer
                 return informer

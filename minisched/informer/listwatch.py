@@ -63,6 +63,21 @@ class ListWatch:
             timeout_seconds=timeout_seconds,
         )
 
+    def watch_list(self, *, resource_version: str, timeout_seconds: float | None = None) -> Watch:
+        """A watch that starts with the state at a version not older than `resource_version` ("":
+        the latest), ended by the k8s.io/initial-events-end bookmark (client-go's watchList)."""
+        return self.cluster.watch(
+            self.resource,
+            self.namespace,
+            resource_version=resource_version,
+            label_selector=self.label_selector,
+            field_selector=self.field_selector,
+            allow_bookmarks=True,
+            timeout_seconds=timeout_seconds,
+            send_initial_events=True,
+            resource_version_match="NotOlderThan",
+        )
+
     def describe(self) -> str:
         return describe_scope(self.resource, self.namespace, self.label_selector, self.field_selector)
 

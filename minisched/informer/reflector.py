@@ -13,6 +13,15 @@ One cycle (`list_and_watch`):
    again from the last version. When the server answers 410 Gone because that version is no
    longer kept, or anything else fails, the cycle ends.
 
+With `watch_list` (client-go's WatchListClient, on by default in client-go 1.35), step 1 is a
+watch instead: `sendInitialEvents=true` streams the state as ADDED events, one object at a time,
+and a BOOKMARK annotated `k8s.io/initial-events-end` says it is complete and at which version; the
+reflector hands the state to the store as a replace and goes on watching on the same stream (step
+2). One object decoded at a time, each transformed as it arrives, is what saves memory: a list is
+one response, held whole and decoded whole before anything is dropped from it. A server that
+refuses the watch-list (422 without the WatchList gate, on by default since kube 1.34), or a stream
+that fails before its bookmark, falls back to the list for that cycle, as client-go does.
+
 `run()` repeats cycles until stopped, waiting an exponential backoff with jitter between them. A
 watch that closes within a second without delivering anything counts as a failure, so a server
 that keeps hanging up is not hammered.
@@ -23,7 +32,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -31,7 +40,7 @@ from minisched.clock import Clock, RealClock
 from minisched.cluster.base import Watch, WatchEvent
 from minisched.errors import ApiError, Expired, TooManyRequests
 from minisched.informer.backoff import ExponentialBackoff
-from minisched.informer.keys import DeletedFinalStateUnknown
+from minisched.informer.keys import DeletedFinalStateUnknown, meta_namespace_key
 from minisched.informer.listwatch import ListWatch
 from minisched.meta import resource_version_of
 
@@ -40,6 +49,7 @@ log = logging.getLogger("minisched.informer")
 
 DEFAULT_WATCH_TIMEOUT = (300.0, 600.0)  # seconds, a random value in this range per watch
 SHORT_WATCH = 1.0  # a watch that ends sooner than this with no events is an error
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"  # the annotation on a watch-list's last bookmark
 
 
 class ReflectorStore(Protocol):
@@ -71,6 +81,8 @@ class ReflectorStats:
     expired: int = 0  # 410s, from a watch or a list
     errors: int = 0  # cycles that ended with an error
     resyncs: int = 0
+    watch_lists: int = 0  # initial states streamed by a watch-list (each ends with its bookmark)
+    watch_list_fallbacks: int = 0  # watch-lists refused or failed before their bookmark: listed instead
 
 
 class Reflector:
@@ -87,6 +99,7 @@ class Reflector:
         backoff: ExponentialBackoff | None = None,
         page_size: int | None = None,
         rng: random.Random | None = None,
+        watch_list: bool = False,
     ) -> None:
         low, high = watch_timeout
         if not 0 < low <= high:
@@ -105,6 +118,7 @@ class Reflector:
         self._rng = rng or random.Random()
         self.backoff = backoff or ExponentialBackoff(clock=self._clock, rng=self._rng)
         self._page_size = page_size
+        self.watch_list = watch_list
         self._cond = threading.Condition()  # wakes backoff and resync waits on stop
         self._lock = threading.Lock()
         self._last_sync_rv = ""
@@ -140,9 +154,20 @@ class Reflector:
             self._sleep(self.backoff.next_delay(), stop)
 
     def list_and_watch(self, stop: threading.Event) -> None:
-        """One cycle: list, then watch until the watch fails or `stop` is set."""
-        self._list()
-        self._watch_until_error(stop)
+        """One cycle: list (or stream the state with a watch-list), then watch until the watch
+        fails or `stop` is set."""
+        streaming: tuple[Watch, Iterator[WatchEvent]] | None = None
+        if self.watch_list:
+            try:
+                streaming = self._watch_list(stop)
+            except ApiError as err:
+                self.stats.watch_list_fallbacks += 1
+                log.info("%s: watch-list failed (%s); listing instead", self.name, err)
+            if stop.is_set():
+                return
+        if streaming is None:
+            self._list()
+        self._watch_until_error(stop, streaming)
 
     # -- listing ------------------------------------------------------------------------------
 
@@ -186,22 +211,83 @@ class Reflector:
             if token is None:
                 return items, list_rv
 
+    def _watch_list(self, stop: threading.Event) -> tuple[Watch, Iterator[WatchEvent]] | None:
+        """Stream the state; hand it to the store at the initial-events-end bookmark and return
+        the watch, still open, with its iterator (a new one would lose what this one buffered)
+        to go on with. None if stopped meanwhile."""
+        with self._lock:  # "": the latest state (a consistent read); after a 410, no older than what we had
+            rv = "" if self._rv_unavailable else self._last_sync_rv
+        watch = self.list_watch.watch_list(resource_version=rv, timeout_seconds=self._rng.uniform(*self._watch_timeout))
+        with self._cond:
+            self._current_watch = watch
+        if stop.is_set():  # stop came before the watch was published: nothing stops it but us
+            self._drop(watch)
+            return None
+        transform = getattr(self.store, "transformer", None)
+        state: dict[str, Object] = {}
+        events = iter(watch)
+        try:
+            for event in events:
+                if stop.is_set():
+                    break
+                kind, obj = event["type"], event["object"]
+                if kind == "BOOKMARK":
+                    if ((obj.get("metadata") or {}).get("annotations") or {}).get(INITIAL_EVENTS_END) != "true":
+                        continue
+                    list_rv = resource_version_of(obj)
+                    self.store.replace(list(state.values()), list_rv)
+                    self.stats.watch_lists += 1
+                    with self._lock:
+                        self._rv_unavailable = False
+                        self._last_sync_rv = list_rv
+                    return watch, events
+                if kind in ("ADDED", "MODIFIED"):
+                    state[meta_namespace_key(obj)] = transform(obj) if transform is not None else obj
+                elif kind == "DELETED":
+                    state.pop(meta_namespace_key(obj), None)
+                else:
+                    raise ApiError(f"{self.name}: unexpected watch event type {kind!r}")
+        except BaseException as err:
+            self._drop(watch)
+            if isinstance(err, Expired):
+                with self._lock:
+                    self._rv_unavailable = True  # the list it falls back to asks for "" then
+            raise
+        self._drop(watch)
+        if stop.is_set():
+            return None
+        raise ApiError(f"{self.name}: the watch-list ended before its {INITIAL_EVENTS_END} bookmark")
+
+    def _drop(self, watch: Watch) -> None:
+        watch.stop()
+        with self._cond:
+            if self._current_watch is watch:
+                self._current_watch = None
+
     # -- watching -----------------------------------------------------------------------------
 
-    def _watch_until_error(self, stop: threading.Event) -> None:
+    def _watch_until_error(
+        self, stop: threading.Event, streaming: tuple[Watch, Iterator[WatchEvent]] | None = None
+    ) -> None:
+        """Watch from the last version seen; `streaming` is a watch-list's stream to go on with first."""
         while not stop.is_set():
-            timeout = self._rng.uniform(*self._watch_timeout)
-            try:
-                watch = self.list_watch.watch(
-                    resource_version=self.last_sync_resource_version, timeout_seconds=timeout
-                )
-            except Expired:
-                self._mark_expired()
-                return
-            except TooManyRequests:
-                self._sleep(self.backoff.next_delay(), stop)
-                continue
-            self.stats.watches += 1
+            if streaming is not None:
+                (watch, events), streaming = streaming, None
+                self.stats.watches += 1
+            else:
+                timeout = self._rng.uniform(*self._watch_timeout)
+                try:
+                    watch = self.list_watch.watch(
+                        resource_version=self.last_sync_resource_version, timeout_seconds=timeout
+                    )
+                except Expired:
+                    self._mark_expired()
+                    return
+                except TooManyRequests:
+                    self._sleep(self.backoff.next_delay(), stop)
+                    continue
+                self.stats.watches += 1
+                events = iter(watch)
             with self._cond:
                 self._current_watch = watch
             if stop.is_set():  # stop came between the check above and publishing the watch
@@ -209,7 +295,7 @@ class Reflector:
                 return
             started, received = self._clock.monotonic(), 0
             try:
-                for event in watch:
+                for event in events:
                     if stop.is_set():
                         return
                     self._handle(event)

@@ -76,7 +76,9 @@ class SharedIndexInformer:
         transform: TransformFunc | None = None,
         page_size: int | None = None,
         name: str | None = None,
+        watch_list: bool = False,
     ) -> None:
+        """`watch_list`: stream the initial state with a watch (see Reflector) instead of listing it."""
         self.list_watch = list_watch
         self.name = name or list_watch.describe()
         self._clock: Clock = clock or RealClock()
@@ -86,6 +88,7 @@ class SharedIndexInformer:
         self._backoff = backoff
         self._transform = transform
         self._page_size = page_size
+        self._watch_list = watch_list
         self.store = Store(indexers)  # the cache ("indexer" in client-go)
         self._processor = SharedProcessor(self._clock)
         self._block_deltas = threading.Lock()  # handle_deltas vs a handler joining mid-stream
@@ -161,6 +164,7 @@ class SharedIndexInformer:
                 watch_timeout=self._watch_timeout,
                 backoff=self._backoff,
                 page_size=self._page_size,
+                watch_list=self._watch_list,
             )
             self._fifo, self._reflector = fifo, reflector
             with self._block_deltas:

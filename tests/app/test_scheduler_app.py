@@ -136,7 +136,7 @@ def test_a_lease_lost_while_the_informers_cannot_list_returns_at_once(cluster):
     """The lease is lost while the scheduler still waits for its informers' first lists (the API
     server can no longer list, then answers nothing at all). Before, Scheduler.start waited out its
     60 s sync timeout before run() could see the lost lease; now the lost lease ends that wait."""
-    cluster.faults.fail_next(10**6, verbs={"list"})  # the lease is won, the informers never list
+    cluster.faults.fail_next(10**6, verbs={"list", "watch"})  # the lease is won, the informers never sync
     app = SchedulerApp(cluster, leader_elect=True, identity="sched-a", lease_namespace="default",
                        shutdown_timeout=5.0, **FAST_LEASE)
     stop, thread = start(app)
@@ -161,7 +161,7 @@ def test_a_lease_lost_while_the_informers_cannot_list_returns_at_once(cluster):
 
 
 def test_a_stop_while_the_informers_cannot_list_returns_at_once(cluster):
-    cluster.faults.fail_next(10**6, verbs={"list"})
+    cluster.faults.fail_next(10**6, verbs={"list", "watch"})  # a watch-list, then its fallback list
     app = SchedulerApp(cluster, shutdown_timeout=5.0)
     stop, thread = start(app)
     try:

@@ -141,7 +141,7 @@ def test_stop_ends_the_wait_for_informers_that_cannot_list(embedded: EmbeddedClu
     """An API server that cannot list (etcd down) kept Scheduler.start waiting its whole 60 s sync
     timeout, and stop() could not end that: a SIGTERM or a lost lease meanwhile waited it out.
     Now stop() ends the wait (kube-scheduler's WaitForCacheSync(ctx.Done())) and nothing starts."""
-    embedded.faults.fail_next(10**6, verbs={"list"})
+    embedded.faults.fail_next(10**6, verbs={"list", "watch"})  # a watch-list, then its fallback list
     sched = Scheduler(embedded)
     thread, box = _start_in_thread(sched)  # sync_timeout: the default 60 s
     try:
@@ -161,7 +161,7 @@ def test_stop_ends_the_wait_for_informers_that_cannot_list(embedded: EmbeddedClu
 
 
 def test_the_callers_stop_event_ends_the_wait_too(embedded: EmbeddedCluster) -> None:
-    embedded.faults.fail_next(10**6, verbs={"list"})
+    embedded.faults.fail_next(10**6, verbs={"list", "watch"})  # a watch-list, then its fallback list
     sched = Scheduler(embedded)
     cancelled = threading.Event()
     thread, box = _start_in_thread(sched, stop=cancelled)
