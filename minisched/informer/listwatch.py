@@ -52,7 +52,7 @@ class ListWatch:
             continue_token=continue_token,
         )
 
-    def watch(self, *, resource_version: str, timeout_seconds: float | None = None) -> Watch:
+    def watch(self, *, resource_version: str, timeout_seconds: float | None = None, **options: Any) -> Watch:
         return self.cluster.watch(
             self.resource,
             self.namespace,
@@ -61,22 +61,14 @@ class ListWatch:
             field_selector=self.field_selector,
             allow_bookmarks=True,
             timeout_seconds=timeout_seconds,
+            **options,
         )
 
     def watch_list(self, *, resource_version: str, timeout_seconds: float | None = None) -> Watch:
         """A watch that starts with the state at a version not older than `resource_version` ("":
         the latest), ended by the k8s.io/initial-events-end bookmark (client-go's watchList)."""
-        return self.cluster.watch(
-            self.resource,
-            self.namespace,
-            resource_version=resource_version,
-            label_selector=self.label_selector,
-            field_selector=self.field_selector,
-            allow_bookmarks=True,
-            timeout_seconds=timeout_seconds,
-            send_initial_events=True,
-            resource_version_match="NotOlderThan",
-        )
+        return self.watch(resource_version=resource_version, timeout_seconds=timeout_seconds,
+                          send_initial_events=True, resource_version_match="NotOlderThan")
 
     def describe(self) -> str:
         return describe_scope(self.resource, self.namespace, self.label_selector, self.field_selector)
