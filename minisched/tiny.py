@@ -202,8 +202,8 @@ class TinyScheduler:
     def schedule_one(self, key: str) -> Decision:
         pod = self.pods.store.get_by_key(key)
         decision = Decision(key)
-        if pod is None or not self._ours_and_pending(pod):
-            return decision  # deleted or bound meanwhile: nothing to do
+        if pod is None or not self._ours_and_pending(pod) or key in self.assumed:
+            return decision  # deleted or bound meanwhile (or bound by us, the cache not told yet)
         # One list of the cache for the whole decision: the informer changes it meanwhile, and room
         # counted from one moment with victims picked from another could evict pods for nothing.
         pods = self.pods.store.list()
