@@ -618,20 +618,29 @@ def _http_get(host: str, port: int, path: str, timeout: float = 2.0) -> int:
         conn.close()
 
 
-def wait_for(predicate: Any, timeout: float, what: str, interval: float = 0.1) -> Any:
-    """Poll until `predicate()` returns a truthy value (returned), or TimeoutError naming `what`."""
+def wait_for(predicate: Any, timeout: float, what: str, interval: float = 0.1, hold: float = 0.0) -> Any:
+    """Poll until `predicate()` returns a truthy value (returned), or TimeoutError naming `what`.
+    With `hold`, the value must stay truthy at every poll for `hold` seconds: an end state, not an
+    instant that a system passes through on its way somewhere else."""
     deadline = time.monotonic() + timeout
     last_error: BaseException | None = None
+    since: float | None = None  # when the predicate last became true
     while time.monotonic() < deadline:
         try:
             value = predicate()
-            if value:
-                return value
         except Exception as err:  # noqa: BLE001 - remembered for the timeout message
-            last_error = err
+            last_error, value = err, None
+        if not value:
+            since = None
+        else:
+            now = time.monotonic()
+            since = now if since is None else since
+            if now - since >= hold:
+                return value
         time.sleep(interval)
+    held = f" held for {hold:g}s" if hold else ""
     suffix = f" (last error: {last_error})" if last_error else ""
-    raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}{suffix}")
+    raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}{held}{suffix}")
 
 
 def environment_summary() -> str:

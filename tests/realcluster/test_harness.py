@@ -49,6 +49,23 @@ def test_service_and_pod_ranges_do_not_overlap() -> None:
     assert not ipaddress.ip_network(SERVICE_CIDR).overlaps(ipaddress.ip_network(POD_CIDR))
 
 
+def test_wait_for_with_hold_skips_an_instant_and_returns_a_state_that_lasts() -> None:
+    # 1, 0, then 1 for good: without hold the first poll returns; with hold the instant is skipped
+    # and the lasting value returned once it has held.
+    values = iter([1, 0] + [2] * 1000)
+    assert wait_for(lambda: next(values), 5, "a value", interval=0.01) == 1
+    values = iter([1, 0] + [2] * 1000)
+    polls: list[int] = []
+    assert wait_for(lambda: polls.append(1) or next(values), 5, "a value", interval=0.01, hold=0.05) == 2
+    assert len(polls) >= 2 + 5  # the instant, the gap, then polls over the whole hold
+
+
+def test_wait_for_with_hold_times_out_naming_the_hold_when_the_state_keeps_flickering() -> None:
+    flicker = iter([1, 0] * 10_000)
+    with pytest.raises(TimeoutError, match=r"waiting for a steady value held for 0.2s"):
+        wait_for(lambda: next(flicker), 0.3, "a steady value", interval=0.01, hold=0.2)
+
+
 def test_api_server_is_ready_and_runs_the_pinned_version(control_plane: ControlPlane) -> None:
     status, body = control_plane.api_get("/readyz")
     assert status == 200, body
