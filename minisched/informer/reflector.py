@@ -20,7 +20,8 @@ reflector hands the state to the store as a replace and goes on watching on the 
 2). One object decoded at a time, each transformed as it arrives, is what saves memory: a list is
 one response, held whole and decoded whole before anything is dropped from it. A server that
 refuses the watch-list (422 without the WatchList gate, on by default since kube 1.34), or a stream
-that fails before its bookmark, falls back to the list for that cycle, as client-go does.
+that fails before its bookmark (or with any other error), falls back to the list for that cycle,
+as client-go does.
 
 `run()` repeats cycles until stopped, waiting an exponential backoff with jitter between them. A
 watch that closes within a second without delivering anything counts as a failure, so a server
@@ -160,7 +161,7 @@ class Reflector:
         if self.watch_list:
             try:
                 streaming = self._watch_list(stop)
-            except ApiError as err:
+            except Exception as err:  # noqa: BLE001 - any error, as client-go: progress beats a deadlock
                 self.stats.watch_list_fallbacks += 1
                 log.info("%s: watch-list failed (%s); listing instead", self.name, err)
             if stop.is_set():

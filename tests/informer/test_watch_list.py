@@ -84,6 +84,29 @@ def test_a_server_that_refuses_the_watch_list_is_listed_instead() -> None:
     assert names(store) == {"default/a": "5", "default/b": "11"}
 
 
+class ClusterWithoutWatchList(ScriptedCluster):
+    """A user's own Cluster written before the watch-list: its watch() takes none of its options."""
+
+    def watch(self, resource: Any, namespace: str | None = None, *, resource_version: str | None = None,
+              timeout_seconds: float | None = None, allow_bookmarks: bool = False, **selectors: Any) -> Any:
+        if "send_initial_events" in selectors or "resource_version_match" in selectors:
+            raise TypeError("watch() got an unexpected keyword argument 'send_initial_events'")
+        return super().watch(resource, namespace, resource_version=resource_version,
+                             timeout_seconds=timeout_seconds, allow_bookmarks=allow_bookmarks, **selectors)
+
+
+def test_any_error_of_the_watch_list_falls_back_to_the_list_as_client_go_does() -> None:
+    # client-go's reflector lists after any watch-list error ("making progress is better than
+    # deadlocking"); catching only API errors left this cluster retrying the watch-list for ever.
+    cluster = ClusterWithoutWatchList([ListAnswer([pod("a", 5)], "10")],
+                                      [Stream([event("ADDED", pod("b", 11))], hold=True)])
+    store = Store()
+    reflector = Reflector(list_watch(cluster), store, backoff=fast_backoff(), watch_list=True)
+    run_until(reflector, cluster, lambda: reflector.last_sync_resource_version == "11")
+    assert reflector.stats.watch_list_fallbacks == 1 and reflector.stats.lists == 1
+    assert names(store) == {"default/a": "5", "default/b": "11"}
+
+
 def test_a_stream_that_ends_before_its_bookmark_is_listed_instead_and_nothing_half_streamed_is_kept() -> None:
     cluster = ScriptedCluster([ListAnswer([pod("b", 7)], "10")],
                               [Stream([event("ADDED", pod("a", 5))]), Stream(hold=True)])
