@@ -670,8 +670,17 @@ class RealWatch:
         self._stopped = threading.Event()
         self._done = False
         self.dead = False  # ended by the idle deadline: the connection was taken for dead
+        self._events: Iterator[WatchEvent] | None = None
 
     def __iter__(self) -> Iterator[WatchEvent]:
+        """One stream, one iterator: a second `for` goes on where the first stopped, as the embedded
+        watch does. (An iterator each would cut lines from the socket with a buffer of its own, and
+        the lines one had read ahead would be lost to the other.)"""
+        if self._events is None:
+            self._events = self._read_events()
+        return self._events
+
+    def _read_events(self) -> Iterator[WatchEvent]:
         if self._error is not None:
             error, self._error = self._error, None
             self._done = True

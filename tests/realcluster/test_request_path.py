@@ -85,3 +85,31 @@ def test_the_query_string_reaches_the_server(server: Any) -> None:
     with _cluster(url) as cluster:
         cluster.request("POST", "/api/v1/namespaces/ns/pods", query={"dryRun": "All"}, body={"kind": "Pod"})
     assert seen == [("POST", "/api/v1/namespaces/ns/pods?dryRun=All", {"kind": "Pod"})]
+
+
+class _OneChunk:
+    """A watch response whose body arrives as one chunk of several events (a proxy may join them)."""
+
+    def __init__(self, *events: Any) -> None:
+        self.body = b"".join(json.dumps(e).encode() + b"\n" for e in events)
+
+    def chunks(self) -> Iterator[bytes]:
+        yield self.body
+
+    def socket(self) -> None:
+        return None
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_real_watch_iterated_twice_goes_on_where_the_first_loop_stopped() -> None:
+    from minisched.cluster.real import RealWatch
+
+    events = [{"type": "ADDED", "object": {"metadata": {"name": n, "resourceVersion": str(i)}}}
+              for i, n in enumerate("abc", start=1)]
+    watch = RealWatch(_OneChunk(*events), PODS)
+    for event in watch:  # a consumer that stops after the first event (the reflector's watch-list does)
+        assert event["object"]["metadata"]["name"] == "a"
+        break
+    assert [e["object"]["metadata"]["name"] for e in watch] == ["b", "c"]
