@@ -213,12 +213,9 @@ class _EventHandlers:
 
             informer.add_event_handler(ResourceEventHandlerFuncs(on_add, on_update, on_delete))
 
-    def _requeue(self, event: ClusterEvent) -> int:
-        """A plugin saw `event` on something it watches: re-check the pods it may help."""
-        return self.queue.move_all_to_active_or_backoff(event)
-
     def move(self, event: ClusterEvent) -> int:
-        """Tell the queue about a cluster event by hand (what the handlers do)."""
+        """Tell the queue about a cluster event: what the handlers do, what a plugin that watches
+        more kinds calls (its `register_informers` requeue), and what a caller may do by hand."""
         return self.queue.move_all_to_active_or_backoff(event)
 
 

@@ -437,7 +437,7 @@ class Scheduler(_EventHandlers, _ScheduleOne):
         for fwk in self.frameworks.values():
             for plugin in fwk.plugins.values():
                 if isinstance(plugin, InformerUser):  # plugins that watch more kinds
-                    plugin.register_informers(self.factory, self._requeue)
+                    plugin.register_informers(self.factory, self.move)
         self.factory.start()
         asked = _AnyOf(self._stop, stop)
         synced = self.factory.wait_for_cache_sync(sync_timeout, asked)
