@@ -6,6 +6,7 @@ framework/waiting_pods_map.py (kube's framework/runtime/waiting_pods_map.go).
 from __future__ import annotations
 
 import copy
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -74,6 +75,7 @@ class SchedulerHandle(FrameworkRunner):
         self._informers_run = informer_factory is not None
         self.framework: Framework | None = None  # set in each framework's copy
         self.waiting = WaitingPodsMap()  # the scheduler's pods held at Permit, by UID
+        self.stopping = threading.Event()  # the Scheduler's own stop (shared by every copy)
         self._wiring = _HandleWiring()
 
     def for_framework(self, framework: Any) -> SchedulerHandle:

@@ -301,7 +301,7 @@ class Scheduler(_EventHandlers, _ScheduleOne):
         self._bindings_finished = 0
         self._bindings_idle = threading.Condition(self._bindings_lock)
         self._waiting: WaitingPodsMap = self.handle.waiting
-        self._stop = threading.Event()
+        self._stop = self.handle.stopping  # plugins waiting in a binding cycle give up when it is set
         self._wake = threading.Condition()
         self._threads: list[threading.Thread] = []
         self._started = False

@@ -4,6 +4,7 @@ PersistentVolumeController stand-in (and its fake provisioner) doing what kube-c
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -261,6 +262,22 @@ def test_prebind_gives_up_after_bind_timeout_saying_which_claim(env: Env) -> Non
     assert not env.node_of("stuck")
     # kube leaves the selected-node annotation it wrote; the pod is tried again later
     assert env.claim("orphan")["metadata"]["annotations"][SELECTED_NODE] in ("node-a", "node-b")
+
+
+@pytest.mark.parametrize("env", [{"timeout": 600, "provisioner": False}], indirect=True)
+def test_stop_ends_a_prebind_wait_at_once_and_leaves_the_pod_pending(env: Env) -> None:
+    # kube cancels PreBind's context when the scheduler stops; waiting out bindTimeoutSeconds (600
+    # here) would hold shutdown to its deadline and leave the binding "in flight" in its report
+    c = env.cluster
+    c.create(PERSISTENT_VOLUME_CLAIMS, make_claim("orphan", storage_class="fake"))
+    c.create(PODS, make_pod("stuck", claims=["orphan"]))
+    wait_until(lambda: SELECTED_NODE in (env.claim("orphan")["metadata"].get("annotations") or {}),
+               what="PreBind waiting for the claim it handed over")
+    started = time.monotonic()
+    report = env.sched.stop(timeout=10)
+    assert time.monotonic() - started < 3 and report.clean, report.describe()
+    assert not env.node_of("stuck") and env.sched.cache.assumed_count() == 0
+    assert env.sched.stats.bound == 0
 
 
 def test_a_failure_after_reserve_reverts_the_assumed_binding_on_the_embedded_cluster() -> None:

@@ -11,6 +11,7 @@ finds the points with isinstance() against these runtime-checkable Protocols.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -206,6 +207,12 @@ class Handle(PluginsRunner, Protocol):
 
     @property
     def clock(self) -> Clock: ...
+
+    @property
+    def stopping(self) -> threading.Event:
+        """Set when the scheduler stops (kube cancels its context): a plugin that waits in a binding
+        cycle (VolumeBinding's PreBind) waits on this, and gives up once it is set."""
+        ...
 
     def snapshot(self) -> NodeTable:
         """The latest snapshot of the nodes. A plugin in a scheduling cycle reads that cycle's

@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import functools
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -216,6 +217,7 @@ class SimpleHandle(FrameworkRunner):
         self.nominator: Nominator = nominator if nominator is not None else Nominations()
         self.clock: Clock = clock if clock is not None else RealClock()
         self.framework = framework
+        self.stopping = threading.Event()  # nothing stops a framework run by hand but its caller
 
     def for_framework(self, framework: Any) -> SimpleHandle:
         bound = copy.copy(self)
