@@ -71,7 +71,6 @@ class LabelPreferenceScore:
 
 def new(args: Mapping[str, Any] | None, handle: Handle | None) -> LabelPreferenceScore:
     plugin = LabelPreferenceScore()
-    factory = getattr(handle, "informer_factory", None)
-    if factory is not None:
-        plugin.follow(factory)
+    if handle is not None:  # built without a handle (a check on a table), it follows nothing
+        plugin.follow(handle.informer_factory)
     return plugin

@@ -971,11 +971,10 @@ def lab12_lists_every_cycle(solution: types.ModuleType) -> types.ModuleType:
             self.set_preferences(self.cluster.list(LABEL_PREFERENCES)["items"])
         total = np.zeros(len(rows), np.int64)
 """), ("""    plugin = LabelPreferenceScore()
-    factory = getattr(handle, "informer_factory", None)
-    if factory is not None:
-        plugin.follow(factory)
+    if handle is not None:  # built without a handle (a check on a table), it follows nothing
+        plugin.follow(handle.informer_factory)
     return plugin""", """    plugin = LabelPreferenceScore()
-    plugin.cluster = getattr(handle, "cluster", None)
+    plugin.cluster = handle.cluster if handle is not None else None
     return plugin"""), ("""        self.preferences: list[tuple[str, dict[str, int]]] = []""",
                         """        self.preferences: list[tuple[str, dict[str, int]]] = []
         self.cluster = None"""))
