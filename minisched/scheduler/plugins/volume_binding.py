@@ -592,7 +592,7 @@ class VolumeBinding:
             self._revert(volumes.static_bindings[written:], volumes.dynamic_provisions[max(0, written - statics):])
             return Status.from_error(RuntimeError(f"binding volumes: {err}"), NAME)
         deadline = time.monotonic() + self.bind_timeout
-        stopping = self.handle.stopping if self.handle is not None else None
+        stopping = self.handle.stopping if self.handle is not None else threading.Event()  # never set
         while True:
             try:
                 waiting_for = self._unbound(pod, node_name, volumes)
@@ -604,14 +604,12 @@ class VolumeBinding:
                 return Status.from_error(TimeoutError(
                     f"binding volumes: context deadline exceeded (after {self.bind_timeout:g}s, "
                     f"bindTimeoutSeconds, still unbound: {', '.join(waiting_for)})"), NAME)
-            if stopping is not None and stopping.wait(POLL_INTERVAL):
+            if stopping.wait(POLL_INTERVAL):
                 # kube's PreBind ends with its cancelled context: the pod stays pending, unbound,
                 # for the next scheduler; what was written stays for the PV controller to finish
                 return Status.from_error(RuntimeError(
                     f"binding volumes: context canceled (the scheduler is stopping; still unbound: "
                     f"{', '.join(waiting_for)})"), NAME)
-            if stopping is None:
-                time.sleep(POLL_INTERVAL)
 
     # --- helpers ------------------------------------------------------------------------------------
 
