@@ -21,6 +21,7 @@ Scheduler.stop) and the wait for the leading thread; the lease release has its o
 from __future__ import annotations
 
 import collections
+import gc
 import logging
 import os
 import random
@@ -114,6 +115,7 @@ class SchedulerApp:
         memory_sample_interval: float | None = MEMORY_SAMPLE_INTERVAL,
         malloc_trim: bool = False,
         buffers: Mapping[str, int] | None = None,
+        freeze_heap: bool = False,
     ) -> None:
         """`metrics_ssl_context` and `metrics_authorizer` make the metrics port a secure one, as
         kube-scheduler's (see minisched.observability.auth). `shards`: one replica of a sharded
@@ -123,7 +125,12 @@ class SchedulerApp:
         the allocators' books, GC pauses on /metrics) while `run()` runs; None: sampled only when
         asked (`self.memory.sample()`); `malloc_trim`: glibc's malloc_trim(0) after each sample.
         `buffers`: smaller (or larger) sizes for the bounded buffers named in SERVICE_BUFFERS, e.g.
-        {"event-correlator": 64} (a short soak's; the event correlator's with recorder_factory: its own)."""
+        {"event-correlator": 64} (a short soak's; the event correlator's with recorder_factory: its own).
+        `freeze_heap`: for an app that owns its process (`minisched run`): once the informers' first
+        lists are in, `gc.freeze()` takes the heap built so far (the imports, the listed objects: long
+        lived, and freed by reference counting if ever) out of the cyclic collector's passes, which
+        otherwise walk it again at every full collection (bench/README.md, "the cyclic collector").
+        Not for a notebook's or a test's app: the process is not the app's to tune."""
         self.buffers = check_buffers(buffers or {})
         if recorder_factory is not None and "event-correlator" in (buffers or {}):
             raise ValueError("buffers['event-correlator'] and recorder_factory exclude each other: "
@@ -151,6 +158,7 @@ class SchedulerApp:
         self.memory = MemoryWatch(self.metrics.registry, keep=self.buffers["memory-samples"])
         self.memory_sample_interval = memory_sample_interval
         self.malloc_trim = malloc_trim
+        self.freeze_heap = freeze_heap
         self.recorder_factory = recorder_factory
         self.scheduler: Scheduler | None = None
         register_batch_metrics(self.metrics.registry, lambda: self.scheduler.frameworks if self.scheduler else {})
@@ -276,6 +284,8 @@ class SchedulerApp:
         try:
             if not sched.start(stop=cancelled):
                 return  # stopped before the informers synced: the finally below shuts down
+            if self.freeze_heap:
+                gc.freeze()
             if shard is not None:
                 shard.start()
             if self.plugin_config:

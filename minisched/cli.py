@@ -25,6 +25,7 @@ prevents; never in earnest.
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import os
 import re
@@ -323,6 +324,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         memory_sample_interval=args.memory_sample_interval or None,
         malloc_trim=args.malloc_trim,
         buffers=buffers,
+        freeze_heap=True,
     )
     stop = threading.Event()
 
@@ -339,9 +341,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.shards:
         log.info("minisched %s joining shard group %s in %s%s", app.identity, args.shard_group, args.lease_namespace,
                  " WITHOUT the capacity fence" if args.no_capacity_fence else "")
+    # The process is the scheduler's: collect the young generation less often, and take what the
+    # imports built out of the collector's passes (the app freezes the listed objects once synced).
+    thresholds = gc.get_threshold()
+    gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, *thresholds[1:])
+    gc.freeze()
     try:
         app.run(stop)
     finally:
+        gc.set_threshold(*thresholds)  # (main() may be called in a process that goes on: a test's)
+        gc.unfreeze()
         cluster.close()
         if provider is not None:
             provider.shutdown()  # flushes the spans still batched
@@ -418,7 +427,18 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+# The cyclic collector's young-generation threshold in `minisched run` (the interpreter's is 700).
+# The scheduler allocates a few dicts per watch event and frees nearly all of them by reference
+# counting (a 5,000-pod drain: ~650 objects found in cycles in 400 young collections); fewer young
+# collections are fewer passes over what is still queued or in flight. 3.13 raised its own to 2,000.
+YOUNG_COLLECTION_THRESHOLD = 10_000
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    # Before numpy is imported (the commands import it): minisched's arrays are a node list long,
+    # too short for BLAS to split among threads, and OpenBLAS starts one per core at import and
+    # spins it there: 0.05-0.07 CPU-s of every start on two cores (bench/README.md, "BLAS threads").
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = _parser().parse_args(argv)
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -514,7 +514,7 @@ class MemorySample:
     rss_bytes: int
     allocated_blocks: int  # sys.getallocatedblocks(): pymalloc blocks in use, cheap and exact
     traced_bytes: int  # 0 when tracemalloc is off
-    gc_objects: int  # objects the collector tracks (len(gc.get_objects()))
+    gc_objects: int  # objects the collector tracks, frozen ones (gc.freeze) included
     # the allocators' books (None where unknown: not glibc, pymalloc not in use, or not asked)
     malloc: MallocInfo | None = None
     malloc_arenas: int | None = None
@@ -677,7 +677,8 @@ class MemoryWatch(Collector):
         if collect:
             forced_collection()
         traced = tracemalloc.get_traced_memory()[0] if tracemalloc.is_tracing() else 0
-        s = MemorySample(label, rss_bytes(), sys.getallocatedblocks(), traced, len(gc.get_objects()),
+        tracked = len(gc.get_objects()) + gc.get_freeze_count()
+        s = MemorySample(label, rss_bytes(), sys.getallocatedblocks(), traced, tracked,
                          *((malloc_info(), malloc_arena_count(), pymalloc_arenas()) if self.allocators else ()))
         with self._lock:
             self.samples.append(s)

@@ -3,6 +3,7 @@ runs it. Real time with short leases (a lease of 1.5 s), on the embedded cluster
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 import urllib.error
@@ -227,3 +228,25 @@ def test_buffers_resize_what_a_service_keeps(cluster):
         SchedulerApp(cluster, buffers={"memory-samples": 0})
     with pytest.raises(ValueError, match="recorder_factory exclude each other"):
         SchedulerApp(cluster, buffers={"event-correlator": 64}, recorder_factory=lambda c: None)  # type: ignore[arg-type,return-value]
+
+
+@pytest.mark.parametrize("freeze_heap", [False, True])
+def test_only_an_app_that_owns_its_process_freezes_the_heap_once_its_informers_have_listed(cluster, freeze_heap):
+    gc.unfreeze()
+    for i in range(200):  # listed objects the freeze must take
+        cluster.create("pods", make_pod(f"listed-{i}", node_name="elsewhere"))
+    app = SchedulerApp(cluster, freeze_heap=freeze_heap)
+    stop, thread = start(app)
+    try:
+        wait_until(lambda: app.scheduler is not None and app._informers_synced() is None, "the informers to sync")
+        cluster.create("pods", make_pod("p1"))
+        wait_until(lambda: "p1" in bound(cluster), "p1 to be bound")
+        frozen = gc.get_freeze_count()
+    finally:
+        stop.set()
+        thread.join(20)
+        gc.unfreeze()
+    if freeze_heap:
+        assert frozen > 200 * 10  # the pods' dicts and lists among them
+    else:
+        assert frozen == 0  # a notebook's or a test's process is left as it was

@@ -15,13 +15,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+from minisched import cli
+
 NOT_AT_START = ("tenacity", "tornado", "asyncio", "numpy.ma", "opentelemetry", "kubernetes")
 
 # Runs `minisched run --embedded` in the main thread (it installs signal handlers); once /readyz
-# answers 200 it records sys.modules, then schedules pods on that cluster (a cycle, a binding, the
-# events: what runs after start), records sys.modules again and stops the run with SIGTERM.
+# answers 200 it records sys.modules, the collector's settings and the threads, then schedules pods
+# on that cluster (a cycle, a binding, the events: what runs after start), records sys.modules again
+# and stops the run with SIGTERM; when main() has returned, the collector's settings once more.
 RUN_UNTIL_READY = """
-import http.client, json, os, signal, socket, sys, threading, time
+import gc, http.client, json, os, signal, socket, sys, threading, time
 from minisched import cli
 from minisched.objects import make_node, make_pod
 
@@ -46,8 +49,14 @@ def wait(predicate) -> bool:
         time.sleep(0.05)
     return predicate()
 
+result = {}
+
 def watch() -> None:
-    result = {"ready": wait(ready), "at_ready": sorted(sys.modules)}
+    result.update({"ready": wait(ready), "at_ready": sorted(sys.modules)})
+    result["threshold_at_ready"] = gc.get_threshold()[0]
+    result["frozen_at_ready"] = gc.get_freeze_count()
+    # threads the interpreter did not start (OpenBLAS's are started by the numpy import)
+    result["foreign_threads"] = len(os.listdir("/proc/self/task")) - threading.active_count()
     cluster = clusters[0]
     for i in range(3):
         cluster.create("nodes", make_node(f"n{i}"))
@@ -55,12 +64,14 @@ def watch() -> None:
         cluster.create("pods", make_pod(f"p{i}", labels={"app": "web"}))
     result["bound"] = wait(lambda: all(p["spec"].get("nodeName") for p in cluster.list("pods")["items"]))
     result["after_scheduling"] = sorted(sys.modules)
-    with open(sys.argv[1], "w") as f:
-        json.dump(result, f)
     os.kill(os.getpid(), signal.SIGTERM)
 
 threading.Thread(target=watch, daemon=True).start()
-sys.exit(cli.main(["run", "--embedded", "--metrics-port", str(port)]))
+result["before_run"] = {"threshold": gc.get_threshold(), "frozen": gc.get_freeze_count()}
+result["code"] = cli.main(["run", "--embedded", "--metrics-port", str(port)])
+result["after_run"] = {"threshold": gc.get_threshold(), "frozen": gc.get_freeze_count()}
+with open(sys.argv[1], "w") as f:
+    json.dump(result, f)
 """
 
 # The pod index compacts (and renumbers its vocabularies) after COMPACT_MIN free slots: churn
@@ -131,6 +142,20 @@ def test_minisched_run_starts_and_schedules_on_the_embedded_cluster_without_what
     assert loaded(result["at_ready"], "minisched.scheduler.scheduler", "numpy")  # the probe saw a started scheduler
     assert loaded(result["at_ready"], *NOT_AT_START) == []
     assert loaded(result["after_scheduling"], *NOT_AT_START) == []
+    assert result["code"] == 0
+
+
+def test_minisched_run_tunes_its_process_and_gives_it_back_when_main_returns(tmp_path: Path) -> None:
+    """No BLAS threads (numpy's OpenBLAS starts one per core at import and spins it there), young
+    collections every 10,000 allocations and the start-up heap frozen; all undone when main()
+    returns into a process that goes on."""
+    result = run_fresh(RUN_UNTIL_READY, tmp_path)
+    assert result["ready"] is True
+    assert result["foreign_threads"] == 0
+    assert result["threshold_at_ready"] == cli.YOUNG_COLLECTION_THRESHOLD
+    assert result["frozen_at_ready"] > 10_000  # the imports' functions, classes, dicts...
+    assert result["after_run"] == result["before_run"]
+    assert result["before_run"]["frozen"] == 0
 
 
 def test_the_pod_index_compacts_without_importing_numpy_ma(tmp_path: Path) -> None:
