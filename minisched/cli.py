@@ -25,7 +25,6 @@ prevents; never in earnest.
 from __future__ import annotations
 
 import argparse
-import gc
 import logging
 import os
 import re
@@ -216,7 +215,7 @@ def _otlp_endpoint_set(endpoint: str | None) -> bool:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from minisched.app import SchedulerApp
+    from minisched.app import SchedulerApp, tune_collector_for_scheduling
     from minisched.observability.threadnames import name_os_threads
 
     name_os_threads()  # "bind-3", "scheduler-loop"... in top -H and /proc/<pid>/task/*/comm
@@ -341,16 +340,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.shards:
         log.info("minisched %s joining shard group %s in %s%s", app.identity, args.shard_group, args.lease_namespace,
                  " WITHOUT the capacity fence" if args.no_capacity_fence else "")
-    # The process is the scheduler's: collect the young generation less often, and take what the
-    # imports built out of the collector's passes (the app freezes the listed objects once synced).
-    thresholds = gc.get_threshold()
-    gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, *thresholds[1:])
-    gc.freeze()
+    # The process is the scheduler's (the app freezes the listed objects once its informers synced);
+    # given back when main() returns into a process that goes on (a test's).
+    restore_collector = tune_collector_for_scheduling()
     try:
         app.run(stop)
     finally:
-        gc.set_threshold(*thresholds)  # (main() may be called in a process that goes on: a test's)
-        gc.unfreeze()
+        restore_collector()
         cluster.close()
         if provider is not None:
             provider.shutdown()  # flushes the spans still batched
@@ -425,13 +421,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
         return 2
     run_demo(pods=args.pods, seed=args.seed)
     return 0
-
-
-# The cyclic collector's young-generation threshold in `minisched run` (the interpreter's is 700).
-# The scheduler allocates a few dicts per watch event and frees nearly all of them by reference
-# counting (a 5,000-pod drain: ~650 objects found in cycles in 400 young collections); fewer young
-# collections are fewer passes over what is still queued or in flight. 3.13 raised its own to 2,000.
-YOUNG_COLLECTION_THRESHOLD = 10_000
 
 
 def main(argv: Sequence[str] | None = None) -> int:

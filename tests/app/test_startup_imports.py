@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from minisched import cli
+from minisched.app import YOUNG_COLLECTION_THRESHOLD
 
 NOT_AT_START = ("tenacity", "tornado", "asyncio", "numpy.ma", "opentelemetry", "kubernetes")
 
@@ -152,7 +152,7 @@ def test_minisched_run_tunes_its_process_and_gives_it_back_when_main_returns(tmp
     result = run_fresh(RUN_UNTIL_READY, tmp_path)
     assert result["ready"] is True
     assert result["foreign_threads"] == 0
-    assert result["threshold_at_ready"] == cli.YOUNG_COLLECTION_THRESHOLD
+    assert result["threshold_at_ready"] == YOUNG_COLLECTION_THRESHOLD
     assert result["frozen_at_ready"] > 10_000  # the imports' functions, classes, dicts...
     assert result["after_run"] == result["before_run"]
     assert result["before_run"]["frozen"] == 0
