@@ -153,7 +153,8 @@ class SchedulerApp:
         `freeze_heap`: for an app that owns its process (`minisched run`): once the informers' first
         lists are in, `gc.freeze()` takes the heap built so far (the imports, the listed objects: long
         lived, and freed by reference counting if ever) out of the cyclic collector's passes, which
-        otherwise walk it again at every full collection (bench/README.md, "the cyclic collector").
+        otherwise walk it again at every full collection (bench/README.md, "the cyclic collector and
+        BLAS threads").
         Not for a notebook's or a test's app: the process is not the app's to tune."""
         self.buffers = check_buffers(buffers or {})
         if recorder_factory is not None and "event-correlator" in (buffers or {}):

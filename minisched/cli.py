@@ -426,7 +426,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     # Before numpy is imported (the commands import it): minisched's arrays are a node list long,
     # too short for BLAS to split among threads, and OpenBLAS starts one per core at import and
-    # spins it there: 0.05-0.07 CPU-s of every start on two cores (bench/README.md, "BLAS threads").
+    # spins it there (numpy's import on two cores: 0.12-0.14 CPU-s with it, 0.05-0.07 without;
+    # bench/README.md, "the cyclic collector and BLAS threads").
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = _parser().parse_args(argv)
     level = logging.WARNING - 10 * min(args.verbose, 2)
