@@ -6,8 +6,9 @@ and pods all of different shapes, which it cannot), in its own process (so peak 
 backlog of pending pods, then drain the queue by calling `schedule_one()` in a tight loop with
 every default plugin on and percentageOfNodesToScore 100. Bindings run concurrently on the pool,
 so the figures include their cost (the embedded API server, the informer confirming each binding,
-the Scheduled event). The cyclic collector is set as `minisched run` sets its own process's
-(minisched.app.tune_collector_for_scheduling, with the set-up's heap frozen).
+the Scheduled event). The process is set up as `minisched run` sets up its own before the drain:
+the cyclic collector (minisched.app.tune_collector_for_scheduling, with the set-up's heap frozen)
+and every thread on one CPU (minisched.app.pin_to_one_cpu, `minisched run --cpu auto`).
 
 Printed per size:
 - decisions/s: scheduling cycles per second while draining (pop, snapshot, filter + score over all
@@ -55,7 +56,7 @@ def _cpu(i: int, varied: bool) -> str:
 
 
 def run_one(nodes: int, pods: int, bind_workers: int, varied: bool) -> dict[str, Any]:
-    from minisched.app import tune_collector_for_scheduling
+    from minisched.app import pin_to_one_cpu, tune_collector_for_scheduling
     from minisched.cluster.embedded import EmbeddedCluster
     from minisched.objects import make_node, make_pod
     from minisched.resources import NODES, PODS
@@ -78,9 +79,11 @@ def run_one(nodes: int, pods: int, bind_workers: int, varied: bool) -> dict[str,
     while sched.pending_pods()["active"] < pods:
         time.sleep(0.01)
 
-    # the process is the scheduler's, as `minisched run`'s is: its collector set alike, and what the
-    # set-up built (the nodes and the backlog, listed by the informers) frozen as the app freezes it
+    # the process is the scheduler's, as `minisched run`'s is: its collector set alike, what the
+    # set-up built (the nodes and the backlog, listed by the informers) frozen as the app freezes it,
+    # and its threads on one CPU
     tune_collector_for_scheduling()
+    pin_to_one_cpu()
     threads0 = _thread_cpu()
     cycle_cpu: list[float] = []
     scheduling_cycle = sched._scheduling_cycle

@@ -59,6 +59,10 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--config", help="KubeSchedulerConfiguration YAML (kubescheduler.config.k8s.io/v1)")
     run.add_argument("--bind-workers", type=int, default=64,
                      help="concurrent binding cycles (default 64; the real backend's connection pool is sized to it + 32)")
+    run.add_argument("--cpu", default="auto",
+                     help="the one CPU the process's threads run on: they take turns on one interpreter lock, "
+                          "and handing it between cores costs more than a second core gives (bench/README.md). "
+                          "'auto' (default): the CPU it starts on; a CPU number; 'all': every CPU it may use")
     run.add_argument("--shutdown-timeout", type=float, default=20.0,
                      help="seconds a SIGTERM/SIGINT shutdown may take, shared by every step; what is not "
                           "done by then is abandoned and logged (default 20, inside Kubernetes' 30 s grace)")
@@ -215,7 +219,7 @@ def _otlp_endpoint_set(endpoint: str | None) -> bool:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from minisched.app import SchedulerApp, tune_collector_for_scheduling
+    from minisched.app import SchedulerApp, pin_to_one_cpu, tune_collector_for_scheduling
     from minisched.observability.threadnames import name_os_threads
 
     name_os_threads()  # "bind-3", "scheduler-loop"... in top -H and /proc/<pid>/task/*/comm
@@ -233,6 +237,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.bind_workers < 1:
         print("minisched run: --bind-workers must be at least 1", file=sys.stderr)
         return 2
+    if args.cpu not in ("auto", "all"):
+        from minisched.app import check_cpu
+
+        try:
+            check_cpu(args.cpu)
+        except ValueError as err:
+            print(f"minisched run: --cpu (auto, all or a CPU number): {err}", file=sys.stderr)
+            return 2
     if args.node_selector:
         from minisched.errors import BadRequest
         from minisched.selectors import parse_label_selector
@@ -343,9 +355,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     # The process is the scheduler's (the app freezes the listed objects once its informers synced);
     # given back when main() returns into a process that goes on (a test's).
     restore_collector = tune_collector_for_scheduling()
+    # One CPU for its threads (--cpu; checked above); given back as the collector's settings are.
+    restore_cpus = pin_to_one_cpu(None if args.cpu == "auto" else int(args.cpu)) if args.cpu != "all" else None
     try:
         app.run(stop)
     finally:
+        if restore_cpus is not None:
+            restore_cpus()
         restore_collector()
         cluster.close()
         if provider is not None:

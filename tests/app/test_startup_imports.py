@@ -57,6 +57,8 @@ def watch() -> None:
     result["frozen_at_ready"] = gc.get_freeze_count()
     # threads the interpreter did not start (OpenBLAS's are started by the numpy import)
     result["foreign_threads"] = len(os.listdir("/proc/self/task")) - threading.active_count()
+    result["thread_cpus_at_ready"] = sorted({tuple(sorted(os.sched_getaffinity(int(tid))))
+                                             for tid in os.listdir("/proc/self/task")})
     cluster = clusters[0]
     for i in range(3):
         cluster.create("nodes", make_node(f"n{i}"))
@@ -67,9 +69,12 @@ def watch() -> None:
     os.kill(os.getpid(), signal.SIGTERM)
 
 threading.Thread(target=watch, daemon=True).start()
-result["before_run"] = {"threshold": gc.get_threshold(), "frozen": gc.get_freeze_count()}
+def settings() -> dict:
+    return {"threshold": gc.get_threshold(), "frozen": gc.get_freeze_count(), "cpus": sorted(os.sched_getaffinity(0))}
+
+result["before_run"] = settings()
 result["code"] = cli.main(["run", "--embedded", "--metrics-port", str(port)])
-result["after_run"] = {"threshold": gc.get_threshold(), "frozen": gc.get_freeze_count()}
+result["after_run"] = settings()
 with open(sys.argv[1], "w") as f:
     json.dump(result, f)
 """
@@ -147,11 +152,14 @@ def test_minisched_run_starts_and_schedules_on_the_embedded_cluster_without_what
 
 def test_minisched_run_tunes_its_process_and_gives_it_back_when_main_returns(tmp_path: Path) -> None:
     """No BLAS threads (numpy's OpenBLAS starts one per core at import and spins it there), young
-    collections every 10,000 allocations and the start-up heap frozen; all undone when main()
-    returns into a process that goes on."""
+    collections every 10,000 allocations, the start-up heap frozen and every thread on one CPU; all
+    undone when main() returns into a process that goes on."""
     result = run_fresh(RUN_UNTIL_READY, tmp_path)
     assert result["ready"] is True
     assert result["foreign_threads"] == 0
+    allowed = result["before_run"]["cpus"]
+    [cpus] = result["thread_cpus_at_ready"]  # every thread alike: the loop, binding workers, informers...
+    assert len(cpus) == 1 and cpus[0] in allowed
     assert result["threshold_at_ready"] == YOUNG_COLLECTION_THRESHOLD
     assert result["frozen_at_ready"] > 10_000  # the imports' functions, classes, dicts...
     assert result["after_run"] == result["before_run"]
