@@ -126,3 +126,15 @@ def test_the_default_profile_batches_nothing_but_reuse_signs_with_the_same_signe
     assert reuse_key(base) == fwk.pod_signature(base) is not None
     for change, other in DIFFERING.items():
         assert reuse_key(base) != reuse_key(other), change
+
+
+def test_tolerations_sign_alike_in_any_order_and_apart_in_any_field() -> None:
+    sign = Framework(reuse_min_nodes=0).pod_signature
+    a = {"key": "k", "operator": "Equal", "value": "v", "effect": "NoSchedule"}
+    b = {"key": "j", "operator": "Exists"}
+    assert sign(pod(tolerations=[a, b])) == sign(pod(tolerations=[b, a]))
+    for field, value in (("key", "k2"), ("value", "w"), ("effect", "NoExecute")):
+        assert sign(pod(tolerations=[{**a, field: value}, b])) != sign(pod(tolerations=[a, b])), field
+    exists = {"key": "k", "operator": "Exists", "effect": "NoSchedule"}
+    assert sign(pod(tolerations=[{**a, "value": ""}, b])) != sign(pod(tolerations=[exists, b]))  # the operator
+    assert sign(pod(tolerations=[a, a, b])) != sign(pod(tolerations=[a, b]))  # a repeat counts
