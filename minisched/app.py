@@ -98,8 +98,9 @@ def pin_to_one_cpu(cpu: int | None = None) -> Callable[[], None]:
     (the loop, binding workers, informers, event writer) take turns on one interpreter lock, so two
     of them never run Python at once, and when they sit on different cores each hand-off wakes a
     thread on the other core, whose caches are cold. On two cores the loop's own CPU per cycle fell
-    from ~310-360 us to ~230 on one, and a real API server's drain from ~1.05 to ~0.90 CPU-ms per
-    pod (bench/README.md, "one CPU for the interpreter lock's threads")."""
+    from ~310-360 us to ~230 on one, and a real API server's drain from ~1.13 to ~0.89 CPU-ms per
+    pod (medians; bench/README.md, "one CPU for the interpreter lock's threads" and "`minisched
+    run` on one CPU")."""
     if not hasattr(os, "sched_setaffinity"):
         log.info("not pinning to one CPU: this platform cannot set a thread's CPU affinity")
         return lambda: None
