@@ -710,7 +710,11 @@ class Framework:
             decision.score_plugins[p.name] = scores
             if reusing and entry is not None:
                 entry.scored[p.name] = (rows, entry.raw[p.name], scores, weighted)
-        decision.total = entry.same_total(rows, added) if entry is not None else summed(len(rows), added)
+        if entry is not None:
+            entry.unscored = None  # every plugin's raw scores are up to date
+            decision.total = entry.same_total(rows, added)
+        else:
+            decision.total = summed(len(rows), added)
         return Status.success()
 
     def cross_node_filters(self, state: CycleState) -> bool:

@@ -8,7 +8,7 @@ import random
 import numpy as np
 import pytest
 
-from minisched.objects import make_pod
+from minisched.objects import make_node, make_pod
 from minisched.scheduler.framework.profile import load_profiles
 from minisched.scheduler.framework.runtime import Framework
 from minisched.scheduler.framework.types import PodInfo
@@ -59,6 +59,37 @@ def test_reuse_decides_exactly_as_a_fresh_run(seed: int, percentage: int) -> Non
     assert reusing.algorithm.reuse is not None and reusing.algorithm.reuse.hits > 100
 
 
+def test_scores_kept_stay_true_after_cycles_that_did_not_score() -> None:
+    """A cycle with one feasible node (or none) scores nothing. The nodes that changed before it
+    must still be scored again by the next cycle that scores, or their kept scores are stale."""
+    table = NodeTable()
+    names = [f"n{i}" for i in range(8)]
+    for name in names:
+        table.add_node(make_node(name, cpu="2", memory="8Gi", pods="20"))
+    fresh = Framework(seed=1, reuse=False)
+    reusing = Framework(seed=1, reuse_min_nodes=0)
+
+    def pod(i: int) -> PodInfo:
+        return PodInfo.from_pod(make_pod(f"p{i}", cpu="600m", memory="100Mi"))
+
+    def both_decide(i: int) -> None:
+        snap = table.snapshot()
+        a, b = fresh.schedule(pod(i), snap), reusing.schedule(pod(i), snap)
+        assert np.array_equal(a.decision.feasible_rows, b.decision.feasible_rows), i
+        assert np.array_equal(a.decision.total, b.decision.total), i
+
+    both_decide(0)  # every node scored and kept
+    fillers = [PodInfo.from_pod(make_pod(f"f{k}", cpu="1800m", memory="100Mi")) for k in range(1, 8)]
+    for name, filler in zip(names[1:], fillers, strict=True):
+        table.add_pod(name, filler)  # full: only n0 is left
+    table.add_pod("n0", PodInfo.from_pod(make_pod("half", cpu="1", memory="100Mi")))
+    both_decide(1)  # one feasible node: no scoring
+    for name, filler in zip(names[1:], fillers, strict=True):
+        table.remove_pod(name, filler)
+    both_decide(2)  # n0 did not change since cycle 1, but its kept score is from cycle 0
+    assert reusing.algorithm.reuse is not None and reusing.algorithm.reuse.hits == 2
+
+
 def test_plugins_that_do_not_declare_their_inputs_turn_reuse_off() -> None:
     from minisched.scheduler.plugins import in_tree_registry
 
@@ -74,3 +105,20 @@ def test_plugins_that_do_not_declare_their_inputs_turn_reuse_off() -> None:
     profile = load_profiles({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
                              "profiles": [{"plugins": {"filter": {"enabled": [{"name": "Opaque"}]}}}]})[0]
     assert not Framework(profile, registry).reuse
+
+
+def test_same_compares_values_whatever_the_arrays_layout_and_dtype() -> None:
+    from minisched.scheduler.framework.reuse import same
+
+    a = np.array([3, 1, 2], np.int64)
+    assert same(a, np.array([3, 1, 2], np.int64))
+    assert not same(a, np.array([3, 1, 4], np.int64))
+    assert not same(a, a[:2])  # shapes differ
+    assert same(a[::2], np.array([3, 2], np.int64))  # a strided view against a contiguous copy
+    assert same(a, np.array([3, 1, 2], np.int8))  # dtypes differ: by value
+    assert not same(a, np.array([3, 1, 1], np.uint8))
+    big = np.arange(100, dtype=np.int64)
+    assert same(big, big.astype(np.int32)) and not same(big, (big + 1).astype(np.int32))
+    assert not same(np.array([True, False]), np.array([True, True]))
+    assert same(np.array([0.0]), np.array([-0.0]))  # equal floats with different bytes
+    assert not same(np.array([np.nan]), np.array([np.nan]))  # as np.array_equal
