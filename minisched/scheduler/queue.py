@@ -48,6 +48,7 @@ Every wait and every timestamp uses a `Clock`, so tests drive it with `VirtualCl
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 import threading
 from collections import deque
@@ -194,39 +195,42 @@ class _Attempt:
 
 
 class _Entry:
-    """A heap slot; `less` decides order, `removed` marks lazily deleted slots."""
+    """A heap slot; `removed` marks lazily deleted slots."""
 
-    __slots__ = ("qpi", "less", "removed")
+    __slots__ = ("qpi", "removed")
+
+    def __init__(self, qpi: QueuedPodInfo) -> None:
+        self.qpi = qpi
+        self.removed = False
+
+
+class _LessKey:
+    """The sort key of a pod in a heap ordered by any `less`. Two keys are never equal (identity),
+    so a heap's tuple comparison always asks `less`."""
+
+    __slots__ = ("qpi", "less")
 
     def __init__(self, qpi: QueuedPodInfo, less: Less) -> None:
         self.qpi = qpi
         self.less = less
-        self.removed = False
 
-    def __lt__(self, other: _Entry) -> bool:
+    def __lt__(self, other: _LessKey) -> bool:
         return self.less(self.qpi, other.qpi)
 
 
-class _PriorityEntry(_Entry):
-    """A heap slot ordered by PrioritySort's rule inline (priority_sort_less without the second
-    Python call per comparison: a pop makes ~2·log2(n) of them)."""
-
-    __slots__ = ()
-
-    def __lt__(self, other: _Entry) -> bool:
-        a, b = self.qpi, other.qpi
-        pa, pb = a.priority, b.priority
-        return pa > pb or (pa == pb and a.timestamp < b.timestamp)
-
-
 class _Heap:
-    """A heap with removal by key (lazy: removed slots are skipped when they reach the top)."""
+    """A heap with removal by key (lazy: removed slots are skipped when they reach the top). Its
+    items are (sort key, push count, slot). Under PrioritySort the sort key is the tuple
+    (-priority, timestamp), compared in C: a pop makes ~2·log2(n) comparisons, each of them a
+    Python call when `less` decides, and this heap is popped every scheduling cycle. Ties go to
+    the pod pushed first."""
 
     def __init__(self, less: Less) -> None:
         self._less = less
-        self._entry: type[_Entry] = _PriorityEntry if less is priority_sort_less else _Entry
-        self._heap: list[_Entry] = []
+        self._by_priority = less is priority_sort_less
+        self._heap: list[tuple[Any, int, _Entry]] = []
         self._by_key: dict[str, _Entry] = {}
+        self._pushes = itertools.count()
 
     def __len__(self) -> int:
         return len(self._by_key)
@@ -240,9 +244,11 @@ class _Heap:
 
     def push(self, qpi: QueuedPodInfo) -> None:
         self.remove(qpi.key)
-        entry = self._entry(qpi, self._less)
+        entry = _Entry(qpi)
         self._by_key[qpi.key] = entry
-        heapq.heappush(self._heap, entry)
+        # captured now: a queued pod's priority and timestamp change only on its way back in (a push)
+        key = (-qpi.priority, qpi.timestamp) if self._by_priority else _LessKey(qpi, self._less)
+        heapq.heappush(self._heap, (key, next(self._pushes), entry))
 
     def remove(self, key: str) -> QueuedPodInfo | None:
         entry = self._by_key.pop(key, None)
@@ -250,18 +256,19 @@ class _Heap:
             return None
         entry.removed = True
         if len(self._heap) > 64 and len(self._heap) > 4 * len(self._by_key):
-            self._heap = [e for e in self._heap if not e.removed]
+            self._heap = [item for item in self._heap if not item[2].removed]
             heapq.heapify(self._heap)
         return entry.qpi
 
     def peek(self) -> QueuedPodInfo | None:
-        while self._heap and self._heap[0].removed:
-            heapq.heappop(self._heap)
-        return self._heap[0].qpi if self._heap else None
+        heap = self._heap
+        while heap and heap[0][2].removed:
+            heapq.heappop(heap)
+        return heap[0][2].qpi if heap else None
 
     def pop(self) -> QueuedPodInfo | None:
         while self._heap:
-            entry = heapq.heappop(self._heap)
+            entry = heapq.heappop(self._heap)[2]
             if not entry.removed:
                 del self._by_key[entry.qpi.key]
                 return entry.qpi

@@ -49,6 +49,24 @@ def test_active_q_orders_by_priority_then_arrival(virtual_clock: VirtualClock) -
     assert q.pop(timeout=0) is None
 
 
+def test_pods_alike_in_priority_and_arrival_leave_in_the_order_they_came(virtual_clock: VirtualClock) -> None:
+    q = _queue(virtual_clock)  # the virtual clock stands still: one timestamp for all
+    names = [f"pod-{i}" for i in (3, 1, 4, 0, 2)]
+    for name in names:
+        q.add(make_pod(name, priority=5))
+    assert [q.pop(timeout=0).pod["metadata"]["name"] for _ in names] == names  # type: ignore[union-attr]
+
+
+def test_an_active_q_ordered_by_another_rule_asks_that_rule(virtual_clock: VirtualClock) -> None:
+    def by_name(a, b):  # type: ignore[no-untyped-def]
+        return a.key < b.key
+
+    q = SchedulingQueue(clock=virtual_clock, less=by_name)
+    for name in ("c", "a", "d", "b"):
+        q.add(make_pod(name, priority=100 if name == "d" else 0))
+    assert [q.pop(timeout=0).pod["metadata"]["name"] for _ in range(4)] == ["a", "b", "c", "d"]  # type: ignore[union-attr]
+
+
 @pytest.mark.parametrize(("attempts", "expected"), [(1, 1.0), (2, 2.0), (3, 4.0), (4, 8.0), (5, 10.0), (9, 10.0)])
 def test_backoff_doubles_from_one_second_to_a_ten_second_cap(attempts: int, expected: float) -> None:
     assert SchedulingQueue().backoff_duration(attempts) == expected
