@@ -224,6 +224,10 @@ class PodInfo:
     spread_constraints: tuple[SpreadConstraint, ...] = ()
     terminating: bool = False  # metadata.deletionTimestamp is set
     pod_affinity: PodAffinity | None = None  # None: no podAffinity and no podAntiAffinity
+    # values derived from the fields above, computed when first asked and kept (a PodInfo never
+    # changes): e.g. the volume sources that four plugins sign every cycle (signature.volumes_signer).
+    # Not an __init__ argument, so dataclasses.replace() starts a copy with none.
+    memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod
     def from_pod(cls, pod: Object, *, priority: int | None = None) -> PodInfo:

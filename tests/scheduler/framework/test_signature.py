@@ -138,3 +138,19 @@ def test_tolerations_sign_alike_in_any_order_and_apart_in_any_field() -> None:
     exists = {"key": "k", "operator": "Exists", "effect": "NoSchedule"}
     assert sign(pod(tolerations=[{**a, "value": ""}, b])) != sign(pod(tolerations=[exists, b]))  # the operator
     assert sign(pod(tolerations=[a, a, b])) != sign(pod(tolerations=[a, b]))  # a repeat counts
+
+
+def test_volume_sources_are_written_once_per_pod_info_and_afresh_for_a_copy() -> None:
+    from dataclasses import replace
+
+    from minisched.scheduler.framework.signature import volumes_signer
+
+    token = {"name": "kube-api-access-x1", "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}}
+    pod = make_pod("p", cpu="100m")
+    pod["spec"]["volumes"] = [token, {"name": "cfg", "configMap": {"name": "c"}}]
+    info = PodInfo.from_pod(pod)
+    signed = volumes_signer(info)
+    assert signed == ('{"projected":{"sources":[{"serviceAccountToken":{"path":"token"}}]}}',)  # no configMap
+    pod["spec"]["volumes"] = []  # (a PodInfo's object never changes: this shows what is kept)
+    assert volumes_signer(info) is signed  # kept, not written again
+    assert volumes_signer(replace(info, pod=pod)) == ()  # a copy keeps nothing of the original's
