@@ -245,7 +245,8 @@ class PodIndex:
         slot = self._top
         self._top += 1
         self._slot[pod.key] = slot
-        self._writable()
+        # no copy first (_writable): a new slot is at or above every snapshot's top, where none reads.
+        # Copying node_row here cost O(pods) on every pod assumed.
         self.node_row[slot] = row
         self.namespace[slot] = self._ns_ids.setdefault(pod.namespace, len(self._ns_ids))
         self.terminating[slot] = pod.terminating

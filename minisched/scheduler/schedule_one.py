@@ -175,8 +175,7 @@ class _ScheduleOne:
         t_algo = time.perf_counter()
         nominated = self.queue.nominated_infos()
         result = fwk.schedule(info, snapshot, state=state, nominated=nominated, cycle=qpi.scheduling_cycle)
-        wideners = self._wideners.get(fwk)
-        if wideners and result.node is None and result.status.is_rejected:
+        if result.node is None and result.status.is_rejected and (wideners := self._wideners.get(fwk)):
             # Nowhere in a first choice (a replica's node partition): once more over the nodes
             # those plugins widen to, as Gödel's schedulers fall back to other partitions.
             wider = CycleState()
@@ -283,7 +282,7 @@ class _ScheduleOne:
                        error=status.is_error, rejected_by=[status.plugin] if status.plugin else ())
             self._observe_attempt("error" if status.is_error else "unschedulable", started)
             return
-        state.drop_scheduling_cycle_entries(_binding_cycle_plugins(fwk))
+        state.drop_scheduling_cycle_entries(fwk.binding_cycle_plugins)
         self.queue.assumed(qpi.key)  # in flight until its binding cycle passes Permit
         if self.queue.nominated_node_of(qpi.key) is not None:
             self.queue.delete_nominated(qpi.pod)
@@ -497,13 +496,6 @@ class _ScheduleOne:
             trace: AttemptTrace | None = getattr(self._tls, "trace", None)
             if trace is not None:
                 trace.point(point, status, seconds)
-
-
-def _binding_cycle_plugins(fwk: Framework) -> set[str]:
-    """The plugins that may read the cycle state after Permit (Unreserve is a Reserve plugin's)."""
-    points = fwk.points
-    return {p.name for plugins in (points.reserve, points.permit, points.pre_bind, points.bind, points.post_bind)
-            for p in plugins}
 
 
 def _assumed_pod(a: _Assumed) -> Object:

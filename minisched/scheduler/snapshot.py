@@ -268,6 +268,10 @@ class NodeTable:
         if pod_version + 1 < self._pod_log_start:
             return None
         log = self._pod_log
+        if pod_version == self.pod_version:
+            return []
+        if pod_version + 1 == self.pod_version and log and log[-1][0] == self.pod_version:
+            return [log[-1][1]]  # one change since: the drain's usual case, each cycle
         i = bisect.bisect_right(log, pod_version, key=lambda e: e[0])
         changed: dict[str, None] = {}
         for version, name in log[i:]:

@@ -377,6 +377,12 @@ class Framework:
         # asked once here: an isinstance on a runtime Protocol costs ~10 µs, and the scheduler needs
         # this list each time a pending pod goes (bound or deleted)
         self.pod_forgetters: list[PodForgetter] = [p for p in self.points.pre_enqueue if isinstance(p, PodForgetter)]
+        # the plugins that may read the cycle state after Permit (Unreserve is a Reserve plugin's):
+        # what a binding in flight keeps of it (CycleState.drop_scheduling_cycle_entries), every cycle
+        points = self.points
+        self.binding_cycle_plugins: frozenset[str] = frozenset(
+            p.name for plugins in (points.reserve, points.permit, points.pre_bind, points.bind, points.post_bind)
+            for p in plugins)
         if len(self.points.queue_sort) != 1:
             raise ValueError(
                 f"profile {self.profile.scheduler_name!r} needs exactly one queueSort plugin, "

@@ -293,6 +293,13 @@ class InterPodAffinity:
 
     # ------------------------------------------------------------ PreFilter
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> tuple[PreFilterResult | None, Status]:
+        pa = pod.pod_affinity
+        if pa is None or not (pa.required_affinity or pa.required_anti_affinity):
+            # the usual pod, every cycle: without terms of its own, only existing pods' anti-affinity
+            # that selects it could reject a node
+            entries, _ = self._matching_terms(nodes.indexed_pods(), (REQUIRED_ANTI_AFFINITY,), pod)
+            if not entries.size:
+                return None, Status.skip(NAME)
         s = self._filter_state(pod, nodes)
         if not s.existing and not s.affinity_terms and not s.anti_terms:
             return None, Status.skip(NAME)

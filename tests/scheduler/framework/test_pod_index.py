@@ -114,3 +114,24 @@ def test_counts_kept_from_snapshots_move_with_the_table(seed: int) -> None:
             assert snap.count_matching(s, "default").tolist() == looped(snap, s, "default"), (seed, step)
     assert t.pod_index is not None
     assert t.pod_index._kept or t.pod_index._handback, "snapshots hand their counts back to the table"
+
+
+def test_a_snapshot_keeps_its_pods_while_the_table_assumes_more_without_copying() -> None:
+    table = NodeTable()
+    for i in range(3):
+        table.add_node(make_node(f"n{i}", cpu="8", memory="8Gi", pods="50"))
+    for i in range(4):
+        table.add_pod(f"n{i % 3}", PodInfo.from_pod(make_pod(f"old{i}", labels={"app": "a"})))
+    live = table.indexed_pods()
+    snap = table.snapshot()
+    seen = snap.indexed_pods()
+    rows_before = seen.node_rows.copy()
+    shared = live.node_row
+    table.add_pod("n2", PodInfo.from_pod(make_pod("new0", labels={"app": "b"})))
+    assert live.node_row is shared  # appended in place: no slot a snapshot reads was written
+    table.add_pod("n1", PodInfo.from_pod(make_pod("new1", labels={"app": "a"})))
+    assert np.array_equal(seen.node_rows, rows_before) and len(seen) == 4
+    table.remove_pod("n0", "default/old0")  # rewrites a slot the snapshot reads: copied first
+    assert live.node_row is not shared
+    assert np.array_equal(seen.node_rows, rows_before) and len(seen) == 4
+    assert len(table.indexed_pods()) == 5
