@@ -29,6 +29,7 @@ from minisched.scheduler.plugins.storage import (
     StorageLister,
     claim_class,
     claim_volumes,
+    has_claims,
     name_of,
     namespace_of,
     storage_from,
@@ -170,8 +171,10 @@ class NodeVolumeLimits:
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> tuple[PreFilterResult | None, Status]:
         # (kube has no PreFilter here; this one skips pods without claims and reads the claims once;
         # a missing claim fails in Filter, on every node, as kube's does)
+        if not has_claims(pod):
+            return None, Status.skip(NAME)
         state.write(_STATE_KEY, attachable(pod.pod, pod.namespace, self.storage, new_pod=True))
-        return None, Status.success() if any(True for _ in claim_volumes(pod.pod)) else Status.skip(NAME)
+        return None, Status.success()
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> FilterResult:
         n = len(nodes)

@@ -14,6 +14,7 @@ from minisched.resources import CSI_NODES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_
 from minisched.scheduler.framework.cluster_event import ClusterEvent
 from minisched.scheduler.framework.interface import Handle
 from minisched.scheduler.framework.listers import InformerStorage, StaticStorage, StorageLister
+from minisched.scheduler.framework.types import PodInfo
 from minisched.volumes import (
     BETA_CLASS_ANNOTATION,
     BIND_COMPLETED,
@@ -56,6 +57,16 @@ def claim_volumes(pod: Object) -> Iterator[tuple[str, bool]]:
             yield str(v["persistentVolumeClaim"].get("claimName") or ""), False
         elif v.get("ephemeral") is not None:
             yield f"{pod_name}-{v.get('name') or ''}", True
+
+
+def has_claims(pod: PodInfo) -> bool:
+    """Has the pod a volume backed by a claim (claim_volumes)? Four volume plugins ask in PreFilter
+    every cycle, and most pods have none (the service account token volume is projected); kept on
+    the PodInfo, which never changes."""
+    found = pod.memo.get("has_claims")
+    if found is None:
+        found = pod.memo["has_claims"] = any(True for _ in claim_volumes(pod.pod))
+    return bool(found)
 
 
 def namespace_of(obj: Object) -> str:

@@ -76,6 +76,7 @@ from minisched.scheduler.plugins.storage import (
     claim_class,
     claim_volumes,
     fully_bound,
+    has_claims,
     name_of,
     namespace_of,
     not_found,
@@ -486,6 +487,8 @@ class VolumeBinding:
         return ce.QUEUE if changed else ce.QUEUE_SKIP
 
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> tuple[PreFilterResult | None, Status]:
+        if not has_claims(pod):
+            return None, Status.skip(NAME)  # classify's podHasPVCs, without walking the volumes
         claims, status = classify(pod.pod, pod.namespace, self.storage)
         if claims is not None:
             state.write(_STATE_KEY, claims)

@@ -23,6 +23,7 @@ from minisched.scheduler.framework.types import PodInfo
 from minisched.scheduler.plugins.storage import (
     PVC_ADD,
     StorageLister,
+    has_claims,
     name_of,
     namespace_of,
     not_found,
@@ -146,7 +147,8 @@ class VolumeRestrictions:
         return ce.QUEUE if shared else ce.QUEUE_SKIP
 
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> tuple[PreFilterResult | None, Status]:
-        claims, missing = read_write_once_pod_claims(pod.pod, pod.namespace, self.storage)
+        claims, missing = (read_write_once_pod_claims(pod.pod, pod.namespace, self.storage) if has_claims(pod)
+                           else (frozenset(), ""))
         if missing:
             return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (missing,), NAME)
         if not claims and not any(needs_check(v) for v in _volumes(pod.pod)):

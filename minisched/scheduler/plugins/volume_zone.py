@@ -28,6 +28,7 @@ from minisched.scheduler.plugins.storage import (
     WAIT_FOR_FIRST_CONSUMER,
     StorageLister,
     claim_class,
+    has_claims,
     name_of,
     namespace_of,
     not_found,
@@ -189,6 +190,8 @@ class VolumeZone:
         return ce.QUEUE if pv_topologies(old) != pv_topologies(new) else ce.QUEUE_SKIP
 
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> tuple[PreFilterResult | None, Status]:
+        if not has_claims(pod):
+            return None, Status.skip(NAME)  # no claim, no volume to take a zone from
         constraints, status = topologies(pod.pod, pod.namespace, self.storage)
         if not status.is_success:
             return None, status

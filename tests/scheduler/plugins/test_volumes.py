@@ -288,3 +288,30 @@ def test_node_volume_limits_missing_claim_fails_every_node() -> None:
     _, reasons, code = run(node_volume_limits, make_pod("p", claims=["gone"]), [make_node("a"), make_node("b")], [])
     assert reasons == [('looking up PVC default/gone: persistentvolumeclaim "gone" not found',)] * 2
     assert code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+
+
+@pytest.mark.parametrize(("volume", "claims"), [
+    ({"name": "kube-api-access-x", "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}}, False),
+    ({"name": "data", "persistentVolumeClaim": {"claimName": "data"}}, True),
+    ({"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}, True),
+])
+def test_the_volume_plugins_skip_a_pod_without_claims_at_once(volume: dict, claims: bool) -> None:
+    from minisched.scheduler.framework.cycle_state import CycleState
+    from minisched.scheduler.framework.listers import StaticStorage
+    from minisched.scheduler.plugins.node_volume_limits import NodeVolumeLimits
+    from minisched.scheduler.plugins.storage import has_claims
+    from minisched.scheduler.plugins.volume_binding import VolumeBinding
+    from minisched.scheduler.plugins.volume_zone import VolumeZone
+    from minisched.scheduler.snapshot import NodeTable
+
+    pod = make_pod("p")
+    pod["spec"]["volumes"] = [volume]
+    info = PodInfo.from_pod(pod)
+    assert has_claims(info) is claims
+    storage = StaticStorage()
+    # with a claim (missing here): judged, not skipped; VolumeZone reads persistentVolumeClaim volumes only
+    zoned = claims and "persistentVolumeClaim" in volume
+    for plugin, judged in ((NodeVolumeLimits(storage), claims), (VolumeBinding(storage), claims),
+                           (VolumeZone(storage), zoned)):
+        _, status = plugin.pre_filter(CycleState(), info, NodeTable())
+        assert status.is_skip is not judged, plugin.name
