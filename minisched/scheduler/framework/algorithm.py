@@ -76,6 +76,7 @@ class PluginRunner(Protocol):
     batch: OpportunisticBatch | None
     percentage_of_nodes_to_score: int  # the profile's, or the configuration's (0: adaptive)
     reads_pods: Mapping[str, bool]  # plugin -> do its verdicts depend on the pods on a node
+    row_filters: Mapping[str, bool]  # filter plugin -> can it judge one row alone (interface.RowFilter)
 
     def observe(self, point: str, status: Status, started: float) -> None: ...
 
@@ -184,7 +185,8 @@ class ScheduleAlgorithm:
         entry: ReuseEntry | None = None
         dirty: npt.NDArray[np.intp] | None = None
         if reusable and cache is not None:
-            entry, dirty = cache.lookup(state, pod, nodes, fwk.active_filters(state), fwk.reads_pods)
+            entry, dirty = cache.lookup(state, pod, nodes, fwk.active_filters(state), fwk.reads_pods,
+                                        fwk.row_filters)
         if entry is not None:
             results, passed, first_fail = entry.results, entry.passed, entry.first_fail
         else:
@@ -229,7 +231,7 @@ class ScheduleAlgorithm:
             feasible = evaluated[passed[evaluated]]
             decision.first_fail = first_fail[evaluated]
         else:  # all examined: plain row order, so plugins see "every row" and skip fancy indexing
-            evaluated = np.arange(n, dtype=np.intp)
+            evaluated = _every_row(n)
             feasible = entry.feasible_rows(passed) if entry is not None else np.flatnonzero(passed)
             decision.first_fail = first_fail
         decision.evaluated_rows = evaluated
@@ -318,6 +320,15 @@ class ScheduleAlgorithm:
                 decision: Decision) -> SortedScoredNodes:
         """The scored nodes but the chosen one, for batching (sorted when first asked)."""
         return SortedScoredNodes(names, feasible, decision.total, self._tiebreak, chosen=pick)
+
+
+@functools.lru_cache(maxsize=8)
+def _every_row(n: int) -> npt.NDArray[np.intp]:
+    """0..n-1 as rows, read-only and shared by the decisions of every cycle that examines all n
+    nodes (an array made per cycle otherwise)."""
+    rows = np.arange(n, dtype=np.intp)
+    rows.flags.writeable = False
+    return rows
 
 
 def _widen(result: FilterResult, n: int, row: int) -> FilterResult:

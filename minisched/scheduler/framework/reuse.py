@@ -146,7 +146,7 @@ class ReuseCache:
 
     def lookup(
         self, state: CycleState, pod: PodInfo, nodes: NodeTable, filters: Sequence[FilterPlugin],
-        reads_pods: Mapping[str, bool],
+        reads_pods: Mapping[str, bool], row_filters: Mapping[str, bool] | None = None,
     ) -> tuple[ReuseEntry | None, npt.NDArray[np.intp] | None]:
         """The entry for `pod`'s signature brought up to date with `nodes` (the changed nodes judged
         again by the active `filters` that read pods), and the rows whose raw scores are to be
@@ -169,13 +169,20 @@ class ReuseCache:
         passed, first_fail = entry.passed, entry.first_fail
         rejudged = False  # did any verdict on a dirty row change? (if not, passed/first_fail stand)
         if dirty.size:
-            # one changed node (the usual drain: the one that got the last pod) is a view of its row
-            view = nodes._row_view(int(dirty[0])) if dirty.size == 1 else nodes._subset(dirty)
+            # one changed node (the usual drain: the one that got the last pod) is judged on its row by
+            # a RowFilter (`row_filters`), else on a view of its row; several, on a table of them
+            one = int(dirty[0]) if dirty.size == 1 else -1
+            view: NodeTable | None = None
             for k, p in enumerate(filters):
                 if not reads_pods[p.name]:
                     continue
                 try:
-                    fresh = p.filter(state, pod, view)
+                    if one >= 0 and row_filters and row_filters.get(p.name):
+                        fresh = p.filter_row(state, pod, nodes, one)  # type: ignore[attr-defined]
+                    else:
+                        if view is None:
+                            view = nodes._row_view(one) if one >= 0 else nodes._subset(dirty)
+                        fresh = p.filter(state, pod, view)
                 except Exception as e:
                     raise PluginError(p.name, e, "Filter") from e
                 old = results[k]
@@ -183,7 +190,8 @@ class ReuseCache:
                     continue
                 if (same(fresh.passed, old.passed[dirty]) and same(fresh.reasons, old.reasons[dirty])
                         and fresh.unresolvable is None and old.unresolvable is None
-                        and ((fresh.messages == old.messages and fresh.code == old.code) or bool(fresh.passed.all()))):
+                        and ((fresh.messages == old.messages and fresh.code == old.code) or fresh.everyone_passed
+                             or bool(fresh.passed.all()))):
                     continue  # the usual case in a drain: the node that got a pod still judged the same
                 if (fresh.messages and old.messages and (fresh.messages != old.messages or fresh.code != old.code)) or (
                     fresh.unresolvable is not None or old.unresolvable is not None

@@ -75,6 +75,7 @@ from minisched.scheduler.framework.interface import (
     QueueSortPlugin,
     ReadsOtherNodes,
     ReservePlugin,
+    RowFilter,
     ScorePlugin,
     WaitingPod,
 )
@@ -405,6 +406,8 @@ class Framework:
         # decided once per plugin: no attribute looked up per cycle
         self.reads_pods: Mapping[str, bool] = {name: not isinstance(p, DeclaresPodReads) or bool(p.reads_pods)
                                                for name, p in self.plugins.items()}
+        # filters that judge one row of a table without a one-row table (RowFilter), for reuse's lookups
+        self.row_filters: Mapping[str, bool] = {p.name: isinstance(p, RowFilter) for p in self.points.filter}
         self._reads_other_nodes = {
             name: isinstance(p, ReadsOtherNodes) and bool(p.reads_other_nodes) for name, p in self.plugins.items()}
         # kube 1.35's OpportunisticBatching (batch.py): on unless turned off, as its feature gate.

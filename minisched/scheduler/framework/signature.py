@@ -207,8 +207,7 @@ class PodSigner:
             fragments, status = sign_pod(pod)
             if status is not ok and not status.is_success:
                 return None
-            for key, value in fragments:
-                sig[key] = value
+            sig.update(fragments)  # (name, value) pairs; two plugins that read the same part give one
         return frozenset(sig.items())
 
     def may_batch(self, pod: PodInfo) -> bool:

@@ -193,7 +193,8 @@ def allocation_score(strategy: str, requested: Sequence[int], allocatable: Seque
     """Combine per-resource scores as kube's resourceAllocationScorer does (resources with zero
     allocatable are left out)."""
     node_score = weight_sum = 0
-    scaled = [(u, s * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE)) for u, s in shape]
+    scaled = ([(u, s * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE)) for u, s in shape]
+              if strategy == REQUESTED_TO_CAPACITY_RATIO else [])
     for req, alloc, w in zip(requested, allocatable, weights, strict=True):
         if alloc == 0:
             continue
@@ -459,6 +460,14 @@ class NodeResourcesFit:
             messages.append(f"Insufficient {resource}")
         return FilterResult(reasons == 0, reasons, tuple(messages), Code.UNSCHEDULABLE,
                             unresolvable=never if never.any() else None)
+
+    def filter_row(self, state: CycleState, pod: PodInfo, nodes: NodeTable, row: int) -> FilterResult:
+        """`filter` on row `row` alone (interface.RowFilter): the reuse cache's question about the
+        node that got or lost a pod, without a one-row table."""
+        pods_col = nodes.resource_column(PODS)
+        assert pods_col is not None
+        return self._filter_one(pod, nodes, nodes.allocatable_matrix[row].tolist(),
+                                nodes.requested_matrix[row].tolist(), pods_col)
 
     def _filter_one(self, pod: PodInfo, nodes: NodeTable, alloc: list[int], req: list[int],
                     pods_col: int) -> FilterResult:

@@ -187,3 +187,26 @@ def test_the_one_node_what_if_says_what_the_filter_says_as_pods_come_and_go(seed
                 what_if.add(p)
             expected = plugin.filter(CycleState(), pod, view).status_at(0, plugin.name)
             assert what_if.status() == expected, (name, pod.requests, [q.name for q in view.pods_on(name)])
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_filter_row_judges_a_row_as_filter_judges_that_node_alone(seed: int) -> None:
+    import random
+
+    from minisched.scheduler.framework.interface import RowFilter
+    from tests.scheduler.plugins.randomcluster import random_node, random_pod, table_of
+
+    rng = random.Random(seed)
+    nodes = [random_node(rng, f"n{i}") for i in range(30)]
+    pods = [random_pod(rng, f"p{i}") for i in range(30)]
+    table = table_of(nodes, {n["metadata"]["name"]: pods[i:i + 2] for i, n in enumerate(nodes)}).snapshot()
+    plugin = NodeResourcesFit()
+    assert isinstance(plugin, RowFilter)
+    for k in range(40):
+        pod = PodInfo.from_pod(random_pod(rng, f"q{k}"))
+        row = rng.randrange(len(table))
+        alone = plugin.filter(CycleState(), pod, table.for_node(table.names[row]))
+        got = plugin.filter_row(CycleState(), pod, table, row)
+        assert (got.passed.tolist(), got.reasons.tolist(), got.code) == (alone.passed.tolist(),
+                                                                         alone.reasons.tolist(), alone.code)
+        assert got.messages == alone.messages or got.everyone_passed
