@@ -143,6 +143,8 @@ class ReuseCache:
         self.min_nodes = min_nodes
         self.entries: collections.OrderedDict[Signature, ReuseEntry] = collections.OrderedDict()
         self.hits = 0
+        # (the filters list last looked up with, their names): the same list comes cycle after cycle
+        self._filter_names: tuple[Sequence[FilterPlugin], tuple[str, ...]] | None = None
 
     def lookup(
         self, state: CycleState, pod: PodInfo, nodes: NodeTable, filters: Sequence[FilterPlugin],
@@ -158,7 +160,12 @@ class ReuseCache:
         entry = None if key is None else self.entries.get(key)
         if key is None or entry is None:
             return None, None
-        active = tuple(p.name for p in filters)
+        last = self._filter_names
+        if last is not None and last[0] is filters:  # the framework's list of the last cycle (active_filters)
+            active = last[1]
+        else:
+            active = tuple(p.name for p in filters)
+            self._filter_names = (filters, active)
         changed = nodes.nodes_changed_since(entry.node_version, entry.pod_version)
         if changed is None or active != entry.filter_names or len(nodes) != len(entry.passed):
             del self.entries[key]

@@ -397,6 +397,8 @@ class Framework:
         # Reusing an earlier cycle's verdicts for a pod of the same shape is only sound when every
         # filter and score plugin says what its results depend on (`reads_pods`).
         # One signer for both caches (signature.py); each cache keeps its own rule for using it.
+        self._last_active_filters: tuple[frozenset[str], list[Any]] | None = None  # see active_filters
+        self._last_cross_node: tuple[list[Any], bool] | None = None  # see cross_node_filters
         self.signer = PodSigner((self.points.pre_filter, self.points.filter, self.points.pre_score, self.points.score))
         self.unsignable_plugins = self.signer.unsignable_plugins
         self.reuse = reuse and self.signer.signers is not None and all(
@@ -543,10 +545,18 @@ class Framework:
         return allowed, narrowed_by, Status.success()
 
     def active_filters(self, state: CycleState) -> list[Any]:
-        """The Filter plugins of this cycle, in profile order: those whose PreFilter said Skip left out."""
-        if not state.skip_filter:
+        """The Filter plugins of this cycle, in profile order: those whose PreFilter said Skip left out.
+        The same list as the last call's while the same plugins skipped (a cycle asks ~3 times, and
+        a stream of alike pods skips alike): callers read it, never change it."""
+        skipped = state.skip_filter
+        if not skipped:
             return self.points.filter
-        return [p for p in self.points.filter if p.name not in state.skip_filter]
+        last = self._last_active_filters
+        if last is not None and last[0] == skipped:
+            return last[1]
+        active = [p for p in self.points.filter if p.name not in skipped]
+        self._last_active_filters = (frozenset(skipped), active)
+        return active
 
     def run_filter_plugins(
         self, state: CycleState, pod: PodInfo, nodes: NodeTable
@@ -729,7 +739,13 @@ class Framework:
     def cross_node_filters(self, state: CycleState) -> bool:
         """Is an active filter's verdict on one node moved by pods on other nodes (topology
         spreading)? Then re-judging only the changed nodes would be wrong: no reuse this cycle."""
-        return any(self._reads_other_nodes[p.name] for p in self.active_filters(state))
+        active = self.active_filters(state)
+        last = self._last_cross_node
+        if last is not None and last[0] is active:  # the same list as the last cycle's: the same answer
+            return last[1]
+        cross = any(self._reads_other_nodes[p.name] for p in active)
+        self._last_cross_node = (active, cross)
+        return cross
 
     # ------------------------------------------------------------ after a node is chosen
     def run_post_filter(
