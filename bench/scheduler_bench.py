@@ -27,6 +27,13 @@ Printed per size:
 
     .venv/bin/python bench/scheduler_bench.py [--sizes 100,1000,5000] [--pods 2000] [--bind-workers 4]
 
+Instructions instead of time: `--instructions [--against DIR] [--cycles 500]` runs the loop-alone
+drain under valgrind's callgrind, counting only the cycles drained, and prints instructions per
+cycle for this checkout (and DIR's minisched, with this script's set-up). On a shared machine whose
+speed moves the loop-alone rate by ±15% run to run, this figure moves by ~0.1%: the way to see a
+change of a few percent in the loop's own work. (It counts work, not cache misses or the interpreter
+lock's hand-offs; the timed runs above still say what a cycle costs.)
+
 Before/after, side by side in one run: `--against DIR` (another checkout, e.g. made with
 `git archive <commit> | tar -x -C DIR`) runs each size from this checkout and from DIR in turn,
 `--rounds` times, and prints every run and the medians (on a loaded machine only runs made
@@ -37,7 +44,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -55,13 +64,15 @@ def _cpu(i: int, varied: bool) -> str:
     return f"{100 + i % 997}m" if varied else "100m"
 
 
-def run_one(nodes: int, pods: int, bind_workers: int, varied: bool) -> dict[str, Any]:
+def _scheduler_with_backlog(nodes: int, pods: int, bind_workers: int, varied: bool) -> tuple[Any, Any]:
+    """(the embedded cluster, a started Scheduler) with `nodes` nodes listed and `pods` pods queued,
+    the process set up as `minisched run` sets up its own: its collector set alike, what the set-up
+    built (the nodes and the backlog, listed by the informers) frozen as the app freezes it, and its
+    threads on one CPU."""
     from minisched.app import pin_to_one_cpu, tune_collector_for_scheduling
     from minisched.cluster.embedded import EmbeddedCluster
     from minisched.objects import make_node, make_pod
     from minisched.resources import NODES, PODS
-    from minisched.scheduler.framework.profile import default_profile
-    from minisched.scheduler.framework.runtime import Framework
     from minisched.scheduler.scheduler import Scheduler
 
     cluster = EmbeddedCluster(seed=1)
@@ -78,12 +89,24 @@ def run_one(nodes: int, pods: int, bind_workers: int, varied: bool) -> dict[str,
         cluster.create(PODS, make_pod(f"pod-{i:05d}", cpu=_cpu(i, varied), memory="200Mi"))
     while sched.pending_pods()["active"] < pods:
         time.sleep(0.01)
-
-    # the process is the scheduler's, as `minisched run`'s is: its collector set alike, what the
-    # set-up built (the nodes and the backlog, listed by the informers) frozen as the app freezes it,
-    # and its threads on one CPU
     tune_collector_for_scheduling()
     pin_to_one_cpu()
+    return cluster, sched
+
+
+def _loop_alone(sched: Any) -> None:
+    """Informers stopped and bindings not started (pods stay assumed): nothing but the loop runs."""
+    sched.factory.shutdown()
+    sched._pool.submit = lambda fn, *a: sched._binding_slots.release()
+
+
+def run_one(nodes: int, pods: int, bind_workers: int, varied: bool) -> dict[str, Any]:
+    from minisched.objects import make_pod
+    from minisched.resources import PODS
+    from minisched.scheduler.framework.profile import default_profile
+    from minisched.scheduler.framework.runtime import Framework
+
+    cluster, sched = _scheduler_with_backlog(nodes, pods, bind_workers, varied)
     threads0 = _thread_cpu()
     cycle_cpu: list[float] = []
     scheduling_cycle = sched._scheduling_cycle
@@ -117,8 +140,7 @@ def run_one(nodes: int, pods: int, bind_workers: int, varied: bool) -> dict[str,
         cluster.create(PODS, make_pod(f"solo-{i:05d}", cpu=_cpu(i + 1, varied), memory="200Mi"))
     while sched.pending_pods()["active"] < pods:
         time.sleep(0.01)
-    sched.factory.shutdown()
-    sched._pool.submit = lambda fn, *a: sched._binding_slots.release()  # type: ignore[method-assign]
+    _loop_alone(sched)
     sched.stats.cycle_seconds.clear()
     t0 = time.perf_counter()
     solo = 0
@@ -152,10 +174,69 @@ def run_one(nodes: int, pods: int, bind_workers: int, varied: bool) -> dict[str,
     }
 
 
+def count_one(nodes: int, pods: int, cycles: int, varied: bool) -> None:
+    """The child of `--instructions`, run under callgrind with instrumentation off: set up the loop
+    alone as run_one does, warm it up, then drain `cycles` cycles while the parent has
+    instrumentation on. Talks to the parent on stdin/stdout."""
+    _, sched = _scheduler_with_backlog(nodes, pods, 1, varied)
+    _loop_alone(sched)
+    for _ in range(min(100, pods - cycles)):  # the reuse cache filled, the code paths warm
+        sched.schedule_one(timeout=0)
+    print("ready", flush=True)
+    sys.stdin.readline()
+    done = sum(1 for _ in range(cycles) if sched.schedule_one(timeout=0))
+    print(f"done {done}", flush=True)
+    sys.stdin.readline()
+    os._exit(0)  # no shutdown: the parent has what it came for
+
+
+def _instructions(tree: str, nodes: int, args: argparse.Namespace, varied: bool) -> float:
+    """Instructions executed per loop-alone cycle in checkout `tree` (this bench's set-up, that
+    tree's minisched), counted by valgrind's callgrind over `args.cycles` cycles."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "callgrind.out")
+        cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
+               sys.executable, os.path.abspath(__file__), "--count-one", str(nodes), "--pods", str(args.pods),
+               "--cycles", str(args.cycles)] + (["--varied"] if varied else [])
+        child = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                 text=True, env={**os.environ, "PYTHONPATH": tree})
+        assert child.stdin is not None and child.stdout is not None
+
+        def control(switch: str) -> None:
+            subprocess.run(["callgrind_control", "-i", switch, str(child.pid)], check=True, capture_output=True)
+
+        if child.stdout.readline().strip() != "ready":
+            raise RuntimeError(f"the loop-alone set-up in {tree} did not start under valgrind")
+        control("on")
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        done = int(child.stdout.readline().split()[1])
+        control("off")
+        child.stdin.write("\n")
+        child.stdin.flush()
+        child.wait()
+        with open(out) as f:  # the dump's "totals:" line (its "summary:" header may say 0)
+            total = max(int(line.split()[1]) for line in f if line.startswith(("summary:", "totals:")))
+    return total / max(done, 1)
+
+
+def _compare_instructions(args: argparse.Namespace, sizes: list[int]) -> None:
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    trees = {"this": here, "against": os.path.abspath(args.against)} if args.against else {"this": here}
+    print(f"instructions per loop-alone cycle (valgrind callgrind, {args.cycles} cycles after 100 to warm up, "
+          f"{args.pods} pods): the machine's speed does not move this figure")
+    for n in sizes:
+        for shape in [sh for sh in args.shapes.split(",") if sh]:
+            for name, tree in trees.items():
+                count = _instructions(tree, n, args, shape == "varied")
+                print(f"{name:>8} {n:>6} {shape:>7} {count / 1e3:>10,.0f}k instructions per cycle  ({tree})", flush=True)
+
+
 def _thread_cpu(since: dict[str, float] | None = None) -> dict[str, float]:
     """CPU seconds per kind of thread (the loop is this, the main thread), from /proc/self/task's
     schedstat (Linux), minus `since`; threads named alike (bind-1, bind-2) are added up."""
-    import os
     import re
     import threading
 
@@ -195,13 +276,28 @@ def main() -> None:
     parser.add_argument("--against", help="another checkout to compare with, run alternately")
     parser.add_argument("--rounds", type=int, default=3, help="with --against: runs of each checkout per size")
     parser.add_argument("--shapes", default="same,varied", help="same, varied or both")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count the instructions of a loop-alone cycle under valgrind (callgrind), this "
+                             "checkout and --against's, instead of timing: steady on a noisy machine")
+    parser.add_argument("--cycles", type=int, default=500, help="with --instructions: cycles counted")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--count-one", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--varied", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one is not None:
         print(json.dumps(run_one(args.one, args.pods, args.bind_workers, args.varied)))
         return
+    if args.count_one is not None:
+        count_one(args.count_one, args.pods, args.cycles, args.varied)
+        return
     sizes = [int(s) for s in args.sizes.split(",") if s]
+    if args.instructions:
+        if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+            parser.error("--instructions needs valgrind and callgrind_control (Debian: apt-get install valgrind)")
+        if args.cycles + 100 > args.pods:
+            parser.error(f"--instructions: --pods ({args.pods}) must cover --cycles ({args.cycles}) and 100 to warm up")
+        _compare_instructions(args, sizes)
+        return
     if args.against:
         _compare(args, sizes)
         return
@@ -223,7 +319,6 @@ def main() -> None:
 
 
 def _run(tree: str, nodes: int, args: argparse.Namespace, varied: bool) -> dict[str, Any]:
-    import os
 
     script = os.path.join(tree, "bench", "scheduler_bench.py")
     env = {**os.environ, "PYTHONPATH": tree}
@@ -235,7 +330,6 @@ def _run(tree: str, nodes: int, args: argparse.Namespace, varied: bool) -> dict[
 
 
 def _compare(args: argparse.Namespace, sizes: list[int]) -> None:
-    import os
 
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     trees = {"this": here, "against": os.path.abspath(args.against)}
