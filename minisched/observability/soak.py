@@ -112,6 +112,11 @@ def run_soak(
                 cluster.delete(PODS, name, namespace, grace_period_seconds=0)
         _wait(lambda b=baseline_pods: scheduler.cache.pod_count() <= b, round_timeout,  # type: ignore[misc]
               f"round {r}: the scheduler's cache forgets the deleted pods")  # fmt: skip
+        # the round's events written: the recorder writes them on its own thread, behind the bindings
+        # (a real API server's writes lag most), and a write still queued at the sample below is
+        # memory held for the moment, which the next round's sample would compare as growth
+        if not scheduler.recorder.flush(round_timeout):
+            raise TimeoutError(f"round {r}: the scheduler's events not written within {round_timeout:g} s")
         if expire_events:
             for event in cluster.list(EVENTS, namespace)["items"]:
                 if event["involvedObject"].get("name", "").startswith(f"{prefix}-"):

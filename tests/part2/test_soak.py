@@ -51,6 +51,32 @@ def test_soak_rounds_leave_nothing_behind(running: tuple[EmbeddedCluster, Schedu
         result.growth_after_warmup(3)
 
 
+def test_each_round_waits_for_its_events_to_be_written(running: tuple[EmbeddedCluster, Scheduler]) -> None:
+    """On a real API server the event writer lags the bindings: a round must not sample (nor expire
+    the events) while writes still wait in its queue."""
+    import time
+
+    cluster, sched = running
+    create = cluster.create
+
+    def slow_event_writes(resource, obj, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if resource == EVENTS or getattr(resource, "plural", "") == "events":
+            time.sleep(0.01)
+        return create(resource, obj, *args, **kwargs)
+
+    cluster.create = slow_event_writes  # type: ignore[method-assign]
+    queued: list[int] = []
+    watch = MemoryWatch().start()
+    try:
+        run_soak(cluster, sched, watch, rounds=2, pods_per_round=20,
+                 on_round=lambda r, s: queued.append(sched.recorder._queue.qsize()))
+    finally:
+        watch.stop()
+        cluster.create = create  # type: ignore[method-assign]
+    assert queued == [0, 0]
+    assert cluster.list(EVENTS, "default")["items"] == []  # every event was written, then expired
+
+
 def test_a_leak_of_one_object_per_pod_is_a_slope(running: tuple[EmbeddedCluster, Scheduler]) -> None:
     cluster, sched = running
     watch = MemoryWatch().start()
